@@ -1,0 +1,29 @@
+"""Database layer: engines, sessions, schema and migrations."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db.engine import (
+    create_database_engine,
+    is_sqlite,
+    read_session,
+    write_session,
+)
+from photo_pipeline.db.migrate import upgrade
+
+__all__ = [
+    "create_database_engine",
+    "is_sqlite",
+    "open_database",
+    "read_session",
+    "write_session",
+]
+
+
+def open_database(url: str) -> sessionmaker[Session]:
+    """Open the database at ``url``, creating or upgrading its schema, and return a
+    session factory bound to it."""
+    engine = create_database_engine(url)
+    upgrade(engine)
+    return sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,79 @@
+"""Engines and sessions: SQLite in WAL mode with immediate write transactions, or
+PostgreSQL through psycopg 3."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+# Writers wait this long for SQLite's write lock before giving up.
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+# Session execution option naming a write transaction (BEGIN IMMEDIATE on SQLite).
+_WRITE = "photo_pipeline_write"
+
+
+def create_database_engine(url: str, **kwargs: Any) -> Engine:
+    """Create an engine for ``url`` with the per-backend settings the job system needs."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, **kwargs)
+    if parsed.get_backend_name() == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return create_engine(parsed, pool_pre_ping=True, **kwargs)
+    raise ValueError(f"unsupported database URL {url!r}: use sqlite:/// or postgresql://")
+
+
+def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
+    parsed = make_url(url)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the sqlite3 module so that we emit BEGIN.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a killed process; only power loss may drop the
+        # last commits.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # A deferred transaction that later writes cannot wait for the lock (SQLite
+        # returns "database is locked" at once to avoid deadlock), so every write
+        # transaction takes the write lock up front and waits in busy_timeout.
+        write = connection.get_execution_options().get(_WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+@contextmanager
+def write_session(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session in one write transaction, committed on success, rolled back on error."""
+    with factory() as session, session.begin():
+        session.connection(execution_options={_WRITE: True})
+        yield session
+
+
+@contextmanager
+def read_session(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session for reads only; it never takes the SQLite write lock."""
+    with factory() as session, session.begin():
+        yield session

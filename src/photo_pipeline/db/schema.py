@@ -1,0 +1,172 @@
+"""Tables of the library database, declared once; migrations must match them exactly."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.types import TypeDecorator
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL wants BIGINT.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An aware UTC datetime stored as integer microseconds since the Unix epoch.
+
+    One representation on every backend: comparisons (lease expiry, ``run_after``) are
+    integer comparisons, identical on SQLite and PostgreSQL, with no time-zone or
+    text-format surprises.
+    """
+
+    impl = BigInteger
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> int | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: times must be timezone-aware")
+        return (value - EPOCH) // _MICROSECOND
+
+    def process_result_value(self, value: int | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else EPOCH + value * _MICROSECOND
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+# Kept in step with jobs.states by a unit test (db must not import jobs).
+ACTIVE_JOB_STATES = ("queued", "running", "cancelling", "retry_queued")
+CLAIMABLE_JOB_STATES = ("queued", "retry_queued")
+LEASED_JOB_STATES = ("running", "cancelling")
+
+jobs = Table(
+    "jobs",
+    metadata,
+    # seq gives a strict enqueue order (FIFO tie-break); id is the public identifier.
+    Column("seq", BigId, primary_key=True, autoincrement=True),
+    Column("id", String(36), nullable=False, unique=True),
+    Column("job_type", String(100), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("priority", Integer, nullable=False),
+    Column("params", JSON, nullable=False),
+    Column("request_hash", String(64), nullable=False),
+    Column("lock_key", String(200)),
+    Column("idempotency_key", String(200), unique=True),
+    # Number of prerequisites that have not succeeded yet; claimable only at 0.
+    Column("waiting_for", Integer, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("max_attempts", Integer, nullable=False),
+    Column("run_after", UTCDateTime, nullable=False),
+    Column("lease_owner", String(200)),
+    Column("lease_expires_at", UTCDateTime),
+    Column("heartbeat_at", UTCDateTime),
+    Column("fencing_token", BigInteger, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("error_code", String(100)),
+    Column("error_message", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("started_at", UTCDateTime),
+    Column("finished_at", UTCDateTime),
+)
+
+# The one-mutating-job lock, enforced by the database: one active job per lock key.
+_active = text(_in("state", ACTIVE_JOB_STATES) + " AND lock_key IS NOT NULL")
+Index(
+    "uq_jobs_active_lock",
+    jobs.c.lock_key,
+    unique=True,
+    sqlite_where=_active,
+    postgresql_where=_active,
+)
+# Claim walks this index in order and stops at the first row it can take.
+_claimable = text(_in("state", CLAIMABLE_JOB_STATES) + " AND waiting_for = 0")
+Index(
+    "ix_jobs_claim_order",
+    jobs.c.priority.desc(),
+    jobs.c.run_after,
+    jobs.c.seq,
+    sqlite_where=_claimable,
+    postgresql_where=_claimable,
+)
+_leased = text(_in("state", LEASED_JOB_STATES))
+Index(
+    "ix_jobs_lease_expiry",
+    jobs.c.lease_expires_at,
+    sqlite_where=_leased,
+    postgresql_where=_leased,
+)
+Index("ix_jobs_finished_at", jobs.c.finished_at)
+
+job_items = Table(
+    "job_items",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("item_key", String(2048), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("attempt_count", Integer, nullable=False),
+    Column("error_code", String(100)),
+    Column("error_message", Text),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("job_id", "item_key"),
+    Index("ix_job_items_job_id_state_id", "job_id", "state", "id"),
+)
+
+job_events = Table(
+    "job_events",
+    metadata,
+    # The resumable cursor: allocated under the job's row lock, so per job it is
+    # gap-free in commit order on both backends.
+    Column("seq", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("event_type", String(50), nullable=False),
+    Column("message", Text),
+    Column("data", JSON),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_job_events_job_id_seq", "job_id", "seq"),
+)
+
+job_prerequisites = Table(
+    "job_prerequisites",
+    metadata,
+    Column("job_id", String(36), ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column(
+        "prerequisite_id",
+        String(36),
+        ForeignKey("jobs.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    PrimaryKeyConstraint("job_id", "prerequisite_id"),
+    Index("ix_job_prerequisites_prerequisite_id", "prerequisite_id"),
+)

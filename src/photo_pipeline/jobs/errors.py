@@ -1,0 +1,46 @@
+"""Errors of the job coordinator; each carries a stable ``code``."""
+
+from __future__ import annotations
+
+from photo_pipeline.errors import PhotoPipelineError
+
+
+class JobError(PhotoPipelineError):
+    """Root of the coordinator's errors."""
+
+    code = "job_error"
+    status = 409
+
+
+class InvalidArgument(JobError):
+    """A caller passed a value the coordinator cannot accept (names field and value)."""
+
+    code = "invalid_argument"
+    status = 422
+
+
+class JobNotFound(JobError):
+    """Unknown job or item (``job_not_found``, ``item_not_found``)."""
+
+    code = "job_not_found"
+    status = 404
+
+
+class JobBlocked(JobError):
+    """Refused by a prerequisite or the one-mutating-job lock (``lock_held``,
+    ``prerequisite_failed``, ``unknown_prerequisite``)."""
+
+    code = "lock_held"
+
+
+class InvalidTransition(JobError):
+    """The state machine does not allow the requested change."""
+
+    code = "invalid_transition"
+
+
+class JobConflict(JobError):
+    """Another owner or request won: a stale fencing token, a lost lease, or an
+    idempotency key reused for a different request."""
+
+    code = "conflict"

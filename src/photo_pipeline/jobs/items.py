@@ -1,0 +1,124 @@
+"""Batched, validated item updates, applied inside the caller's job-locked transaction."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.orm import Session
+
+from photo_pipeline.db.schema import job_items
+from photo_pipeline.jobs import _checks as check
+from photo_pipeline.jobs.errors import InvalidArgument, InvalidTransition, JobConflict, JobNotFound
+from photo_pipeline.jobs.states import ItemState, can_transition_item
+
+# Keys per IN (...) lookup: far below SQLite's bound-parameter limit.
+_CHUNK = 500
+
+
+class ItemUpdate(NamedTuple):
+    item_key: str
+    state: ItemState
+    error: tuple[str, str] | None = None
+
+
+def normalise_updates(updates: Iterable[Any]) -> list[ItemUpdate]:
+    """Check and convert ``(key, state[, error])`` tuples; each key at most once."""
+    batch: list[ItemUpdate] = []
+    for update_ in updates:
+        if not isinstance(update_, tuple) or len(update_) not in (2, 3):
+            raise InvalidArgument(
+                "invalid_item_update",
+                f"an item update is (item_key, state[, error]), got {update_!r}",
+            )
+        key, state, *rest = update_
+        try:
+            item_state = ItemState(state)
+        except ValueError:
+            raise InvalidArgument(
+                "invalid_state",
+                f"item state must be one of {', '.join(ItemState)}, got {state!r}",
+            ) from None
+        batch.append(
+            ItemUpdate(check.item_key(key), item_state, check.error(rest[0] if rest else None))
+        )
+    if len({u.item_key for u in batch}) != len(batch):
+        raise InvalidArgument("duplicate_item", "a batch must not change the same item twice")
+    return batch
+
+
+def apply_item_updates(
+    session: Session, job_id: str, batch: list[ItemUpdate], now: datetime
+) -> dict[str, int]:
+    """Validate every change against the stored state, then write them all.
+
+    The caller holds the job's row lock, which every writer of this job's items takes
+    first, so the states read here cannot change before the writes. The writes are
+    still conditional on those states and fail loudly if any did. Returns how many
+    items entered each state (no-ops excluded).
+    """
+    current = _current_states(session, job_id, [u.item_key for u in batch])
+    rows = []
+    for item in batch:
+        seen = current.get(item.item_key)
+        if seen is None:
+            raise JobNotFound("item_not_found", f"job {job_id} has no item {item.item_key!r}")
+        if not can_transition_item(seen, item.state):
+            raise InvalidTransition(
+                "invalid_transition", f"item {item.item_key!r}: {seen} -> {item.state}"
+            )
+        if seen == item.state and item.error is None:
+            continue
+        code, message = item.error or (None, None)
+        rows.append(
+            {
+                "b_job": job_id,
+                "b_key": item.item_key,
+                "b_seen": seen,
+                "b_state": item.state.value,
+                "b_code": code,
+                "b_message": message,
+                "b_started": int(item.state is ItemState.RUNNING and seen != ItemState.RUNNING),
+                "b_now": now,
+            }
+        )
+    if not rows:
+        return {}
+    statement = (
+        update(job_items)
+        .where(
+            job_items.c.job_id == bindparam("b_job"),
+            job_items.c.item_key == bindparam("b_key"),
+            job_items.c.state == bindparam("b_seen"),
+        )
+        .values(
+            state=bindparam("b_state"),
+            error_code=bindparam("b_code"),
+            error_message=bindparam("b_message"),
+            attempt_count=job_items.c.attempt_count + bindparam("b_started"),
+            updated_at=bindparam("b_now"),
+        )
+    )
+    matched = session.connection().execute(statement, rows).rowcount
+    if matched != len(rows):
+        raise JobConflict(
+            "concurrent_update", f"{len(rows) - matched} items of job {job_id} changed meanwhile"
+        )
+    return dict(Counter(r["b_state"] for r in rows))
+
+
+def _current_states(session: Session, job_id: str, keys: list[str]) -> dict[str, str]:
+    states: dict[str, str] = {}
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        states.update(
+            session.execute(
+                select(job_items.c.item_key, job_items.c.state).where(
+                    job_items.c.job_id == job_id, job_items.c.item_key.in_(chunk)
+                )
+            ).all()
+        )
+    return states

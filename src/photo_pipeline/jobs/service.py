@@ -1,0 +1,800 @@
+"""JobService — the durable job coordinator (no execution: that is the worker's job).
+
+It enqueues with idempotency keys and one-mutating-job locks, hands a queued job to
+one worker atomically (claim with a fencing token), tracks heartbeats and leases,
+validates every state change, derives progress from durable item rows, cancels,
+retries with backoff, and recovers jobs whose worker vanished.
+
+Concurrency rule: every change to a job, its items or its events happens in one write
+transaction that first locks the job's row (``SELECT … FOR UPDATE`` on PostgreSQL;
+``BEGIN IMMEDIATE`` serialises writers on SQLite) and then writes with a conditional
+``UPDATE … WHERE state = :seen AND version = :seen``. A write that matches no row
+raises; nothing is decided on stale reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Row, delete, func, insert, literal, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.errors import unique_violation
+from photo_pipeline.db.schema import job_events, job_items, job_prerequisites, jobs
+from photo_pipeline.jobs import _checks as check
+from photo_pipeline.jobs.errors import (
+    InvalidArgument,
+    InvalidTransition,
+    JobBlocked,
+    JobConflict,
+    JobNotFound,
+)
+from photo_pipeline.jobs.items import ItemUpdate, apply_item_updates, normalise_updates
+from photo_pipeline.jobs.retry import RetryPolicy
+from photo_pipeline.jobs.states import (
+    ACTIVE_STATES,
+    CLAIMABLE_STATES,
+    FINISHED_STATES,
+    ITEM_DONE_STATES,
+    LEASED_STATES,
+    ItemState,
+    JobState,
+    can_transition,
+)
+
+Clock = Callable[[], datetime]
+JobSnapshot = dict[str, Any]
+
+# The claim index is partial; both planners use it only when the query repeats its
+# predicate literally (a bound parameter cannot prove it).
+_CLAIMABLE = text(
+    f"jobs.state IN ({', '.join(repr(s.value) for s in sorted(CLAIMABLE_STATES))}) "
+    "AND jobs.waiting_for = 0"
+)
+_RECOVERY_BATCH = 200
+_INSERT_CHUNK = 1000
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class JobService:
+    """The coordinator. Thread-safe; one instance per process is enough."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        *,
+        clock: Clock = utc_now,
+        retry_policy: RetryPolicy | None = None,
+        recover_every: timedelta | None = timedelta(seconds=5),
+        rng: random.Random | None = None,
+    ) -> None:
+        self._session_factory = session_factory
+        self._clock = clock
+        self._retry_policy = retry_policy or RetryPolicy()
+        # claim() runs recover_stale() at most this often, so recovery needs no cron.
+        self._recover_every = recover_every
+        self._last_recovery: datetime | None = None
+        self._rng = rng or random.Random()
+        self._pg = session_factory.kw["bind"].dialect.name == "postgresql"
+
+    # ── enqueue ────────────────────────────────────────────────────────────────
+    def enqueue(
+        self,
+        job_type: str,
+        *,
+        lock: str | None = None,
+        idempotency_key: str | None = None,
+        items: Iterable[str] = (),
+        params: dict[str, Any] | None = None,
+        priority: int = 0,
+        run_after: datetime | None = None,
+        max_attempts: int = 3,
+        prerequisites: Iterable[str] = (),
+    ) -> JobSnapshot:
+        """Queue a job. The same ``idempotency_key`` with the same request returns the
+        original job; with a different request it raises ``idempotency_conflict``."""
+        job_type = check.job_type(job_type)
+        lock = check.optional_key("lock", lock)
+        idempotency_key = check.optional_key("idempotency_key", idempotency_key)
+        keys = check.item_keys(items)
+        params = check.params(params)
+        priority = check.integer("priority", priority, -check.INT32_MAX, check.INT32_MAX)
+        max_attempts = check.integer("max_attempts", max_attempts, 1, 1000)
+        prereq_ids = sorted(set(check.item_keys(prerequisites)))
+        now = self._clock()
+        if run_after is not None:
+            run_after = check.aware_time("run_after", run_after)
+        request_hash = _request_hash(
+            job_type, lock, params, keys, prereq_ids, priority, max_attempts
+        )
+        job_id = str(uuid.uuid4())
+        try:
+            with write_session(self._session_factory) as session:
+                if idempotency_key is not None:
+                    existing = self._by_idempotency_key(session, idempotency_key)
+                    if existing is not None:
+                        return _same_request(existing, request_hash)
+                waiting_for = self._check_prerequisites(session, prereq_ids)
+                row = session.execute(
+                    insert(jobs)
+                    .values(
+                        id=job_id,
+                        job_type=job_type,
+                        state=JobState.QUEUED,
+                        priority=priority,
+                        params=params,
+                        request_hash=request_hash,
+                        lock_key=lock,
+                        idempotency_key=idempotency_key,
+                        waiting_for=waiting_for,
+                        attempts=0,
+                        max_attempts=max_attempts,
+                        run_after=run_after or now,
+                        fencing_token=0,
+                        version=1,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                    .returning(*jobs.c)
+                ).one()
+                if prereq_ids:
+                    session.execute(
+                        insert(job_prerequisites),
+                        [{"job_id": job_id, "prerequisite_id": p} for p in prereq_ids],
+                    )
+                self._insert_items(session, job_id, keys, now)
+                self._event(session, job_id, "queued", now, data={"items": len(keys)})
+                return _snapshot(row)
+        except IntegrityError as exc:
+            violated = unique_violation(exc)
+            if idempotency_key is not None and violated == "uq_jobs_idempotency_key":
+                # A concurrent enqueue with the same key committed first.
+                with read_session(self._session_factory) as session:
+                    existing = self._by_idempotency_key(session, idempotency_key)
+                if existing is not None:
+                    return _same_request(existing, request_hash)
+            if lock is not None and violated == "uq_jobs_active_lock":
+                raise self._lock_held(lock) from exc
+            raise
+
+    def add_items(
+        self, job_id: str, item_keys: Iterable[str], *, fencing_token: int | None = None
+    ) -> int:
+        """Add items to a job (e.g. files a scan discovers); keys already present are
+        ignored. Returns how many were new."""
+        keys = check.item_keys(item_keys)
+        now = self._clock()
+        with write_session(self._session_factory) as session:
+            row = self._lock_job(session, job_id)
+            _check_fence(row, fencing_token)
+            if JobState(row.state) not in ACTIVE_STATES:
+                raise InvalidTransition(
+                    "invalid_transition", f"cannot add items to a {row.state} job"
+                )
+            existing = (
+                set(
+                    session.scalars(
+                        select(job_items.c.item_key).where(
+                            job_items.c.job_id == job_id, job_items.c.item_key.in_(keys)
+                        )
+                    )
+                )
+                if keys
+                else set()
+            )
+            new = [k for k in keys if k not in existing]
+            self._insert_items(session, job_id, new, now)
+            if new:
+                self._event(session, job_id, "items_added", now, data={"count": len(new)})
+            return len(new)
+
+    # ── claim / lease ──────────────────────────────────────────────────────────
+    def claim(
+        self, job_types: Sequence[str], worker_id: str, *, lease_seconds: float = 60
+    ) -> JobSnapshot | None:
+        """Lease the most urgent runnable job of ``job_types`` to ``worker_id``.
+
+        One index-backed statement: highest priority, then earliest ``run_after``,
+        then enqueue order. Returns None when nothing is runnable.
+        """
+        types = check.job_types(job_types)
+        worker_id = check.key("worker_id", worker_id)
+        lease = timedelta(seconds=check.lease_seconds(lease_seconds))
+        now = self._clock()
+        self._recover_if_due(now)
+        candidate = (
+            select(jobs.c.seq)
+            .where(_CLAIMABLE, jobs.c.run_after <= now, jobs.c.job_type.in_(types))
+            .order_by(jobs.c.priority.desc(), jobs.c.run_after, jobs.c.seq)
+            .limit(1)
+            .with_for_update(skip_locked=True)  # rendered on PostgreSQL only
+            .scalar_subquery()
+        )
+        with write_session(self._session_factory) as session:
+            row = session.execute(
+                update(jobs)
+                .where(jobs.c.seq == candidate)
+                .values(
+                    state=JobState.RUNNING,
+                    lease_owner=worker_id,
+                    lease_expires_at=now + lease,
+                    heartbeat_at=now,
+                    started_at=func.coalesce(jobs.c.started_at, literal(now, jobs.c.started_at.type)),
+                    fencing_token=jobs.c.fencing_token + 1,
+                    attempts=jobs.c.attempts + 1,
+                    version=jobs.c.version + 1,
+                    updated_at=now,
+                )
+                .returning(*jobs.c)
+            ).one_or_none()
+            if row is None:
+                return None
+            self._event(
+                session,
+                row.id,
+                "claimed",
+                now,
+                message=worker_id,
+                data={"fencing_token": row.fencing_token, "attempt": row.attempts},
+            )
+            return _snapshot(row)
+
+    def heartbeat(
+        self,
+        job_id: str,
+        worker_id: str,
+        *,
+        lease_seconds: float = 60,
+        fencing_token: int | None = None,
+    ) -> bool:
+        """Extend the lease; False when ``worker_id`` no longer holds the job."""
+        lease = timedelta(seconds=check.lease_seconds(lease_seconds))
+        now = self._clock()
+        conditions = [
+            jobs.c.id == job_id,
+            jobs.c.lease_owner == worker_id,
+            jobs.c.state.in_(LEASED_STATES),
+        ]
+        if fencing_token is not None:
+            conditions.append(jobs.c.fencing_token == fencing_token)
+        with write_session(self._session_factory) as session:
+            result = session.execute(
+                update(jobs)
+                .where(*conditions)
+                .values(heartbeat_at=now, lease_expires_at=now + lease)
+            )
+            if result.rowcount == 1:
+                return True
+            self._require_job(session, job_id)
+            return False
+
+    # ── transitions ────────────────────────────────────────────────────────────
+    def transition(
+        self,
+        job_id: str,
+        to_state: str,
+        *,
+        worker_id: str | None = None,
+        fencing_token: int | None = None,
+        error: tuple[str, str] | None = None,
+        retry: bool = True,
+    ) -> JobSnapshot:
+        """Move a job to ``to_state``; the worker passes its ``fencing_token``.
+
+        ``failed`` with attempts left (and ``retry``) re-queues the job with backoff in
+        the same step, so the result's state is then ``retry_queued``.
+        """
+        target = _job_state(to_state)
+        error = check.error(error)
+        if target is JobState.RUNNING:
+            raise InvalidTransition(
+                "invalid_transition", "a job becomes running only through claim()"
+            )
+        now = self._clock()
+        with write_session(self._session_factory) as session:
+            row = self._lock_job(session, job_id)
+            _check_fence(row, fencing_token, worker_id)
+            if not can_transition(row.state, target):
+                raise InvalidTransition(
+                    "invalid_transition",
+                    f"job {job_id} is {row.state}: {row.state} -> {target} is not allowed",
+                )
+            try:
+                return self._apply(session, row, target, now, error=error, retry=retry)
+            except IntegrityError as exc:
+                # Re-activating a job whose lock another job took meanwhile (pg-boss #535).
+                if unique_violation(exc) == "uq_jobs_active_lock":
+                    raise self._lock_held(row.lock_key) from exc
+                raise
+
+    def retry(self, job_id: str) -> JobSnapshot:
+        """Run a failed job again (one more attempt); refused with ``lock_held`` when
+        another active job holds its lock by now."""
+        return self.transition(job_id, JobState.RETRY_QUEUED)
+
+    def cancel(self, job_id: str, *, reason: str | None = None) -> JobSnapshot:
+        """Cancel: queued work at once; running work drains through ``cancelling``.
+        Cancelling a job that is already cancelling changes nothing."""
+        now = self._clock()
+        error = ("cancelled", reason or "cancelled on request")
+        with write_session(self._session_factory) as session:
+            row = self._lock_job(session, job_id)
+            state = JobState(row.state)
+            if state is JobState.CANCELLING:
+                return _snapshot(row)
+            if state in CLAIMABLE_STATES:
+                return self._apply(session, row, JobState.CANCELLED, now, error=error)
+            if state is JobState.RUNNING:
+                return self._apply(session, row, JobState.CANCELLING, now, error=error)
+            raise InvalidTransition("invalid_transition", f"cannot cancel a {state} job")
+
+    # ── items / progress ───────────────────────────────────────────────────────
+    def set_item(
+        self,
+        job_id: str,
+        item_key: str,
+        state: str,
+        *,
+        error: tuple[str, str] | None = None,
+        fencing_token: int | None = None,
+    ) -> None:
+        """Set one item's state (see ``set_items`` to batch)."""
+        self.set_items(job_id, [(item_key, state, error)], fencing_token=fencing_token)
+
+    def set_items(
+        self,
+        job_id: str,
+        updates: Iterable[ItemUpdate | tuple[str, str] | tuple[str, str, Any]],
+        *,
+        fencing_token: int | None = None,
+    ) -> None:
+        """Apply many item changes in one transaction: all or none.
+
+        With ``fencing_token`` the writes are refused (``JobConflict``) unless the
+        job is still leased under that token.
+        """
+        batch = normalise_updates(updates)
+        if not batch:
+            return
+        now = self._clock()
+        with write_session(self._session_factory) as session:
+            row = self._lock_job(session, job_id)
+            _check_fence(row, fencing_token)
+            counts = apply_item_updates(session, job_id, batch, now)
+            if counts:
+                self._event(session, job_id, "items", now, data=counts)
+
+    def progress(self, job_id: str) -> dict[str, Any]:
+        """Item counts from the durable item rows: total, done, and per state."""
+        with read_session(self._session_factory) as session:
+            self._require_job(session, job_id)
+            by_state = {
+                state: count
+                for state, count in session.execute(
+                    select(job_items.c.state, func.count())
+                    .where(job_items.c.job_id == job_id)
+                    .group_by(job_items.c.state)
+                )
+            }
+        total = sum(by_state.values())
+        done = sum(n for state, n in by_state.items() if state in ITEM_DONE_STATES)
+        return {"total": total, "done": done, "by_state": by_state}
+
+    def items(
+        self,
+        job_id: str,
+        *,
+        states: Iterable[str] | None = None,
+        after_id: int = 0,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]:
+        """Items in enqueue order, optionally of some states, paged by ``after_id``."""
+        limit = check.integer("limit", limit, 1, 100_000)
+        query = (
+            select(job_items)
+            .where(job_items.c.job_id == job_id, job_items.c.id > after_id)
+            .order_by(job_items.c.id)
+            .limit(limit)
+        )
+        if states is not None:
+            query = query.where(job_items.c.state.in_([ItemState(s) for s in states]))
+        with read_session(self._session_factory) as session:
+            self._require_job(session, job_id)
+            return [dict(r._mapping) for r in session.execute(query)]
+
+    # ── recovery / retention ───────────────────────────────────────────────────
+    def recover_stale(self, *, now: datetime | None = None) -> list[str]:
+        """Recover jobs whose lease expired: a running job is re-queued with backoff
+        (its interrupted items queued again) or, out of attempts, failed; a
+        cancelling job is cancelled. Returns the recovered job ids."""
+        now = now or self._clock()
+        recovered: list[str] = []
+        while True:
+            with write_session(self._session_factory) as session:
+                stale = session.execute(
+                    select(jobs)
+                    .where(jobs.c.state.in_(LEASED_STATES), jobs.c.lease_expires_at < now)
+                    .order_by(jobs.c.lease_expires_at)
+                    .limit(_RECOVERY_BATCH)
+                    # Rows a live worker is writing right now are skipped, not waited for.
+                    .with_for_update(skip_locked=True)
+                ).all()
+                for row in stale:
+                    if row.state == JobState.CANCELLING:
+                        error = ("cancelled", "worker vanished while cancelling")
+                        self._apply(session, row, JobState.CANCELLED, now, error=error)
+                    else:
+                        error = ("lease_expired", f"worker {row.lease_owner} stopped heartbeating")
+                        self._apply(session, row, JobState.FAILED, now, error=error)
+                    recovered.append(row.id)
+            if len(stale) < _RECOVERY_BATCH:
+                break
+        self._last_recovery = now
+        return recovered
+
+    def prune(self, *, older_than: timedelta, now: datetime | None = None) -> dict[str, int]:
+        """Delete finished jobs (with their items and events) that finished more than
+        ``older_than`` ago, and older events of other finished jobs. Active jobs and
+        their events are never touched."""
+        if not isinstance(older_than, timedelta) or older_than < timedelta(0):
+            raise InvalidArgument(
+                "invalid_older_than", f"older_than must be a timedelta >= 0, got {older_than!r}"
+            )
+        cutoff = (now or self._clock()) - older_than
+        finished = [s.value for s in FINISHED_STATES]
+        with write_session(self._session_factory) as session:
+            old_jobs = select(jobs.c.id).where(
+                jobs.c.state.in_(finished), jobs.c.finished_at < cutoff
+            )
+            events = session.execute(
+                delete(job_events).where(
+                    job_events.c.created_at < cutoff,
+                    job_events.c.job_id.in_(select(jobs.c.id).where(jobs.c.state.in_(finished))),
+                )
+            ).rowcount
+            # Items, events and prerequisite edges go with their job (ON DELETE CASCADE).
+            deleted = session.execute(delete(jobs).where(jobs.c.id.in_(old_jobs))).rowcount
+        return {"jobs": deleted, "events": events}
+
+    # ── queries ────────────────────────────────────────────────────────────────
+    def blockers(self, lock: str) -> list[dict[str, Any]]:
+        """Active jobs holding ``lock``."""
+        with read_session(self._session_factory) as session:
+            held = session.execute(
+                select(jobs.c.id, jobs.c.state, jobs.c.job_type).where(
+                    jobs.c.lock_key == lock, jobs.c.state.in_(ACTIVE_STATES)
+                )
+            )
+            return [{"id": r.id, "state": r.state, "job_type": r.job_type} for r in held]
+
+    def get(self, job_id: str) -> JobSnapshot | None:
+        with read_session(self._session_factory) as session:
+            row = session.execute(select(jobs).where(jobs.c.id == job_id)).one_or_none()
+            return None if row is None else _snapshot(row)
+
+    def list_jobs(
+        self, *, states: Iterable[str] | None = None, limit: int = 100
+    ) -> list[JobSnapshot]:
+        """Newest jobs first."""
+        limit = check.integer("limit", limit, 1, 10_000)
+        query = select(jobs).order_by(jobs.c.seq.desc()).limit(limit)
+        if states is not None:
+            query = query.where(jobs.c.state.in_([_job_state(s) for s in states]))
+        with read_session(self._session_factory) as session:
+            return [_snapshot(r) for r in session.execute(query)]
+
+    def events(self, job_id: str) -> list[dict[str, Any]]:
+        """Every stored event of a job, oldest first."""
+        return self.events_after(job_id, 0, limit=None)
+
+    def events_after(
+        self, job_id: str, after: int = 0, *, limit: int | None = 1000
+    ) -> list[dict[str, Any]]:
+        """Events with ``seq > after`` in order: the resumable cursor for SSE and
+        polling. Per job, ``seq`` is allocated under the job's row lock, so a reader
+        never sees a later event before an earlier one commits."""
+        query = (
+            select(job_events)
+            .where(job_events.c.job_id == job_id, job_events.c.seq > after)
+            .order_by(job_events.c.seq)
+        )
+        if limit is not None:
+            query = query.limit(check.integer("limit", limit, 1, 100_000))
+        with read_session(self._session_factory) as session:
+            self._require_job(session, job_id)
+            return [
+                {
+                    "seq": e.seq,
+                    "job_id": e.job_id,
+                    "type": e.event_type,
+                    "message": e.message,
+                    "data": e.data,
+                    "created_at": e.created_at,
+                }
+                for e in session.execute(query)
+            ]
+
+    # ── internals ──────────────────────────────────────────────────────────────
+    def _apply(
+        self,
+        session: Session,
+        row: Row[Any],
+        target: JobState,
+        now: datetime,
+        *,
+        error: tuple[str, str] | None = None,
+        retry: bool = True,
+    ) -> JobSnapshot:
+        """Write ``row -> target`` with its side effects, conditional on the row being
+        exactly as read. The caller holds the row lock and has validated the move."""
+        values: dict[str, Any] = {"state": target, "updated_at": now}
+        events: list[tuple[str, str | None]] = [(f"state:{target}", error[1] if error else None)]
+        if error is not None:
+            values["error_code"], values["error_message"] = error
+        if target is JobState.CANCELLING and row.lease_owner is None:
+            # Nobody holds the job, so nobody would acknowledge: finish the cancel now.
+            target = values["state"] = JobState.CANCELLED
+            events.append((f"state:{target}", None))
+        if target is JobState.SUCCEEDED:
+            self._require_items_done(session, row.id)
+        if target is JobState.FAILED:
+            self._requeue_items(session, row.id, now, [ItemState.RUNNING])
+            cancelled = row.state == JobState.CANCELLING
+            if retry and not cancelled and row.attempts < row.max_attempts:
+                target = values["state"] = JobState.RETRY_QUEUED
+                run_after = now + self._retry_policy.delay(row.attempts, self._rng)
+                values["run_after"] = run_after
+                events.append((f"state:{target}", f"retry at {run_after.isoformat()}"))
+        if target is JobState.RETRY_QUEUED and row.state == JobState.FAILED:
+            # A manual retry grants one more attempt and runs as soon as possible.
+            values.update(max_attempts=max(row.max_attempts, row.attempts + 1), run_after=now)
+            values.update(error_code=None, error_message=None)
+        if target is JobState.CANCELLED:
+            self._cancel_items(session, row.id, now)
+        if target in FINISHED_STATES:
+            values["finished_at"] = now
+        else:
+            values["finished_at"] = None
+        if target not in LEASED_STATES:
+            values.update(lease_owner=None, lease_expires_at=None)
+        result = session.execute(
+            update(jobs)
+            .where(jobs.c.id == row.id, jobs.c.state == row.state, jobs.c.version == row.version)
+            .values(version=jobs.c.version + 1, **values)
+            .returning(*jobs.c)
+        ).one_or_none()
+        if result is None:
+            raise JobConflict("concurrent_update", f"job {row.id} changed while being updated")
+        for event_type, message in events:
+            self._event(session, row.id, event_type, now, message=message)
+        if target is JobState.SUCCEEDED:
+            self._release_dependents(session, row.id, now)
+        elif target in (JobState.FAILED, JobState.CANCELLED):
+            self._cancel_dependents(session, row.id, now)
+        return _snapshot(result)
+
+    def _lock_job(self, session: Session, job_id: str) -> Row[Any]:
+        row = session.execute(
+            select(jobs).where(jobs.c.id == job_id).with_for_update()
+        ).one_or_none()
+        if row is None:
+            raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
+        return row
+
+    @staticmethod
+    def _require_job(session: Session, job_id: str) -> None:
+        if session.scalar(select(jobs.c.seq).where(jobs.c.id == job_id)) is None:
+            raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
+
+    @staticmethod
+    def _require_items_done(session: Session, job_id: str) -> None:
+        pending = session.scalar(
+            select(func.count()).where(
+                job_items.c.job_id == job_id,
+                job_items.c.state.in_([ItemState.QUEUED, ItemState.RUNNING]),
+            )
+        )
+        if pending:
+            raise InvalidTransition(
+                "items_pending", f"job {job_id} cannot succeed with {pending} unfinished items"
+            )
+
+    @staticmethod
+    def _requeue_items(
+        session: Session, job_id: str, now: datetime, states: list[ItemState]
+    ) -> None:
+        session.execute(
+            update(job_items)
+            .where(job_items.c.job_id == job_id, job_items.c.state.in_(states))
+            .values(state=ItemState.QUEUED, updated_at=now)
+        )
+
+    @staticmethod
+    def _cancel_items(session: Session, job_id: str, now: datetime) -> None:
+        session.execute(
+            update(job_items)
+            .where(
+                job_items.c.job_id == job_id,
+                job_items.c.state.in_([ItemState.QUEUED, ItemState.RUNNING]),
+            )
+            .values(state=ItemState.CANCELLED, updated_at=now)
+        )
+
+    def _release_dependents(self, session: Session, job_id: str, now: datetime) -> None:
+        dependents = select(job_prerequisites.c.job_id).where(
+            job_prerequisites.c.prerequisite_id == job_id
+        )
+        released = session.execute(
+            update(jobs)
+            .where(jobs.c.id.in_(dependents), jobs.c.waiting_for > 0)
+            .values(waiting_for=jobs.c.waiting_for - 1, version=jobs.c.version + 1)
+            .returning(jobs.c.id, jobs.c.waiting_for)
+        ).all()
+        for dependent in released:
+            if dependent.waiting_for == 0:
+                self._event(session, dependent.id, "prerequisites_met", now)
+
+    def _cancel_dependents(self, session: Session, job_id: str, now: datetime) -> None:
+        """A prerequisite that ended without success cancels the jobs waiting on it
+        (and, through this same call, theirs)."""
+        waiting = session.execute(
+            select(jobs)
+            .where(
+                jobs.c.id.in_(
+                    select(job_prerequisites.c.job_id).where(
+                        job_prerequisites.c.prerequisite_id == job_id
+                    )
+                ),
+                jobs.c.state.in_(CLAIMABLE_STATES),
+                jobs.c.waiting_for > 0,
+            )
+            .with_for_update()
+        ).all()
+        error = ("prerequisite_failed", f"prerequisite job {job_id} did not succeed")
+        for row in waiting:
+            self._apply(session, row, JobState.CANCELLED, now, error=error)
+
+    def _check_prerequisites(self, session: Session, prereq_ids: list[str]) -> int:
+        """Count the prerequisites still to succeed; refuse unknown or failed ones.
+
+        The rows are share-locked so that none of them can finish between this count
+        and our commit (its success would not see our edge and never release us).
+        """
+        if not prereq_ids:
+            return 0
+        states = dict(
+            session.execute(
+                select(jobs.c.id, jobs.c.state)
+                .where(jobs.c.id.in_(prereq_ids))
+                .with_for_update(read=True)
+            ).all()
+        )
+        missing = [p for p in prereq_ids if p not in states]
+        if missing:
+            raise JobBlocked("unknown_prerequisite", f"no job with id {missing[0]!r}")
+        dead = [p for p, s in states.items() if s in (JobState.FAILED, JobState.CANCELLED)]
+        if dead:
+            raise JobBlocked(
+                "prerequisite_failed", f"prerequisite job {dead[0]} is {states[dead[0]]}"
+            )
+        return sum(1 for s in states.values() if s != JobState.SUCCEEDED)
+
+    @staticmethod
+    def _insert_items(session: Session, job_id: str, keys: list[str], now: datetime) -> None:
+        for start in range(0, len(keys), _INSERT_CHUNK):
+            session.execute(
+                insert(job_items),
+                [
+                    {
+                        "job_id": job_id,
+                        "item_key": key,
+                        "state": ItemState.QUEUED,
+                        "attempt_count": 0,
+                        "updated_at": now,
+                    }
+                    for key in keys[start : start + _INSERT_CHUNK]
+                ],
+            )
+
+    @staticmethod
+    def _by_idempotency_key(session: Session, key: str) -> Row[Any] | None:
+        return session.execute(select(jobs).where(jobs.c.idempotency_key == key)).one_or_none()
+
+    def _lock_held(self, lock: str) -> JobBlocked:
+        holders = ", ".join(f"{b['id']} ({b['state']})" for b in self.blockers(lock))
+        return JobBlocked("lock_held", f"lock {lock!r} is held by job {holders or 'another job'}")
+
+    def _recover_if_due(self, now: datetime) -> None:
+        last = self._last_recovery
+        if self._recover_every is not None and (
+            last is None or now - last >= self._recover_every or now < last
+        ):
+            self.recover_stale(now=now)
+
+    @staticmethod
+    def _event(
+        session: Session,
+        job_id: str,
+        event_type: str,
+        now: datetime,
+        *,
+        message: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        session.execute(
+            insert(job_events).values(
+                job_id=job_id, event_type=event_type, message=message, data=data, created_at=now
+            )
+        )
+
+
+def _job_state(value: str) -> JobState:
+    try:
+        return JobState(value)
+    except ValueError:
+        raise InvalidArgument(
+            "invalid_state", f"state must be one of {', '.join(JobState)}, got {value!r}"
+        ) from None
+
+
+def _check_fence(row: Row[Any], fencing_token: int | None, worker_id: str | None = None) -> None:
+    """Refuse a write from a worker that no longer holds the job."""
+    if fencing_token is not None:
+        if row.fencing_token != fencing_token:
+            raise JobConflict(
+                "stale_fencing_token",
+                f"job {row.id}: fencing token {fencing_token} is stale "
+                f"(current {row.fencing_token})",
+            )
+        if row.state not in LEASED_STATES:
+            raise JobConflict("lease_lost", f"job {row.id} is {row.state}, no longer leased")
+    if worker_id is not None and row.lease_owner not in (None, worker_id):
+        raise JobConflict("not_lease_owner", f"job {row.id} is held by {row.lease_owner}")
+
+
+def _request_hash(
+    job_type: str,
+    lock: str | None,
+    params: dict[str, Any],
+    items: list[str],
+    prerequisites: list[str],
+    priority: int,
+    max_attempts: int,
+) -> str:
+    request = {
+        "job_type": job_type,
+        "lock": lock,
+        "params": params,
+        "items": items,
+        "prerequisites": prerequisites,
+        "priority": priority,
+        "max_attempts": max_attempts,
+    }
+    return hashlib.sha256(check.canonical_json(request).encode()).hexdigest()
+
+
+def _same_request(existing: Row[Any], request_hash: str) -> JobSnapshot:
+    if existing.request_hash != request_hash:
+        raise JobConflict(
+            "idempotency_conflict",
+            f"idempotency key {existing.idempotency_key!r} was used for a different request "
+            f"(job {existing.id})",
+        )
+    return _snapshot(existing)
+
+
+def _snapshot(row: Row[Any]) -> JobSnapshot:
+    snapshot = dict(row._mapping)
+    del snapshot["request_hash"]
+    del snapshot["seq"]
+    return snapshot

@@ -1,0 +1,106 @@
+"""Shared fixtures: a fresh real database per test (a SQLite file or a PostgreSQL
+schema), a controllable clock, and the coordinator on top."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from functools import cache
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import open_database
+from photo_pipeline.jobs import JobService
+
+PG_URL = os.environ.get(
+    "PHOTO_PIPELINE_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@cache
+def _postgres_error() -> str | None:
+    try:
+        engine = create_engine(PG_URL, connect_args={"connect_timeout": 5})
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        engine.dispose()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return None
+
+
+def require_postgres() -> None:
+    """Skip (or, under CI=true, fail) when the test PostgreSQL is unreachable."""
+    error = _postgres_error()
+    if error is None:
+        return
+    message = f"PostgreSQL at {PG_URL} unreachable ({error})"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + "; CI requires it", pytrace=False)
+    pytest.skip(message + "; set PHOTO_PIPELINE_TEST_DATABASE_URL")
+
+
+def make_database_url(backend: str, tmp_path) -> Iterator[str]:
+    """Yield the URL of an empty database of ``backend`` and remove it afterwards."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'library.sqlite3'}"
+        return
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def db_url(backend: str, tmp_path) -> Iterator[str]:
+    yield from make_database_url(backend, tmp_path)
+
+
+@pytest.fixture
+def session_factory(db_url: str) -> Iterator[sessionmaker[Session]]:
+    factory = open_database(db_url)
+    yield factory
+    factory.kw["bind"].dispose()
+
+
+class FakeClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **kwargs: float) -> datetime:
+        self.now += timedelta(**kwargs)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def service(session_factory, clock) -> JobService:
+    return JobService(session_factory, clock=clock, recover_every=None)
