@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, delete, func, insert, literal, select, text, update
+from sqlalchemy import Row, Select, delete, func, insert, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -212,14 +212,7 @@ class JobService:
         lease = timedelta(seconds=check.lease_seconds(lease_seconds))
         now = self._clock()
         self._recover_if_due(now)
-        candidate = (
-            select(jobs.c.seq)
-            .where(_CLAIMABLE, jobs.c.run_after <= now, jobs.c.job_type.in_(types))
-            .order_by(jobs.c.priority.desc(), jobs.c.run_after, jobs.c.seq)
-            .limit(1)
-            .with_for_update(skip_locked=True)  # rendered on PostgreSQL only
-            .scalar_subquery()
-        )
+        candidate = claim_candidate(types, now).scalar_subquery()
         with write_session(self._session_factory) as session:
             row = session.execute(
                 update(jobs)
@@ -736,6 +729,18 @@ class JobService:
                 job_id=job_id, event_type=event_type, message=message, data=data, created_at=now
             )
         )
+
+
+def claim_candidate(job_types: list[str], now: datetime) -> Select[tuple[int]]:
+    """The next runnable job's ``seq``: a walk of the partial claim index that stops
+    at the first row not locked by another claimer."""
+    return (
+        select(jobs.c.seq)
+        .where(_CLAIMABLE, jobs.c.run_after <= now, jobs.c.job_type.in_(job_types))
+        .order_by(jobs.c.priority.desc(), jobs.c.run_after, jobs.c.seq)
+        .limit(1)
+        .with_for_update(skip_locked=True)  # rendered on PostgreSQL only
+    )
 
 
 def _job_state(value: str) -> JobState:

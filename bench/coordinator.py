@@ -1,0 +1,629 @@
+"""Benchmark the durable job coordinator (JobService) on SQLite and PostgreSQL.
+
+Run with ``.venv/bin/python bench/coordinator.py [--quick]``. It prints, per backend:
+
+1. claim + complete throughput of no-op jobs with 1 and 4 worker processes, and on the
+   same PostgreSQL the same workload on Procrastinate (the peer to beat);
+2. item updates per second, batched (``set_items``) vs one by one (``set_item``);
+3. median claim latency with a short vs a long queue.
+
+Every measurement gets a fresh database (a SQLite file in a temporary directory, a
+PostgreSQL schema or database) that is removed afterwards. PostgreSQL comes from
+``PHOTO_PIPELINE_TEST_DATABASE_URL``; when it is unreachable only SQLite is measured.
+Timings on a small shared machine are noisy: compare the ratios, not the raw numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import multiprocessing
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from importlib import metadata
+from typing import Any
+
+import psycopg
+import sqlalchemy
+from sqlalchemy import create_engine, event, func, insert, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import open_database, write_session
+from photo_pipeline.db.schema import job_events, jobs
+from photo_pipeline.jobs import JobService, utc_now
+from photo_pipeline.jobs.service import _request_hash
+
+try:
+    import procrastinate
+except ImportError:  # the `bench` extra is not installed
+    procrastinate = None
+
+PG_URL = os.environ.get(
+    "PHOTO_PIPELINE_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+PROCRASTINATE_DB = "pp_bench_procrastinate"
+JOB_TYPE = "noop"
+PROCESS_COUNTS = (1, 4)
+LATENCY_TARGET = 1.5
+START_TIMEOUT_S = 120
+RUN_TIMEOUT_S = 900
+
+
+@dataclass(frozen=True)
+class Sizes:
+    jobs: int  # no-op jobs per throughput run
+    items_total: int  # items of each item-update job
+    items_single: int  # items updated one by one (the rest of that job stays queued)
+    item_batch: int
+    queues: tuple[int, int]  # short and long queue for the claim latency
+    claims: int  # timed claims per queue size
+
+
+FULL = Sizes(
+    jobs=2000, items_total=20_000, items_single=2_000, item_batch=500,
+    queues=(1_000, 100_000), claims=200,
+)  # fmt: skip
+QUICK = Sizes(
+    jobs=200, items_total=2_000, items_single=200, item_batch=500,
+    queues=(1_000, 10_000), claims=50,
+)  # fmt: skip
+
+
+# ── output ─────────────────────────────────────────────────────────────────────
+def heading(title: str) -> None:
+    print(f"\n{title}\n{'─' * len(title)}", flush=True)
+
+
+def note(message: str) -> None:
+    print(f"  {message}", flush=True)
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> None:
+    cells = [headers, *[[_cell(v) for v in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        line = "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+        )
+        print(f"  {line}")
+        if n == 0:
+            print("  " + "  ".join("-" * w for w in widths))
+    sys.stdout.flush()
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
+# ── databases ──────────────────────────────────────────────────────────────────
+def postgres_error() -> str | None:
+    """None when the benchmark PostgreSQL answers, else why not."""
+    try:
+        engine = create_engine(PG_URL, connect_args={"connect_timeout": 5})
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        engine.dispose()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return None
+
+
+@contextmanager
+def fresh_database(backend: str) -> Iterator[str]:
+    """Yield the URL of an empty database of ``backend``; remove it afterwards."""
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="pp_bench_") as tmp:
+            yield f"sqlite:///{tmp}/library.sqlite3"
+        return
+    schema = f"bench_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+def libpq_url(database: str) -> str:
+    """PG_URL as a plain libpq URL (for psycopg / procrastinate) naming ``database``."""
+    url = make_url(PG_URL).set(drivername="postgresql", database=database)
+    return url.render_as_string(hide_password=False)
+
+
+@contextmanager
+def fresh_pg_database(name: str) -> Iterator[str]:
+    """CREATE DATABASE ``name`` on the benchmark server, yield its URL, drop it."""
+    with psycopg.connect(libpq_url("postgres"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield libpq_url(name)
+    finally:
+        with psycopg.connect(libpq_url("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def opened(url: str, **service_kwargs: Any) -> Iterator[tuple[sessionmaker[Session], JobService]]:
+    factory = open_database(url)
+    try:
+        yield factory, JobService(factory, **service_kwargs)
+    finally:
+        factory.kw["bind"].dispose()
+
+
+def bulk_enqueue(factory: sessionmaker[Session], count: int) -> None:
+    """Insert ``count`` queued no-op jobs (and their "queued" events) with the very
+    columns ``JobService.enqueue`` writes, in a few multi-row INSERTs."""
+    now = utc_now()
+    request_hash = _request_hash(JOB_TYPE, None, {}, [], [], 0, 3)
+    chunk = 5_000
+    for start in range(0, count, chunk):
+        rows = []
+        for i in range(start, min(start + chunk, count)):
+            run_after = now - timedelta(microseconds=count - i)  # FIFO, all runnable
+            rows.append(
+                {
+                    "id": str(uuid.uuid4()),
+                    "job_type": JOB_TYPE,
+                    "state": "queued",
+                    "priority": 0,
+                    "params": {},
+                    "request_hash": request_hash,
+                    "lock_key": None,
+                    "idempotency_key": None,
+                    "waiting_for": 0,
+                    "attempts": 0,
+                    "max_attempts": 3,
+                    "run_after": run_after,
+                    "fencing_token": 0,
+                    "version": 1,
+                    "created_at": run_after,
+                    "updated_at": run_after,
+                }
+            )
+        events = [
+            {
+                "job_id": r["id"],
+                "event_type": "queued",
+                "message": None,
+                "data": {"items": 0},
+                "created_at": r["created_at"],
+            }
+            for r in rows
+        ]
+        with write_session(factory) as session:
+            session.execute(insert(jobs), rows)
+            session.execute(insert(job_events), events)
+
+
+# ── worker processes ───────────────────────────────────────────────────────────
+def run_processes(target: Callable[..., None], args: tuple[Any, ...], count: int) -> dict:
+    """Start ``count`` spawned processes running ``target(*args, barrier, results, i)``,
+    released together by a barrier. Returns the wall time from the barrier to the
+    last worker finishing, and the jobs each worker completed."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(count, timeout=START_TIMEOUT_S)
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=target, args=(*args, barrier, results, i), daemon=True)
+        for i in range(count)
+    ]
+    for proc in procs:
+        proc.start()
+    reports = [results.get(timeout=START_TIMEOUT_S + RUN_TIMEOUT_S) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=60)
+    errors = [r["error"] for r in reports if "error" in r]
+    if errors:
+        raise RuntimeError("a worker process failed:\n" + errors[0])
+    wall = max(r["end"] for r in reports) - min(r["start"] for r in reports)
+    return {"wall": wall, "done": [r["done"] for r in reports]}
+
+
+def _report(results: Any, body: Callable[[], tuple[float, float, int]]) -> None:
+    try:
+        start, end, done = body()
+        results.put({"start": start, "end": end, "done": done})
+    except BaseException:
+        results.put({"error": traceback.format_exc()})
+
+
+def service_worker(url: str, barrier: Any, results: Any, index: int) -> None:
+    """One worker process: claim → succeeded until the queue is empty."""
+
+    def body() -> tuple[float, float, int]:
+        worker_id = f"bench-{index}"
+        # Production settings: the default lease, and a recovery sweep every 5 s.
+        with opened(url) as (factory, service):
+            with factory() as session:  # connect (and open the SQLite file) before timing
+                session.execute(text("SELECT 1"))
+            barrier.wait()
+            start, done = time.monotonic(), 0
+            while (job := service.claim([JOB_TYPE], worker_id)) is not None:
+                service.transition(job["id"], "succeeded", fencing_token=job["fencing_token"])
+                done += 1
+            return start, time.monotonic(), done
+
+    _report(results, body)
+
+
+_NOOP_RUNS: Counter[str] = Counter()
+
+
+async def noop_task() -> None:
+    _NOOP_RUNS["runs"] += 1
+
+
+def procrastinate_app(conninfo: str) -> Any:
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo))
+    app.task(name="bench_noop", queue="bench")(noop_task)
+    return app
+
+
+def procrastinate_worker(conninfo: str, barrier: Any, results: Any, index: int) -> None:
+    """One worker process: a Procrastinate worker that stops when the queue is empty."""
+    logging.getLogger("procrastinate").setLevel(logging.WARNING)
+
+    async def run() -> tuple[float, float, int]:
+        app = procrastinate_app(conninfo)
+        async with app.open_async():
+            await app.check_connection_async()  # connect before timing
+            barrier.wait()
+            start = time.monotonic()
+            await app.run_worker_async(
+                queues=["bench"],
+                name=f"bench-{index}",
+                concurrency=1,  # one job at a time, like a JobService worker loop
+                wait=False,  # burst mode: return once the queue is empty
+                listen_notify=False,  # nothing to listen for in burst mode
+                install_signal_handlers=False,
+                delete_jobs="never",  # keep the rows, as JobService does
+            )
+            return start, time.monotonic(), _NOOP_RUNS["runs"]
+
+    _report(results, lambda: asyncio.run(run()))
+
+
+# ── 1. throughput ──────────────────────────────────────────────────────────────
+def service_throughput(backend: str, n_jobs: int, procs: int) -> dict:
+    with fresh_database(backend) as url:
+        with opened(url) as (_, service):
+            started = time.perf_counter()
+            for _ in range(n_jobs):
+                service.enqueue(JOB_TYPE)
+            enqueue_s = time.perf_counter() - started
+        run = run_processes(service_worker, (url,), procs)
+        with opened(url) as (factory, _):
+            check = verify_service_jobs(factory, n_jobs, sum(run["done"]))
+    return {**run, "enqueue_per_s": n_jobs / enqueue_s, "check": check}
+
+
+def verify_service_jobs(factory: sessionmaker[Session], n_jobs: int, reported: int) -> str:
+    """Every job succeeded, was claimed exactly once and completed by one worker."""
+    with factory() as session:
+        states = dict(session.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state)))
+        attempts = session.execute(
+            select(func.min(jobs.c.attempts), func.max(jobs.c.attempts))
+        ).one()
+        claims = session.execute(
+            select(func.count(), func.count(job_events.c.job_id.distinct())).where(
+                job_events.c.event_type == "claimed"
+            )
+        ).one()
+    ok = (
+        states == {"succeeded": n_jobs}
+        and tuple(attempts) == (1, 1)
+        and tuple(claims) == (n_jobs, n_jobs)
+        and reported == n_jobs
+    )
+    detail = f"{states.get('succeeded', 0)}/{n_jobs} succeeded, {claims[0]} claims"
+    return ("ok " if ok else "FAILED ") + detail
+
+
+def procrastinate_throughput(n_jobs: int, procs: int) -> dict:
+    with fresh_pg_database(PROCRASTINATE_DB) as conninfo:
+        app = procrastinate_app(conninfo)
+        with app.open():
+            app.schema_manager.apply_schema()
+            task = app.tasks["bench_noop"]
+            started = time.perf_counter()
+            for start in range(0, n_jobs, 1000):
+                task.batch_defer(*[{} for _ in range(start, min(start + 1000, n_jobs))])
+            defer_s = time.perf_counter() - started
+        run = run_processes(procrastinate_worker, (conninfo,), procs)
+        check = verify_procrastinate_jobs(conninfo, n_jobs, sum(run["done"]))
+    return {**run, "enqueue_per_s": n_jobs / defer_s, "check": check}
+
+
+def verify_procrastinate_jobs(conninfo: str, n_jobs: int, reported: int) -> str:
+    with psycopg.connect(conninfo) as conn:
+        states = dict(
+            conn.execute("SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY 1")
+        )
+        attempts = conn.execute("SELECT min(attempts), max(attempts) FROM procrastinate_jobs")
+        attempts = attempts.fetchone()
+        starts = conn.execute(
+            "SELECT count(*), count(DISTINCT job_id) FROM procrastinate_events"
+            " WHERE type = 'started'"
+        ).fetchone()
+    ok = (
+        states == {"succeeded": n_jobs}
+        and tuple(attempts) == (1, 1)
+        and tuple(starts) == (n_jobs, n_jobs)
+        and reported == n_jobs
+    )
+    detail = f"{states.get('succeeded', 0)}/{n_jobs} succeeded, {starts[0]} starts"
+    return ("ok " if ok else "FAILED ") + detail
+
+
+def statements_per_job(backend: str, n_jobs: int = 50) -> float:
+    """SQL statements JobService sends per claim + complete (BEGIN/COMMIT excluded on
+    PostgreSQL, where the driver sends them; BEGIN IMMEDIATE included on SQLite)."""
+    with fresh_database(backend) as url, opened(url) as (factory, service):
+        for _ in range(n_jobs):
+            service.enqueue(JOB_TYPE)
+        service.claim([JOB_TYPE], "probe")  # the first claim runs a recovery sweep
+        count = Counter[str]()
+
+        def on_execute(*_args: Any) -> None:
+            count["statements"] += 1
+
+        engine = factory.kw["bind"]
+        event.listen(engine, "before_cursor_execute", on_execute)
+        service._recover_every = None  # count the steady state, not the 5-second sweep
+        done = 0
+        while (job := service.claim([JOB_TYPE], "probe")) is not None:
+            service.transition(job["id"], "succeeded", fencing_token=job["fencing_token"])
+            done += 1
+        event.remove(engine, "before_cursor_execute", on_execute)
+        return (count["statements"] - 1) / done  # minus the final empty claim
+
+
+def throughput_section(backends: list[str], sizes: Sizes) -> None:
+    n = sizes.jobs
+    heading(f"1. claim + complete throughput: {n:,} no-op jobs, 1 and 4 worker processes")
+    note("wall time = from the start barrier to the last worker finding the queue empty")
+    rows, rates = [], {}
+    systems = [("JobService", b) for b in backends]
+    if "postgresql" in backends and procrastinate is not None:
+        systems.append(("procrastinate", "postgresql"))
+    for system, backend in systems:
+        for procs in PROCESS_COUNTS:
+            if system == "JobService":
+                result = service_throughput(backend, n, procs)
+            else:
+                result = procrastinate_throughput(n, procs)
+            rate = n / result["wall"]
+            rates[system, backend, procs] = rate
+            spread = "/".join(str(d) for d in result["done"])
+            rows.append([
+                f"{system} / {backend}", procs, result["wall"], rate,
+                ratio(rate, rates[system, backend, 1]), spread,
+                result["enqueue_per_s"], result["check"],
+            ])  # fmt: skip
+    table(
+        ["system / backend", "procs", "wall s", "jobs/s", "vs 1 proc", "jobs per worker",
+         "enqueue/s", "check (exactly once)"],
+        rows,
+    )  # fmt: skip
+    note("enqueue/s: JobService.enqueue() one by one; procrastinate batch_defer() by 1,000")
+    if ("procrastinate", "postgresql", 1) in rates:
+        for procs in PROCESS_COUNTS:
+            ours = rates["JobService", "postgresql", procs]
+            theirs = rates["procrastinate", "postgresql", procs]
+            note(f"JobService / procrastinate on PostgreSQL, {procs} proc: {ratio(ours, theirs)}")
+    elif "postgresql" in backends:
+        note("procrastinate is not installed (pip install -e '.[bench]'): no peer numbers")
+    describe_work_per_job(backends)
+
+
+def describe_work_per_job(backends: list[str]) -> None:
+    note("work per job:")
+    for backend in backends:
+        note(
+            f"  JobService/{backend}: claim() = 1 write transaction (UPDATE … WHERE seq = "
+            "(SELECT … ORDER BY priority, run_after, seq LIMIT 1 [FOR UPDATE SKIP LOCKED]) "
+            "RETURNING + INSERT event); transition() = 1 write transaction (SELECT … FOR "
+            "UPDATE, unfinished-item count, conditional UPDATE, INSERT event, release "
+            f"dependents) = {statements_per_job(backend):.1f} SQL statements per job"
+        )
+    if "postgresql" in backends and procrastinate is not None:
+        note(
+            "  procrastinate: fetch_job = 1 statement (plpgsql: SELECT … FOR UPDATE SKIP "
+            "LOCKED + UPDATE; a trigger inserts the 'started' event), await the no-op "
+            "async task, finish_job = 1 statement (UPDATE; trigger inserts 'succeeded'); "
+            "each in its own autocommit-style transaction; no fencing token, no lease "
+            "expiry, no items, no prerequisites; concurrency=1, wait=False, "
+            "listen_notify=False"
+        )
+
+
+# ── 2. item updates ────────────────────────────────────────────────────────────
+def item_keys(count: int) -> list[str]:
+    return [f"photos/2024/{i:07d}.jpg" for i in range(count)]
+
+
+def chunks(values: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def item_updates(backend: str, sizes: Sizes) -> dict:
+    keys = item_keys(sizes.items_total)
+    with fresh_database(backend) as url, opened(url, recover_every=None) as (_, service):
+        service.enqueue("items_batched", items=keys)
+        service.enqueue("items_single", items=keys)
+        job = service.claim(["items_batched"], "bench", lease_seconds=3600)
+        token = job["fencing_token"]
+        started = time.perf_counter()
+        for batch in chunks(keys, sizes.item_batch):
+            service.set_items(job["id"], [(k, "running") for k in batch], fencing_token=token)
+            service.set_items(job["id"], [(k, "succeeded") for k in batch], fencing_token=token)
+        batched_s = time.perf_counter() - started
+        done = service.transition(job["id"], "succeeded", fencing_token=token)["state"]
+
+        job = service.claim(["items_single"], "bench", lease_seconds=3600)
+        token = job["fencing_token"]
+        single_keys = keys[: sizes.items_single]
+        started = time.perf_counter()
+        for key in single_keys:
+            service.set_item(job["id"], key, "running", fencing_token=token)
+            service.set_item(job["id"], key, "succeeded", fencing_token=token)
+        single_s = time.perf_counter() - started
+        progress = service.progress(job["id"])["by_state"]
+    check = done == "succeeded" and progress.get("succeeded") == len(single_keys)
+    return {
+        "batched": len(keys) / batched_s,
+        "single": len(single_keys) / single_s,
+        "check": "ok" if check else f"FAILED: job {done}, items {progress}",
+    }
+
+
+def items_section(backends: list[str], sizes: Sizes) -> None:
+    heading(
+        f"2. item updates: running → succeeded, batched ({sizes.items_total:,} items, "
+        f"set_items by {sizes.item_batch}) vs one by one ({sizes.items_single:,} items, "
+        "set_item)"
+    )
+    note("each item takes 2 updates (running, then succeeded), all with the fencing token")
+    rows = []
+    for backend in backends:
+        result = item_updates(backend, sizes)
+        rows.append([
+            backend, result["batched"], result["single"],
+            ratio(result["batched"], result["single"]), result["check"],
+        ])  # fmt: skip
+    table(["backend", "batched items/s", "one-by-one items/s", "batched/one", "check"], rows)
+
+
+# ── 3. claim latency ───────────────────────────────────────────────────────────
+def claim_latency(backend: str, queue_size: int, claims: int) -> dict:
+    """Median claim() latency with ``queue_size`` runnable jobs queued. Each claim is
+    followed (untimed) by succeeded and one new enqueue, so the queue keeps its size."""
+    with fresh_database(backend) as url, opened(url, recover_every=None) as (factory, service):
+        started = time.perf_counter()
+        bulk_enqueue(factory, queue_size)
+        fill_s = time.perf_counter() - started
+        samples = []
+        for i in range(claims + 10):
+            t0 = time.perf_counter()
+            job = service.claim([JOB_TYPE], "bench")
+            elapsed = time.perf_counter() - t0
+            if i >= 10:  # the first claims warm the caches and the connection
+                samples.append(elapsed)
+            service.transition(job["id"], "succeeded", fencing_token=job["fencing_token"])
+            service.enqueue(JOB_TYPE)
+        with factory() as session:
+            queued = session.scalar(select(func.count()).where(jobs.c.state == "queued"))
+    samples.sort()
+    return {
+        "median_ms": statistics.median(samples) * 1000,
+        "p90_ms": samples[int(len(samples) * 0.9)] * 1000,
+        "fill_s": fill_s,
+        "queued": queued,
+    }
+
+
+def latency_section(backends: list[str], sizes: Sizes) -> None:
+    small, large = sizes.queues
+    heading(
+        f"3. claim latency: {sizes.claims} claims with {small:,} vs {large:,} queued jobs "
+        "(recover_every=None)"
+    )
+    note(
+        "filler jobs are inserted in bulk with SQLAlchemy Core (the same columns and "
+        "'queued' event enqueue() writes): enqueue() one by one would take minutes"
+    )
+    rows = []
+    for backend in backends:
+        results = [claim_latency(backend, size, sizes.claims) for size in (small, large)]
+        for size, result in zip((small, large), results):
+            rows.append([
+                backend, size, result["queued"], result["median_ms"], result["p90_ms"],
+                result["fill_s"], "",
+            ])  # fmt: skip
+        factor = results[1]["median_ms"] / results[0]["median_ms"]
+        verdict = "ok" if factor < LATENCY_TARGET else f"OVER TARGET {LATENCY_TARGET}"
+        rows[-1][-1] = f"{factor:.2f}x ({verdict})"
+    table(
+        ["backend", "queued", "queued after", "median ms", "p90 ms", "bulk fill s",
+         f"median {large // 1000}k/{small // 1000}k"],
+        rows,
+    )  # fmt: skip
+
+
+# ── main ───────────────────────────────────────────────────────────────────────
+def versions() -> str:
+    names = ["sqlalchemy", "psycopg", "procrastinate"]
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return ", ".join(found)
+
+
+def postgres_version() -> str:
+    engine = create_engine(PG_URL)
+    with engine.connect() as conn:
+        version = conn.scalar(text("SHOW server_version"))
+    engine.dispose()
+    return str(version)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    began = time.perf_counter()
+
+    print(f"photo-pipeline coordinator benchmark ({'quick' if args.quick else 'full'} run)")
+    print(
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"SQLAlchemy {sqlalchemy.__version__}; {versions()}"
+    )
+    backends = ["sqlite"]
+    error = postgres_error()
+    if error is None:
+        backends.append("postgresql")
+        print(f"PostgreSQL {postgres_version()} at {make_url(PG_URL)!r}")
+    else:
+        print(f"PostgreSQL at {PG_URL} unreachable ({error}): SQLite only")
+
+    throughput_section(backends, sizes)
+    items_section(backends, sizes)
+    latency_section(backends, sizes)
+    print(f"\ndone in {time.perf_counter() - began:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

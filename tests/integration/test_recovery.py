@@ -1,0 +1,156 @@
+"""Leases that expire: recovery, fencing of the old owner, and the races known to
+have hit other queues."""
+
+import pytest
+
+from photo_pipeline.jobs import JobConflict, JobState
+from photo_pipeline.jobs.service import JobService
+
+S = JobState
+
+
+def running_job(service, *, items=(), max_attempts=3, lease=30, worker="w1"):
+    job = service.enqueue("t", items=items, max_attempts=max_attempts)
+    claimed = service.claim(["t"], worker, lease_seconds=lease)
+    assert claimed["id"] == job["id"]
+    return claimed
+
+
+def test_expired_lease_requeues_job_and_interrupted_items(service, clock):
+    job = running_job(service, items=["done", "busy", "todo", "bad"])
+    token = job["fencing_token"]
+    service.set_items(
+        job["id"],
+        [("done", "running"), ("busy", "running"), ("bad", "running")],
+        fencing_token=token,
+    )
+    service.set_items(
+        job["id"], [("done", "succeeded"), ("bad", "failed", ("corrupt", "x"))], fencing_token=token
+    )
+    clock.advance(seconds=29)
+    assert service.recover_stale() == []
+    clock.advance(seconds=2)
+    assert service.recover_stale() == [job["id"]]
+    recovered = service.get(job["id"])
+    assert recovered["state"] == S.RETRY_QUEUED
+    assert recovered["error_code"] == "lease_expired"
+    assert recovered["lease_owner"] is None
+    states = {i["item_key"]: i["state"] for i in service.items(job["id"])}
+    assert states == {"done": "succeeded", "busy": "queued", "todo": "queued", "bad": "failed"}
+    # The path went through legal states only.
+    types = [e["type"] for e in service.events(job["id"])]
+    assert types[-2:] == ["state:failed", "state:retry_queued"]
+
+
+def test_abandoned_cancellation_is_finished(service, clock):
+    job = running_job(service, items=["a", "b"])
+    service.set_item(job["id"], "a", "running", fencing_token=job["fencing_token"])
+    service.cancel(job["id"])
+    clock.advance(seconds=31)
+    assert service.recover_stale() == [job["id"]]
+    assert service.get(job["id"])["state"] == S.CANCELLED
+    assert service.progress(job["id"])["by_state"] == {"cancelled": 2}
+
+
+def test_job_that_keeps_killing_its_worker_fails_after_max_attempts(service, clock):
+    job = service.enqueue("t", max_attempts=3)
+    for attempt in range(1, 4):
+        clock.advance(seconds=3600)  # past any backoff
+        claimed = service.claim(["t"], f"w{attempt}", lease_seconds=10)
+        assert claimed["id"] == job["id"] and claimed["attempts"] == attempt
+        clock.advance(seconds=11)
+        service.recover_stale()
+    final = service.get(job["id"])
+    assert final["state"] == S.FAILED
+    assert final["attempts"] == 3
+    assert final["error_code"] == "lease_expired"
+    clock.advance(seconds=3600)
+    assert service.claim(["t"], "w9") is None
+
+
+def test_reclaimed_job_fences_out_the_old_owner(service, clock):
+    old = running_job(service, items=["a"], worker="old", lease=10)
+    clock.advance(seconds=11)
+    service.recover_stale()
+    clock.advance(seconds=3600)
+    new = service.claim(["t"], "new")
+    assert new["fencing_token"] > old["fencing_token"]
+    stale = old["fencing_token"]
+    with pytest.raises(JobConflict) as err:
+        service.transition(old["id"], S.SUCCEEDED, fencing_token=stale)
+    assert err.value.code == "stale_fencing_token"
+    with pytest.raises(JobConflict):
+        service.set_item(old["id"], "a", "running", fencing_token=stale)
+    with pytest.raises(JobConflict):
+        service.add_items(old["id"], ["b"], fencing_token=stale)
+    assert not service.heartbeat(old["id"], "old", fencing_token=stale)
+    with pytest.raises(JobConflict) as err:
+        service.transition(old["id"], S.SUCCEEDED, worker_id="old")
+    assert err.value.code == "not_lease_owner"
+    assert service.get(old["id"])["lease_owner"] == "new"
+    assert service.items(old["id"])[0]["state"] == "queued"
+
+
+def test_recovered_but_unclaimed_job_refuses_old_owner_writes(service, clock):
+    old = running_job(service, items=["a"], lease=10)
+    clock.advance(seconds=11)
+    service.recover_stale()
+    with pytest.raises(JobConflict) as err:
+        service.set_item(old["id"], "a", "running", fencing_token=old["fencing_token"])
+    assert err.value.code == "lease_lost"
+
+
+def test_recovery_never_overwrites_a_job_finished_meanwhile(service, clock):
+    """River #1302: the sweep must re-check the row, not update by id."""
+    job = running_job(service, lease=10)
+    clock.advance(seconds=11)
+    # The worker finishes after its lease ran out but before any sweep.
+    done = service.transition(job["id"], S.SUCCEEDED, fencing_token=job["fencing_token"])
+    assert done["state"] == S.SUCCEEDED
+    assert service.recover_stale() == []
+    assert service.get(job["id"])["state"] == S.SUCCEEDED
+
+
+def test_late_heartbeat_never_leaves_a_job_finished_and_failed(service, clock):
+    """Solid Queue #589: whichever of the sweep and the late worker acts first wins,
+    and the other is refused."""
+    job = running_job(service, lease=10)
+    clock.advance(seconds=11)
+    assert service.recover_stale() == [job["id"]]
+    assert not service.heartbeat(job["id"], "w1", fencing_token=job["fencing_token"])
+    with pytest.raises(JobConflict):
+        service.transition(job["id"], S.SUCCEEDED, fencing_token=job["fencing_token"])
+    assert service.get(job["id"])["state"] == S.RETRY_QUEUED
+    # The other order: a late heartbeat revives the lease, and the sweep leaves it be.
+    clock.advance(seconds=3600)
+    again = service.claim(["t"], "w2", lease_seconds=10)
+    clock.advance(seconds=11)
+    assert service.heartbeat(
+        job["id"], "w2", lease_seconds=10, fencing_token=again["fencing_token"]
+    )
+    assert service.recover_stale() == []
+    done = service.transition(job["id"], S.SUCCEEDED, fencing_token=again["fencing_token"])
+    assert done["state"] == S.SUCCEEDED
+
+
+def test_claim_recovers_stale_jobs_automatically(session_factory, clock):
+    from datetime import timedelta
+
+    service = JobService(session_factory, clock=clock, recover_every=timedelta(seconds=5))
+    crashed = service.enqueue("t")
+    service.claim(["t"], "crashed-worker", lease_seconds=10)
+    clock.advance(seconds=11)
+    assert service.claim(["t"], "w2") is None  # recovered, now waiting out its backoff
+    assert service.get(crashed["id"])["state"] == S.RETRY_QUEUED
+    clock.advance(seconds=3600)
+    assert service.claim(["t"], "w2")["id"] == crashed["id"]
+
+
+def test_lease_expiry_boundary_is_exact(service, clock):
+    """Integer microseconds on both backends: expired strictly after the instant."""
+    from datetime import timedelta
+
+    job = running_job(service, lease=10)
+    expires = service.get(job["id"])["lease_expires_at"]
+    assert service.recover_stale(now=expires) == []
+    assert service.recover_stale(now=expires + timedelta(microseconds=1)) == [job["id"]]
