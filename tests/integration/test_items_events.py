@@ -14,7 +14,7 @@ from photo_pipeline.jobs import (
 
 @pytest.fixture
 def running(service):
-    job = service.enqueue("t", items=[f"p{n}" for n in range(10)])
+    service.enqueue("t", items=[f"p{n}" for n in range(10)])
     return service.claim(["t"], "w")
 
 
