@@ -199,3 +199,36 @@ def test_recovery_racing_completion_never_overwrites(service, clock):
             assert recovered == [job["id"]] and final == JobState.RETRY_QUEUED
             service.cancel(job["id"])
         legal_path(service, job["id"])
+
+
+def test_event_cursor_misses_nothing_while_writers_commit_concurrently(service):
+    """A poller that advances its cursor to the last seq it saw must still receive
+    every event: per job, seq order is commit order on both backends."""
+    keys = [f"p{n}" for n in range(60)]
+    job = service.enqueue("t", items=keys)
+    token = service.claim(["t"], "w")["fencing_token"]
+    seen: list[int] = []
+
+    def poll() -> None:
+        cursor = 0
+        while True:
+            for event in service.events_after(job["id"], cursor):
+                seen.append(event["seq"])
+                cursor = event["seq"]
+                if event["type"] == "state:succeeded":
+                    return
+
+    def write(chunk: list[str]) -> None:
+        for key in chunk:
+            service.set_item(job["id"], key, "running", fencing_token=token)
+            service.set_item(job["id"], key, "succeeded", fencing_token=token)
+
+    with ThreadPoolExecutor(4) as pool:
+        reader = pool.submit(poll)
+        writers = [pool.submit(write, keys[n::3]) for n in range(3)]
+        for writer in writers:
+            writer.result(timeout=120)
+        service.transition(job["id"], "succeeded", fencing_token=token)
+        reader.result(timeout=120)
+    assert seen == [e["seq"] for e in service.events(job["id"])]
+    assert len(seen) == 2 + 2 * len(keys) + 1
