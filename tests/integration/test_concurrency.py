@@ -69,7 +69,12 @@ def test_concurrent_enqueues_with_one_lock_admit_exactly_one(service, db_url):
 def test_concurrent_enqueues_with_one_idempotency_key_make_one_job(session_factory, db_url):
     """DBOS #544: the job exists, and runs, once."""
     service = JobService(session_factory)  # the processes enqueue on the real clock
-    request = {"idempotency_key": "import-1", "params": {"src": "/a"}, "items": ["x"]}
+    request = {
+        "idempotency_key": "import-1",
+        "lock": "library",  # both unique indexes collide; the key must still win
+        "params": {"src": "/a"},
+        "items": ["x"],
+    }
     outcomes = run_processes(_procs.enqueue_once, db_url, [(request,)] * 6)
     assert len(set(outcomes)) == 1 and outcomes[0].startswith("job:")
     assert service.claim(["organize"], "w")["id"] == outcomes[0][4:]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
 from sqlalchemy import Index, UniqueConstraint
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from photo_pipeline.db.schema import metadata
+from photo_pipeline.errors import PhotoPipelineError
 
 _SQLITE_UNIQUE = "UNIQUE constraint failed: "
 
@@ -36,3 +41,39 @@ def unique_violation(exc: IntegrityError) -> str | None:
     if message.startswith(_SQLITE_UNIQUE):
         return _BY_COLUMNS.get(message[len(_SQLITE_UNIQUE) :].strip())
     return None
+
+
+class DatabaseUnavailable(PhotoPipelineError):
+    """The database could not be reached or stayed locked; safe to try again later."""
+
+    code = "database_unavailable"
+    status = 503
+
+
+# Deadlock and serialization failure: PostgreSQL rolled the transaction back, and
+# running it again from the start is safe.
+_TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
+_ATTEMPTS = 5
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def transactional(method: Callable[P, T]) -> Callable[P, T]:
+    """Run a method that is one whole transaction again when the database aborted it
+    as a deadlock victim; report an unreachable or locked database as
+    ``DatabaseUnavailable`` instead of leaking the driver's error."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                return method(*args, **kwargs)
+            except OperationalError as exc:
+                sqlstate = getattr(exc.orig, "sqlstate", None)
+                if sqlstate in _TRANSIENT_SQLSTATES and attempt < _ATTEMPTS:
+                    continue
+                raise DatabaseUnavailable("database_unavailable", str(exc.orig)) from exc
+        raise AssertionError("unreachable")
+
+    return wrapper

@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
-from photo_pipeline.db.errors import unique_violation
+from photo_pipeline.db.errors import transactional, unique_violation
 from photo_pipeline.db.schema import job_events, job_items, job_prerequisites, jobs
 from photo_pipeline.jobs import _checks as check
 from photo_pipeline.jobs.errors import (
@@ -88,6 +88,7 @@ class JobService:
         self._pg = session_factory.kw["bind"].dialect.name == "postgresql"
 
     # ── enqueue ────────────────────────────────────────────────────────────────
+    @transactional
     def enqueue(
         self,
         job_type: str,
@@ -157,8 +158,9 @@ class JobService:
                 return _snapshot(row)
         except IntegrityError as exc:
             violated = unique_violation(exc)
-            if idempotency_key is not None and violated == "uq_jobs_idempotency_key":
-                # A concurrent enqueue with the same key committed first.
+            if idempotency_key is not None:
+                # A concurrent enqueue with the same key committed first (PostgreSQL may
+                # report the lock index if it checked that one first).
                 with read_session(self._session_factory) as session:
                     existing = self._by_idempotency_key(session, idempotency_key)
                 if existing is not None:
@@ -167,6 +169,7 @@ class JobService:
                 raise self._lock_held(lock) from exc
             raise
 
+    @transactional
     def add_items(
         self, job_id: str, item_keys: Iterable[str], *, fencing_token: int | None = None
     ) -> int:
@@ -199,6 +202,7 @@ class JobService:
             return len(new)
 
     # ── claim / lease ──────────────────────────────────────────────────────────
+    @transactional
     def claim(
         self, job_types: Sequence[str], worker_id: str, *, lease_seconds: float = 60
     ) -> JobSnapshot | None:
@@ -222,7 +226,9 @@ class JobService:
                     lease_owner=worker_id,
                     lease_expires_at=now + lease,
                     heartbeat_at=now,
-                    started_at=func.coalesce(jobs.c.started_at, literal(now, jobs.c.started_at.type)),
+                    started_at=func.coalesce(
+                        jobs.c.started_at, literal(now, jobs.c.started_at.type)
+                    ),
                     fencing_token=jobs.c.fencing_token + 1,
                     attempts=jobs.c.attempts + 1,
                     version=jobs.c.version + 1,
@@ -242,6 +248,7 @@ class JobService:
             )
             return _snapshot(row)
 
+    @transactional
     def heartbeat(
         self,
         job_id: str,
@@ -272,6 +279,7 @@ class JobService:
             return False
 
     # ── transitions ────────────────────────────────────────────────────────────
+    @transactional
     def transition(
         self,
         job_id: str,
@@ -315,6 +323,7 @@ class JobService:
         another active job holds its lock by now."""
         return self.transition(job_id, JobState.RETRY_QUEUED)
 
+    @transactional
     def cancel(self, job_id: str, *, reason: str | None = None) -> JobSnapshot:
         """Cancel: queued work at once; running work drains through ``cancelling``.
         Cancelling a job that is already cancelling changes nothing."""
@@ -344,6 +353,7 @@ class JobService:
         """Set one item's state (see ``set_items`` to batch)."""
         self.set_items(job_id, [(item_key, state, error)], fencing_token=fencing_token)
 
+    @transactional
     def set_items(
         self,
         job_id: str,
@@ -406,6 +416,7 @@ class JobService:
             return [dict(r._mapping) for r in session.execute(query)]
 
     # ── recovery / retention ───────────────────────────────────────────────────
+    @transactional
     def recover_stale(self, *, now: datetime | None = None) -> list[str]:
         """Recover jobs whose lease expired: a running job is re-queued with backoff
         (its interrupted items queued again) or, out of attempts, failed; a
@@ -435,6 +446,7 @@ class JobService:
         self._last_recovery = now
         return recovered
 
+    @transactional
     def prune(self, *, older_than: timedelta, now: datetime | None = None) -> dict[str, int]:
         """Delete finished jobs (with their items and events) that finished more than
         ``older_than`` ago, and older events of other finished jobs. Active jobs and
@@ -669,6 +681,7 @@ class JobService:
             session.execute(
                 select(jobs.c.id, jobs.c.state)
                 .where(jobs.c.id.in_(prereq_ids))
+                .order_by(jobs.c.id)  # one lock order for every caller
                 .with_for_update(read=True)
             ).all()
         )
