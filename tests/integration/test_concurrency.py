@@ -237,3 +237,23 @@ def test_event_cursor_misses_nothing_while_writers_commit_concurrently(service):
         reader.result(timeout=120)
     assert seen == [e["seq"] for e in service.events(job["id"])]
     assert len(seen) == 2 + 2 * len(keys) + 1
+
+
+def test_enqueue_on_prerequisites_racing_their_failure_stays_consistent(service):
+    """Enqueue share-locks the prerequisites while a failing one cascades to its
+    dependents: on PostgreSQL the two can deadlock; the victim runs again."""
+    for _ in range(25):
+        scan = service.enqueue("scan", max_attempts=1)
+        render = service.enqueue("render", prerequisites=[scan["id"]])
+        token = service.claim(["scan"], "w")["fencing_token"]
+        failed, enqueued = race(
+            partial(service.transition, scan["id"], "failed", fencing_token=token),
+            partial(service.enqueue, "similar", prerequisites=[scan["id"], render["id"]]),
+        )
+        assert failed["state"] == JobState.FAILED
+        assert service.get(render["id"])["state"] == JobState.CANCELLED
+        if isinstance(enqueued, Exception):
+            assert getattr(enqueued, "code", None) == "prerequisite_failed", enqueued
+        else:
+            final = service.get(enqueued["id"])
+            assert (final["state"], final["error_code"]) == ("cancelled", "prerequisite_failed")

@@ -203,3 +203,15 @@ def test_times_are_aware_utc(service):
     job = service.enqueue("scan", run_after=datetime(2030, 5, 1, 12, tzinfo=UTC))
     assert job["run_after"] == datetime(2030, 5, 1, 12, tzinfo=UTC)
     assert job["run_after"].utcoffset() == timedelta(0)
+
+
+def test_failure_cascades_through_a_diamond_of_prerequisites(service):
+    scan = service.enqueue("scan", max_attempts=1)
+    render = service.enqueue("render", prerequisites=[scan["id"]])
+    similar = service.enqueue("similar", prerequisites=[scan["id"], render["id"]])
+    claimed = service.claim(["scan"], "w")
+    service.transition(scan["id"], "failed", fencing_token=claimed["fencing_token"])
+    for dependent in (render, similar):
+        assert service.get(dependent["id"])["state"] == JobState.CANCELLED
+    cancelled_events = [e for e in service.events(similar["id"]) if e["type"] == "state:cancelled"]
+    assert len(cancelled_events) == 1

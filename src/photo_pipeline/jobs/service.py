@@ -652,22 +652,18 @@ class JobService:
     def _cancel_dependents(self, session: Session, job_id: str, now: datetime) -> None:
         """A prerequisite that ended without success cancels the jobs waiting on it
         (and, through this same call, theirs)."""
-        waiting = session.execute(
-            select(jobs)
-            .where(
-                jobs.c.id.in_(
-                    select(job_prerequisites.c.job_id).where(
-                        job_prerequisites.c.prerequisite_id == job_id
-                    )
-                ),
-                jobs.c.state.in_(CLAIMABLE_STATES),
-                jobs.c.waiting_for > 0,
-            )
-            .with_for_update()
+        dependent_ids = session.scalars(
+            select(job_prerequisites.c.job_id)
+            .where(job_prerequisites.c.prerequisite_id == job_id)
+            .order_by(job_prerequisites.c.job_id)
         ).all()
         error = ("prerequisite_failed", f"prerequisite job {job_id} did not succeed")
-        for row in waiting:
-            self._apply(session, row, JobState.CANCELLED, now, error=error)
+        for dependent_id in dependent_ids:
+            # Lock and read each one now: in a diamond, the cascade through another
+            # dependent may have cancelled it already.
+            row = self._lock_job(session, dependent_id)
+            if row.state in CLAIMABLE_STATES and row.waiting_for > 0:
+                self._apply(session, row, JobState.CANCELLED, now, error=error)
 
     def _check_prerequisites(self, session: Session, prereq_ids: list[str]) -> int:
         """Count the prerequisites still to succeed; refuse unknown or failed ones.
