@@ -154,3 +154,51 @@ def test_lease_expiry_boundary_is_exact(service, clock):
     expires = service.get(job["id"])["lease_expires_at"]
     assert service.recover_stale(now=expires) == []
     assert service.recover_stale(now=expires + timedelta(microseconds=1)) == [job["id"]]
+
+
+def test_renew_lease_reports_a_cancel_request(service):
+    job = running_job(service)
+    assert service.renew_lease(job["id"], "w1", fencing_token=job["fencing_token"]) == S.RUNNING
+    service.cancel(job["id"])
+    assert service.renew_lease(job["id"], "w1") == S.CANCELLING
+    assert service.renew_lease(job["id"], "other") is None
+
+
+def test_set_items_reports_the_job_state(service):
+    job = running_job(service, items=["a"])
+    token = job["fencing_token"]
+    assert service.set_items(job["id"], [("a", "running")], fencing_token=token) == S.RUNNING
+    service.cancel(job["id"])
+    assert service.set_items(job["id"], [("a", "succeeded")], fencing_token=token) == S.CANCELLING
+
+
+def test_release_hands_the_job_back_without_spending_an_attempt(service, clock):
+    job = running_job(service, items=["done", "busy"], max_attempts=1)
+    token = job["fencing_token"]
+    service.set_items(job["id"], [("done", "running"), ("busy", "running")], fencing_token=token)
+    service.set_items(job["id"], [("done", "succeeded")], fencing_token=token)
+    released = service.release(job["id"], fencing_token=token)
+    assert released["state"] == S.RETRY_QUEUED
+    assert released["attempts"] == 0 and released["run_after"] == clock.now
+    assert released["error_code"] == "released"
+    assert service.progress(job["id"])["by_state"] == {"succeeded": 1, "queued": 1}
+    again = service.claim(["t"], "w2")
+    assert again["id"] == job["id"] and again["attempts"] == 1
+    with pytest.raises(JobConflict):
+        service.release(job["id"], fencing_token=token)
+
+
+def test_release_of_a_cancelling_job_cancels_it(service):
+    job = running_job(service, items=["a"])
+    service.cancel(job["id"])
+    assert service.release(job["id"], fencing_token=job["fencing_token"])["state"] == S.CANCELLED
+
+
+def test_jobs_of_a_dead_worker_are_recovered_before_their_lease_ends(service):
+    dead = running_job(service, worker="dead-worker", lease=600)
+    service.enqueue("t")
+    alive = service.claim(["t"], "live-worker", lease_seconds=600)
+    assert service.recover_stale(dead_workers=["dead-worker"]) == [dead["id"]]
+    recovered = service.get(dead["id"])
+    assert recovered["state"] == S.RETRY_QUEUED and recovered["error_code"] == "worker_died"
+    assert service.get(alive["id"])["state"] == S.RUNNING

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, Select, delete, func, insert, literal, select, text, update
+from sqlalchemy import Row, Select, delete, func, insert, literal, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -248,7 +248,6 @@ class JobService:
             )
             return _snapshot(row)
 
-    @transactional
     def heartbeat(
         self,
         job_id: str,
@@ -258,6 +257,22 @@ class JobService:
         fencing_token: int | None = None,
     ) -> bool:
         """Extend the lease; False when ``worker_id`` no longer holds the job."""
+        renewed = self.renew_lease(
+            job_id, worker_id, lease_seconds=lease_seconds, fencing_token=fencing_token
+        )
+        return renewed is not None
+
+    @transactional
+    def renew_lease(
+        self,
+        job_id: str,
+        worker_id: str,
+        *,
+        lease_seconds: float = 60,
+        fencing_token: int | None = None,
+    ) -> JobState | None:
+        """Extend the lease and return the job's state, so that the worker notices a
+        cancel request; None when ``worker_id`` no longer holds the job."""
         lease = timedelta(seconds=check.lease_seconds(lease_seconds))
         now = self._clock()
         conditions = [
@@ -268,15 +283,16 @@ class JobService:
         if fencing_token is not None:
             conditions.append(jobs.c.fencing_token == fencing_token)
         with write_session(self._session_factory) as session:
-            result = session.execute(
+            state = session.scalar(
                 update(jobs)
                 .where(*conditions)
                 .values(heartbeat_at=now, lease_expires_at=now + lease)
+                .returning(jobs.c.state)
             )
-            if result.rowcount == 1:
-                return True
-            self._require_job(session, job_id)
-            return False
+            if state is None:
+                self._require_job(session, job_id)
+                return None
+            return JobState(state)
 
     # ── transitions ────────────────────────────────────────────────────────────
     @transactional
@@ -324,6 +340,24 @@ class JobService:
         return self.transition(job_id, JobState.RETRY_QUEUED)
 
     @transactional
+    def release(
+        self, job_id: str, *, fencing_token: int, reason: str = "worker shutting down"
+    ) -> JobSnapshot:
+        """Hand a leased job back to the queue without spending an attempt (a worker
+        shutting down): it becomes ``retry_queued``, runnable at once, its running
+        items queued again. A job being cancelled is cancelled instead."""
+        now = self._clock()
+        with write_session(self._session_factory) as session:
+            row = self._lock_job(session, job_id)
+            _check_fence(row, fencing_token)
+            if row.state == JobState.CANCELLING:
+                error = ("cancelled", "cancelled on request")
+                return self._apply(session, row, JobState.CANCELLED, now, error=error)
+            return self._apply(
+                session, row, JobState.FAILED, now, error=("released", reason), release=True
+            )
+
+    @transactional
     def cancel(self, job_id: str, *, reason: str | None = None) -> JobSnapshot:
         """Cancel: queued work at once; running work drains through ``cancelling``.
         Cancelling a job that is already cancelling changes nothing."""
@@ -360,22 +394,22 @@ class JobService:
         updates: Iterable[ItemUpdate | tuple[str, str] | tuple[str, str, Any]],
         *,
         fencing_token: int | None = None,
-    ) -> None:
-        """Apply many item changes in one transaction: all or none.
+    ) -> JobState:
+        """Apply many item changes in one transaction: all or none. Returns the job's
+        state, so that a worker notices a cancel request at its next write.
 
         With ``fencing_token`` the writes are refused (``JobConflict``) unless the
         job is still leased under that token.
         """
         batch = normalise_updates(updates)
-        if not batch:
-            return
         now = self._clock()
         with write_session(self._session_factory) as session:
             row = self._lock_job(session, job_id)
             _check_fence(row, fencing_token)
-            counts = apply_item_updates(session, job_id, batch, now)
+            counts = apply_item_updates(session, job_id, batch, now) if batch else {}
             if counts:
                 self._event(session, job_id, "items", now, data=counts)
+            return JobState(row.state)
 
     def progress(self, job_id: str) -> dict[str, Any]:
         """Item counts from the durable item rows: total, done, and per state."""
@@ -417,17 +451,24 @@ class JobService:
 
     # ── recovery / retention ───────────────────────────────────────────────────
     @transactional
-    def recover_stale(self, *, now: datetime | None = None) -> list[str]:
-        """Recover jobs whose lease expired: a running job is re-queued with backoff
-        (its interrupted items queued again) or, out of attempts, failed; a
-        cancelling job is cancelled. Returns the recovered job ids."""
+    def recover_stale(
+        self, *, now: datetime | None = None, dead_workers: Iterable[str] = ()
+    ) -> list[str]:
+        """Recover jobs whose lease expired or whose worker is known to be dead: a
+        running job is re-queued with backoff (its interrupted items queued again)
+        or, out of attempts, failed; a cancelling job is cancelled. Returns the
+        recovered job ids."""
         now = now or self._clock()
+        dead = list(dead_workers)
+        abandoned = jobs.c.lease_expires_at < now
+        if dead:
+            abandoned = or_(abandoned, jobs.c.lease_owner.in_(dead))
         recovered: list[str] = []
         while True:
             with write_session(self._session_factory) as session:
                 stale = session.execute(
                     select(jobs)
-                    .where(jobs.c.state.in_(LEASED_STATES), jobs.c.lease_expires_at < now)
+                    .where(jobs.c.state.in_(LEASED_STATES), abandoned)
                     .order_by(jobs.c.lease_expires_at)
                     .limit(_RECOVERY_BATCH)
                     # Rows a live worker is writing right now are skipped, not waited for.
@@ -437,6 +478,9 @@ class JobService:
                     if row.state == JobState.CANCELLING:
                         error = ("cancelled", "worker vanished while cancelling")
                         self._apply(session, row, JobState.CANCELLED, now, error=error)
+                    elif row.lease_owner in dead:
+                        error = ("worker_died", f"worker {row.lease_owner} is gone")
+                        self._apply(session, row, JobState.FAILED, now, error=error)
                     else:
                         error = ("lease_expired", f"worker {row.lease_owner} stopped heartbeating")
                         self._apply(session, row, JobState.FAILED, now, error=error)
@@ -539,6 +583,7 @@ class JobService:
         *,
         error: tuple[str, str] | None = None,
         retry: bool = True,
+        release: bool = False,
     ) -> JobSnapshot:
         """Write ``row -> target`` with its side effects, conditional on the row being
         exactly as read. The caller holds the row lock and has validated the move."""
@@ -555,7 +600,12 @@ class JobService:
         if target is JobState.FAILED:
             self._requeue_items(session, row.id, now, [ItemState.RUNNING])
             cancelled = row.state == JobState.CANCELLING
-            if retry and not cancelled and row.attempts < row.max_attempts:
+            if release:
+                # Handed back, not failed: the attempt is refunded and it runs at once.
+                target = values["state"] = JobState.RETRY_QUEUED
+                values.update(run_after=now, attempts=row.attempts - 1)
+                events.append((f"state:{target}", "released"))
+            elif retry and not cancelled and row.attempts < row.max_attempts:
                 target = values["state"] = JobState.RETRY_QUEUED
                 run_after = now + self._retry_policy.delay(row.attempts, self._rng)
                 values["run_after"] = run_after
