@@ -53,3 +53,24 @@ def test_downgrade_then_upgrade_ends_identical(db_url):
     upgrade(engine)
     assert schema_of(engine) == fresh
     engine.dispose()
+
+
+def test_upgrading_step_by_step_equals_a_fresh_database(backend, tmp_path):
+    from tests.conftest import make_database_url
+
+    fresh_urls = make_database_url(backend, tmp_path / "fresh")
+    stepped_urls = make_database_url(backend, tmp_path / "stepped")
+    (tmp_path / "fresh").mkdir()
+    (tmp_path / "stepped").mkdir()
+    try:
+        fresh = create_database_engine(next(fresh_urls))
+        stepped = create_database_engine(next(stepped_urls))
+        upgrade(fresh)
+        upgrade(stepped, "0001")
+        upgrade(stepped)
+        assert schema_of(stepped) == schema_of(fresh)
+        fresh.dispose()
+        stepped.dispose()
+    finally:
+        fresh_urls.close()
+        stepped_urls.close()

@@ -170,3 +170,18 @@ job_prerequisites = Table(
     PrimaryKeyConstraint("job_id", "prerequisite_id"),
     Index("ix_job_prerequisites_prerequisite_id", "prerequisite_id"),
 )
+
+workers = Table(
+    "workers",
+    metadata,
+    Column("id", String(200), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("job_types", JSON, nullable=False),
+    # running, stopped (exited cleanly) or dead (found gone by another worker)
+    Column("state", String(16), nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("heartbeat_at", UTCDateTime, nullable=False),
+    Column("stopped_at", UTCDateTime),
+    Index("ix_workers_host_state", "host", "state"),
+)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, Select, delete, func, insert, literal, or_, select, text, update
+from sqlalchemy import Row, Select, and_, delete, func, insert, literal, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -525,6 +525,22 @@ class JobService:
                 )
             )
             return [{"id": r.id, "state": r.state, "job_type": r.job_type} for r in held]
+
+    def unheld_jobs(self, job_types: Sequence[str]) -> int:
+        """How many jobs of ``job_types`` may still run but are held by no live worker:
+        queued (delayed or waiting on prerequisites too), retry_queued, or leased
+        with an expired lease."""
+        types = check.job_types(job_types)
+        now = self._clock()
+        query = select(func.count()).where(
+            jobs.c.job_type.in_(types),
+            or_(
+                jobs.c.state.in_(CLAIMABLE_STATES),
+                and_(jobs.c.state.in_(LEASED_STATES), jobs.c.lease_expires_at < now),
+            ),
+        )
+        with read_session(self._session_factory) as session:
+            return session.scalar(query) or 0
 
     def get(self, job_id: str) -> JobSnapshot | None:
         with read_session(self._session_factory) as session:

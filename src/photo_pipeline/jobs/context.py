@@ -1,0 +1,186 @@
+"""What a handler sees of its job: params, items, result reporting, stop checks."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from typing import Any
+
+from photo_pipeline.jobs.errors import JobConflict
+from photo_pipeline.jobs.handlers import ItemError
+from photo_pipeline.jobs.service import JobService, JobSnapshot
+from photo_pipeline.jobs.states import ItemState, JobState
+
+ItemFunction = Callable[[dict[str, Any], str], Any]
+ResultCallback = Callable[[str, Any], None]
+
+
+class LeaseLost(Exception):
+    """The job was taken from this worker (lease expired, fenced out): stop at once,
+    write nothing more."""
+
+
+class JobContext:
+    """Handed to a handler. Item results are buffered and written in batches (one
+    fenced transaction per ``flush_size`` items or ``flush_seconds``), so a job of
+    20,000 photos makes hundreds of commits, not 20,000."""
+
+    def __init__(
+        self,
+        service: JobService,
+        job: JobSnapshot,
+        worker_id: str,
+        *,
+        shutdown: threading.Event,
+        pool: Executor | None = None,
+        pool_size: int = 1,
+        batch_size: int = 50,
+        flush_size: int = 50,
+        flush_seconds: float = 1.0,
+    ) -> None:
+        self.job = job
+        self.job_id: str = job["id"]
+        self.params: dict[str, Any] = job["params"]
+        self.fencing_token: int = job["fencing_token"]
+        self.worker_id = worker_id
+        self.log = logging.LoggerAdapter(
+            logging.getLogger("photo_pipeline.job"),
+            {"job_id": self.job_id, "job_type": job["job_type"], "worker_id": worker_id},
+        )
+        self._service = service
+        self._shutdown = shutdown
+        self._cancel = threading.Event()
+        self._lost = threading.Event()
+        self._pool = pool
+        self._pool_size = pool_size
+        self._batch_size = batch_size
+        self._flush_size = flush_size
+        self._flush_seconds = flush_seconds
+        self._pending: list[tuple[str, ItemState, tuple[str, str] | None]] = []
+        self._last_flush = time.monotonic()
+
+    # ── stop signals ───────────────────────────────────────────────────────────
+    @property
+    def cancelled(self) -> bool:
+        """A cancel was requested: stop taking items; finished ones stay finished."""
+        return self._cancel.is_set()
+
+    @property
+    def lease_lost(self) -> bool:
+        return self._lost.is_set()
+
+    @property
+    def should_stop(self) -> bool:
+        return self._cancel.is_set() or self._lost.is_set() or self._shutdown.is_set()
+
+    def observe(self, state: JobState | None) -> None:
+        """Take in the job's state as the coordinator last reported it (None: the
+        lease is gone)."""
+        if state is None:
+            self._lost.set()
+        elif state is JobState.CANCELLING:
+            self._cancel.set()
+
+    # ── items ──────────────────────────────────────────────────────────────────
+    def items(self) -> Iterator[str]:
+        """Yield the job's queued items, marking each batch running first. Stops
+        early on cancel, shutdown or a lost lease."""
+        while not self.should_stop:
+            self.flush()
+            page = self._service.items(
+                self.job_id, states=[ItemState.QUEUED], limit=self._batch_size
+            )
+            if not page:
+                return
+            keys = [item["item_key"] for item in page]
+            self._write([(key, ItemState.RUNNING) for key in keys])
+            for key in keys:
+                if self.should_stop:
+                    return  # the rest stay running: release or cancel settles them
+                yield key
+
+    def succeed(self, item_key: str) -> None:
+        self._pending.append((item_key, ItemState.SUCCEEDED, None))
+        self._flush_if_due()
+
+    def fail(self, item_key: str, code: str, message: str = "") -> None:
+        self._pending.append((item_key, ItemState.FAILED, (code, message)))
+        self._flush_if_due()
+
+    def add_items(self, item_keys: Iterable[str]) -> int:
+        """Add items discovered while running; returns how many were new."""
+        try:
+            return self._service.add_items(self.job_id, item_keys, fencing_token=self.fencing_token)
+        except JobConflict as exc:
+            self._lost.set()
+            raise LeaseLost(str(exc)) from exc
+
+    def map(self, function: ItemFunction, *, on_result: ResultCallback | None = None) -> None:
+        """Run ``function(params, item_key)`` for every queued item, in the worker's
+        pool when it has one (``function`` must then be importable by name).
+
+        ``ItemError`` fails the item; ``on_result(item_key, value)`` runs here, in
+        the worker, before the item is reported done; any other exception fails
+        the job.
+        """
+        if self._pool is None:
+            for key in self.items():
+                self._settle(key, lambda k=key: function(self.params, k), on_result)
+            return
+        in_flight: dict[Future[Any], str] = {}
+        try:
+            for key in self.items():
+                in_flight[self._pool.submit(function, self.params, key)] = key
+                if len(in_flight) >= 2 * self._pool_size:
+                    self._collect(in_flight, on_result)
+            while in_flight:
+                self._collect(in_flight, on_result)
+        finally:
+            for future in in_flight:
+                future.cancel()
+
+    def flush(self) -> None:
+        """Write the buffered item results now."""
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._write(batch)
+        self._last_flush = time.monotonic()
+
+    # ── internals ──────────────────────────────────────────────────────────────
+    def _collect(self, in_flight: dict[Future[Any], str], on_result: ResultCallback | None) -> None:
+        done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+        for future in done:
+            key = in_flight.pop(future)
+            self._settle(key, future.result, on_result)
+
+    def _settle(
+        self, key: str, result: Callable[[], Any], on_result: ResultCallback | None
+    ) -> None:
+        try:
+            value = result()
+        except ItemError as exc:
+            self.fail(key, exc.code, exc.message)
+            return
+        if on_result is not None:
+            on_result(key, value)
+        self.succeed(key)
+
+    def _flush_if_due(self) -> None:
+        if (
+            len(self._pending) >= self._flush_size
+            or time.monotonic() - self._last_flush >= self._flush_seconds
+        ):
+            self.flush()
+
+    def _write(self, updates: list[tuple[Any, ...]]) -> None:
+        if self._lost.is_set():
+            raise LeaseLost(f"job {self.job_id} is no longer held by {self.worker_id}")
+        try:
+            state = self._service.set_items(self.job_id, updates, fencing_token=self.fencing_token)
+        except JobConflict as exc:
+            self._lost.set()
+            raise LeaseLost(str(exc)) from exc
+        self.observe(state)

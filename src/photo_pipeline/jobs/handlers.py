@@ -1,0 +1,67 @@
+"""Job handlers: what runs a job of each type, registered by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from photo_pipeline.jobs import _checks as check
+
+if TYPE_CHECKING:
+    from photo_pipeline.jobs.context import JobContext
+
+Handler = Callable[["JobContext"], None]
+
+
+class ItemError(Exception):
+    """An item's own input is bad (a corrupt photo, say): fails that item, not the
+    job. Any other exception from a handler fails the job, which is retried."""
+
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.message = message
+
+
+class UnknownJobType(LookupError):
+    pass
+
+
+class HandlerRegistry:
+    """Maps job types to handlers. A handler is a plain function of a ``JobContext``:
+    it iterates the job's items and reports each one; it must be safe to run an
+    item again (a crash between doing and reporting it re-runs it)."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Handler] = {}
+
+    def register(self, job_type: str, handler: Handler) -> Handler:
+        check.job_type(job_type)
+        if self._handlers.get(job_type, handler) is not handler:
+            raise ValueError(f"job type {job_type!r} already has a handler")
+        self._handlers[job_type] = handler
+        return handler
+
+    def handler(self, job_type: str) -> Callable[[Handler], Handler]:
+        """Decorator form of ``register``."""
+
+        def decorate(function: Handler) -> Handler:
+            return self.register(job_type, function)
+
+        return decorate
+
+    def get(self, job_type: str) -> Handler:
+        try:
+            return self._handlers[job_type]
+        except KeyError:
+            raise UnknownJobType(f"no handler for job type {job_type!r}") from None
+
+    def job_types(self) -> list[str]:
+        return sorted(self._handlers)
+
+    def __contains__(self, job_type: Any) -> bool:
+        return job_type in self._handlers
+
+
+# The process-wide registry that `photo-pipeline worker` serves.
+registry = HandlerRegistry()

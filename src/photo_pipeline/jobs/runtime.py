@@ -1,0 +1,258 @@
+"""The worker runtime: claims jobs, runs their handlers, keeps the lease alive,
+recovers abandoned work, and shuts down without losing anything."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from types import FrameType
+
+from photo_pipeline.jobs.context import JobContext, LeaseLost
+from photo_pipeline.jobs.errors import JobError
+from photo_pipeline.jobs.handlers import HandlerRegistry
+from photo_pipeline.jobs.service import JobService, JobSnapshot
+from photo_pipeline.jobs.states import JobState
+from photo_pipeline.jobs.workers import WorkerRegistry, new_worker_id
+
+log = logging.getLogger("photo_pipeline.worker")
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    job_types: tuple[str, ...] = ()  # empty: every type the handler registry knows
+    concurrency: int = 1  # items in parallel within a job
+    executor: str = "process"  # "process" (CPU-bound Python) or "thread" (GIL-free calls)
+    lease_seconds: float = 30.0
+    poll_seconds: float = 1.0
+    burst: bool = False  # exit when no work is left
+    shutdown_seconds: float = 10.0  # grace for in-flight items after SIGTERM/SIGINT
+
+
+class Worker:
+    def __init__(
+        self,
+        service: JobService,
+        registry: WorkerRegistry,
+        handlers: HandlerRegistry,
+        config: WorkerConfig = WorkerConfig(),
+        *,
+        worker_id: str | None = None,
+    ) -> None:
+        unknown = [t for t in config.job_types if t not in handlers]
+        if unknown:
+            raise ValueError(f"no handler for job types {unknown}; known: {handlers.job_types()}")
+        self.id = worker_id or new_worker_id()
+        self.config = config
+        self._service = service
+        self._registry = registry
+        self._handlers = handlers
+        self._types = list(config.job_types or handlers.job_types())
+        self._shutdown = threading.Event()
+        self._wake = threading.Event()
+        self._done = threading.Event()
+        self._current: JobContext | None = None
+        self._signals = 0
+        self._log = logging.LoggerAdapter(log, {"worker_id": self.id})
+
+    # ── control ────────────────────────────────────────────────────────────────
+    def request_stop(self) -> None:
+        """Stop claiming; the job in hand finishes its in-flight items and is handed
+        back to the queue."""
+        self._shutdown.set()
+        self._wake.set()
+
+    def install_signal_handlers(self) -> None:
+        """First SIGTERM/SIGINT: graceful stop within ``shutdown_seconds``; a second
+        one: exit at once."""
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            os._exit(128 + signum)
+        self._log.info("signal %s: stopping, handing back in-flight work", signum)
+        self.request_stop()
+        threading.Thread(target=self._enforce_deadline, daemon=True).start()
+
+    def _enforce_deadline(self) -> None:
+        """If the handler has not stopped in time, hand its job back ourselves and exit;
+        the handler's later writes are refused by fencing."""
+        if self._done.wait(self.config.shutdown_seconds):
+            return
+        ctx = self._current
+        if ctx is not None:
+            self._log.warning("shutdown deadline passed: releasing job %s", ctx.job_id)
+            try:
+                self._service.release(ctx.job_id, fencing_token=ctx.fencing_token)
+            except JobError as exc:
+                self._log.warning("could not release job %s: %s", ctx.job_id, exc)
+            self._registry.stop(self.id)
+            os._exit(0)
+
+    # ── main loop ──────────────────────────────────────────────────────────────
+    def run(self) -> int:
+        """Work until stopped (or, in burst mode, until nothing is left). Returns the
+        process exit code: 0 on a clean stop."""
+        self._registry.register(self.id, self._types)
+        self._log.info(
+            "worker started: types=%s concurrency=%s", self._types, self.config.concurrency
+        )
+        pool = self._make_pool()
+        try:
+            while not self._shutdown.is_set():
+                self._recover_dead_workers()
+                job = self._service.claim(
+                    self._types, self.id, lease_seconds=self.config.lease_seconds
+                )
+                if job is not None:
+                    self.run_job(job, pool)
+                    continue
+                if self.config.burst and not self._work_left():
+                    break
+                self._registry.beat(self.id)
+                self._wake.wait(self.config.poll_seconds)
+                self._wake.clear()
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+            self._registry.stop(self.id)
+            self._done.set()
+            self._log.info("worker stopped")
+        return 0
+
+    def run_job(self, job: JobSnapshot, pool: Executor | None = None) -> JobState | None:
+        """Run one claimed job to its end; returns its final state, or None when the
+        job was taken away from this worker."""
+        ctx = JobContext(
+            self._service,
+            job,
+            self.id,
+            shutdown=self._shutdown,
+            pool=pool,
+            pool_size=self.config.concurrency,
+        )
+        heartbeat = _Heartbeat(self._service, self._registry, ctx, self.config.lease_seconds)
+        self._current = ctx
+        heartbeat.start()
+        ctx.log.info("job started (attempt %s)", job["attempts"])
+        try:
+            self._handlers.get(job["job_type"])(ctx)
+            ctx.flush()
+            return self._finish(ctx)
+        except LeaseLost as exc:
+            ctx.log.warning("lease lost, job abandoned: %s", exc)
+            return None
+        except Exception as exc:
+            ctx.log.exception("handler failed")
+            return self._fail(ctx, exc)
+        finally:
+            heartbeat.stop()
+            self._current = None
+
+    # ── internals ──────────────────────────────────────────────────────────────
+    def _finish(self, ctx: JobContext) -> JobState | None:
+        token = ctx.fencing_token
+        if ctx.lease_lost:
+            ctx.log.warning("lease lost, job abandoned")
+            return None
+        try:
+            if ctx.cancelled:
+                final = self._service.transition(
+                    ctx.job_id, JobState.CANCELLED, fencing_token=token
+                )
+            elif self._shutdown.is_set() and self._unfinished(ctx.job_id):
+                final = self._service.release(ctx.job_id, fencing_token=token)
+            else:
+                final = self._service.transition(
+                    ctx.job_id, JobState.SUCCEEDED, fencing_token=token
+                )
+        except JobError as exc:
+            ctx.log.warning("could not finish job: %s", exc)
+            return None
+        ctx.log.info("job %s", final["state"])
+        return JobState(final["state"])
+
+    def _fail(self, ctx: JobContext, exc: Exception) -> JobState | None:
+        try:
+            ctx.flush()  # items that succeeded before the failure stay succeeded
+            final = self._service.transition(
+                ctx.job_id,
+                JobState.FAILED,
+                fencing_token=ctx.fencing_token,
+                error=("handler_error", f"{type(exc).__name__}: {exc}"),
+            )
+        except (JobError, LeaseLost) as error:
+            ctx.log.warning("could not record the failure: %s", error)
+            return None
+        ctx.log.info("job %s", final["state"])
+        return JobState(final["state"])
+
+    def _unfinished(self, job_id: str) -> bool:
+        progress = self._service.progress(job_id)
+        return progress["done"] < progress["total"]
+
+    def _recover_dead_workers(self) -> None:
+        dead = self._registry.find_dead_on_this_host()
+        if dead:
+            recovered = self._service.recover_stale(dead_workers=dead)
+            self._log.warning("workers %s died; recovered jobs %s", dead, recovered)
+
+    def _work_left(self) -> bool:
+        """Burst mode: is anything of our types not finished and not held by a live
+        worker? Expired leases are recovered first, so that we pick them up."""
+        self._service.recover_stale()
+        return self._service.unheld_jobs(self._types) > 0
+
+    def _make_pool(self) -> Executor | None:
+        if self.config.concurrency <= 1:
+            return None
+        if self.config.executor == "thread":
+            return ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="item")
+        # spawn: forking a process that runs threads (the heartbeat) is unsafe.
+        return ProcessPoolExecutor(
+            self.config.concurrency, mp_context=multiprocessing.get_context("spawn")
+        )
+
+
+class _Heartbeat(threading.Thread):
+    """Renews the lease on its own schedule, so a slow item never loses it, and
+    passes cancel requests and lease loss to the job context."""
+
+    def __init__(
+        self, service: JobService, registry: WorkerRegistry, ctx: JobContext, lease: float
+    ) -> None:
+        super().__init__(name=f"heartbeat-{ctx.job_id}", daemon=True)
+        self._service = service
+        self._registry = registry
+        self._ctx = ctx
+        self._lease = lease
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        ctx = self._ctx
+        while not self._stopped.wait(self._lease / 3):
+            try:
+                state = self._service.renew_lease(
+                    ctx.job_id,
+                    ctx.worker_id,
+                    lease_seconds=self._lease,
+                    fencing_token=ctx.fencing_token,
+                )
+                self._registry.beat(ctx.worker_id)
+            except Exception:
+                ctx.log.exception("heartbeat failed; trying again")
+                continue
+            ctx.observe(state)
+            if state is None:
+                ctx.log.warning("lease lost")
+                return
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.join()
