@@ -1,8 +1,9 @@
-"""Where the library lives and which database it uses, from the environment."""
+"""Where the library lives, which database it uses, how jobs retry: from the environment."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,11 +14,32 @@ DEFAULT_HOME = Path("~/.local/share/photo-pipeline")
 class Settings:
     home: Path
     database_url: str
+    retry_base_seconds: float = 2.0
+    retry_max_seconds: float = 600.0
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
-        """Read ``PHOTO_PIPELINE_HOME`` and ``PHOTO_PIPELINE_DATABASE_URL``."""
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read ``PHOTO_PIPELINE_HOME``, ``PHOTO_PIPELINE_DATABASE_URL`` and
+        ``PHOTO_PIPELINE_RETRY_BASE_SECONDS`` / ``PHOTO_PIPELINE_RETRY_MAX_SECONDS``."""
         env = os.environ if environ is None else environ
         home = Path(env.get("PHOTO_PIPELINE_HOME") or DEFAULT_HOME).expanduser()
         url = env.get("PHOTO_PIPELINE_DATABASE_URL") or f"sqlite:///{home / 'library.sqlite3'}"
-        return cls(home=home, database_url=url)
+        return cls(
+            home=home,
+            database_url=url,
+            retry_base_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_BASE_SECONDS", 2.0),
+            retry_max_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_MAX_SECONDS", 600.0),
+        )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value >= 0:
+        raise ValueError(f"{name} must be >= 0, got {raw!r}")
+    return value

@@ -1,0 +1,193 @@
+"""Commands over jobs: list, show, events, cancel, retry, wait, prune."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from photo_pipeline.cli.common import (
+    EXIT_JOB_DID_NOT_SUCCEED,
+    JsonOption,
+    app,
+    console,
+    job_app,
+    library,
+    print_json,
+)
+from photo_pipeline.cli.progress import wait_for_jobs
+from photo_pipeline.cli.worker import ImportOption, load_handlers
+from photo_pipeline.jobs import JobNotFound, JobState
+from photo_pipeline.jobs.states import FINISHED_STATES
+
+JobId = Annotated[str, typer.Argument(help="The job's id.")]
+
+
+@app.command()
+def init() -> None:
+    """Create the library (database and schema) or upgrade it to this version."""
+    lib = library()
+    lib.settings.home.mkdir(parents=True, exist_ok=True)
+    console.print(f"library ready: [bold]{lib.settings.home}[/] ({lib.settings.database_url})")
+
+
+@app.command("jobs")
+def list_jobs(
+    state: Annotated[list[str] | None, typer.Option(help="Only jobs in this state.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000)] = 50,
+    as_json: JsonOption = False,
+) -> None:
+    """List the newest jobs."""
+    rows = library().service.list_jobs(states=state, limit=limit)
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        console.print("no jobs")
+        return
+    table = Table("id", "type", "state", "attempts", "created", "error")
+    for job in rows:
+        table.add_row(
+            job["id"],
+            job["job_type"],
+            job["state"],
+            f"{job['attempts']}/{job['max_attempts']}",
+            f"{job['created_at']:%Y-%m-%d %H:%M:%S}",
+            job["error_code"] or "",
+        )
+    console.print(table)
+
+
+def _job_or_exit(job_id: str) -> dict[str, Any]:
+    job = library().service.get(job_id)
+    if job is None:
+        raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
+    return job
+
+
+@job_app.command("show")
+def show(job_id: JobId, as_json: JsonOption = False) -> None:
+    """A job, its progress and its failed items."""
+    service = library().service
+    job = _job_or_exit(job_id)
+    progress = service.progress(job_id)
+    failed = service.items(job_id, states=["failed"], limit=100)
+    if as_json:
+        print_json({**job, "progress": progress, "failed_items": failed})
+        return
+    for field in (
+        "id",
+        "job_type",
+        "state",
+        "attempts",
+        "max_attempts",
+        "lease_owner",
+        "error_code",
+        "error_message",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ):
+        console.print(
+            f"[bold]{field:>13}[/] {job[field] if job[field] is not None else ''}", highlight=False
+        )
+    console.print(
+        f"[bold]{'items':>13}[/] {progress['done']}/{progress['total']} done "
+        f"{progress['by_state']}",
+        highlight=False,
+    )
+    for item in failed:
+        console.print(
+            f"  failed {item['item_key']}: {item['error_code']} {item['error_message'] or ''}",
+            highlight=False,
+        )
+
+
+@job_app.command("events")
+def events(
+    job_id: JobId,
+    after: Annotated[int, typer.Option(help="Only events after this sequence number.")] = 0,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing until the job finishes.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """A job's events in order; ``--follow`` keeps streaming until the job finishes
+    (``--json``: one JSON object per line)."""
+    service = library().service
+    _job_or_exit(job_id)
+    cursor = after
+    while True:
+        batch = service.events_after(job_id, cursor)
+        for event in batch:
+            cursor = event["seq"]
+            if as_json:
+                typer.echo(json.dumps(event, default=str))  # JSON lines: one event each
+            else:
+                console.print(
+                    f"{event['seq']:>6} {event['created_at']:%H:%M:%S} "
+                    f"{event['type']} {event['message'] or ''} "
+                    f"{event['data'] or ''}",
+                    highlight=False,
+                )
+        if not follow:
+            return
+        if not batch and service.get(job_id)["state"] in FINISHED_STATES:
+            return
+        if not batch:
+            time.sleep(0.5)  # polling interval of the follower, not synchronisation
+
+
+@job_app.command("cancel")
+def cancel(job_id: JobId, as_json: JsonOption = False) -> None:
+    """Cancel a job: queued at once, running once its worker notices."""
+    job = library().service.cancel(job_id)
+    print_json(job) if as_json else console.print(f"job {job_id} is {job['state']}")
+
+
+@job_app.command("retry")
+def retry(job_id: JobId, as_json: JsonOption = False) -> None:
+    """Run a failed job again."""
+    job = library().service.retry(job_id)
+    print_json(job) if as_json else console.print(f"job {job_id} is {job['state']}")
+
+
+@job_app.command("wait")
+def wait(
+    job_ids: Annotated[list[str], typer.Argument(help="Jobs to wait for.")],
+    embedded: Annotated[
+        bool | None,
+        typer.Option(
+            "--embedded/--no-embedded",
+            help="Run an in-process worker (default: when no live worker serves the jobs).",
+        ),
+    ] = None,
+    import_modules: ImportOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Wait for jobs to finish, with live progress; exit 1 unless all succeeded."""
+    load_handlers(import_modules or [])
+    for job_id in job_ids:
+        _job_or_exit(job_id)
+    finals = wait_for_jobs(library(), job_ids, embedded=embedded, show_progress=not as_json)
+    if as_json:
+        print_json(finals)
+    if any(job["state"] != JobState.SUCCEEDED for job in finals):
+        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
+
+
+@app.command()
+def prune(
+    older_than_days: Annotated[float, typer.Option(min=0, help="Age in days.")] = 30,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete finished jobs and their events older than the given age."""
+    counts = library().service.prune(older_than=timedelta(days=older_than_days))
+    if as_json:
+        print_json(counts)
+    else:
+        console.print(f"deleted {counts['jobs']} jobs and {counts['events']} events")

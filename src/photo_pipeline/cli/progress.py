@@ -1,0 +1,98 @@
+"""Waiting for jobs with live progress bars, running them in-process if nobody else
+will (embedded mode)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from photo_pipeline.cli.common import Library, console
+from photo_pipeline.jobs.errors import JobError
+from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.jobs.states import FINISHED_STATES
+
+REFRESH_SECONDS = 0.25
+
+
+def _run_reporting(worker: Worker, failure: list[BaseException]) -> None:
+    try:
+        worker.run()
+    except BaseException as exc:
+        failure.append(exc)
+
+
+def _needs_embedded_worker(lib: Library, job_types: set[str]) -> bool:
+    served = {t for worker in lib.workers.list() for t in worker["job_types"]}
+    return not job_types <= served
+
+
+def wait_for_jobs(
+    lib: Library, job_ids: list[str], *, embedded: bool | None, show_progress: bool
+) -> list[dict[str, Any]]:
+    """Block until every job is finished; return their final snapshots."""
+    service = lib.service
+    types = {service.get(job_id)["job_type"] for job_id in job_ids}
+    if embedded is None:
+        embedded = _needs_embedded_worker(lib, types)
+    worker = None
+    if embedded:
+        unknown = sorted(t for t in types if t not in registry)
+        if unknown:
+            raise JobError(
+                "no_handler",
+                f"this process has no handler for {', '.join(unknown)}: start "
+                "`photo-pipeline worker` with the module that provides it",
+            )
+        config = WorkerConfig(burst=True, concurrency=os.cpu_count() or 1, poll_seconds=0.2)
+        worker = Worker(service, lib.workers, registry, config)
+        failure: list[BaseException] = []
+        thread = threading.Thread(
+            target=_run_reporting, args=(worker, failure), name="embedded-worker", daemon=True
+        )
+        thread.start()
+    try:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            console=console,
+            disable=not show_progress,
+        ) as bars:
+            tasks = {job_id: bars.add_task(job_id[:8], total=None, rate="") for job_id in job_ids}
+            while True:
+                finals = [service.get(job_id) for job_id in job_ids]
+                for job in finals:
+                    progress = service.progress(job["id"])
+                    task = tasks[job["id"]]
+                    speed = bars.tasks[task].speed
+                    bars.update(
+                        task,
+                        total=progress["total"] or None,
+                        completed=progress["done"],
+                        description=f"{job['job_type']} [{job['state']}]",
+                        rate=f"{speed:.1f} items/s" if speed else "",
+                    )
+                if all(job["state"] in FINISHED_STATES for job in finals):
+                    return finals
+                if worker is not None and failure:
+                    raise failure[0]
+                time.sleep(REFRESH_SECONDS)  # display refresh, not synchronisation
+    finally:
+        if worker is not None:
+            worker.request_stop()
+            thread.join()

@@ -1,0 +1,96 @@
+"""Commands that run work: ``worker`` and ``workers``."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from photo_pipeline import logs
+from photo_pipeline.cli.common import JsonOption, app, console, library, print_json
+from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+
+ImportOption = Annotated[
+    list[str] | None,
+    typer.Option("--import", help="Extra module registering job handlers (repeatable)."),
+]
+
+
+def load_handlers(modules: list[str]) -> None:
+    """Register the built-in job types, then those of any extra modules."""
+    importlib.import_module("photo_pipeline.pipeline")
+    for module in modules:
+        importlib.import_module(module)
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=256, help="Items processed in parallel (default: CPU count).")
+    ] = 0,
+    burst: Annotated[bool, typer.Option("--burst", help="Exit when no work is left.")] = False,
+    types: Annotated[
+        str | None, typer.Option(help="Comma-separated job types to serve (default: all).")
+    ] = None,
+    executor: Annotated[str, typer.Option(help="process or thread pool for items.")] = "process",
+    lease_seconds: Annotated[float, typer.Option(min=1, max=86_400)] = 30.0,
+    poll_seconds: Annotated[float, typer.Option(min=0.01, max=60)] = 1.0,
+    shutdown_seconds: Annotated[
+        float, typer.Option(min=0, help="Grace period for in-flight items on SIGTERM/SIGINT.")
+    ] = 10.0,
+    import_modules: ImportOption = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Claim and run jobs until stopped (SIGTERM/SIGINT hand the job in hand back)."""
+    if executor not in ("process", "thread"):
+        raise typer.BadParameter(
+            f"must be process or thread, got {executor!r}", param_hint="--executor"
+        )
+    logs.configure(log_level)
+    load_handlers(import_modules or [])
+    config = WorkerConfig(
+        job_types=tuple(t.strip() for t in types.split(",") if t.strip()) if types else (),
+        concurrency=concurrency or os.cpu_count() or 1,
+        executor=executor,
+        lease_seconds=lease_seconds,
+        poll_seconds=poll_seconds,
+        burst=burst,
+        shutdown_seconds=shutdown_seconds,
+    )
+    if not (config.job_types or registry.job_types()):
+        raise typer.BadParameter("no job types to serve: none are registered", param_hint="--types")
+    lib = library()
+    try:
+        runner = Worker(lib.service, lib.workers, registry, config)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--types") from exc
+    runner.install_signal_handlers()
+    raise typer.Exit(runner.run())
+
+
+@app.command("workers")
+def list_workers(
+    all_: Annotated[bool, typer.Option("--all", help="Include stopped and dead ones.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Registered workers: id, host, pid, started, last heartbeat."""
+    rows = library().workers.list(include_finished=all_)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("id", "host", "pid", "state", "types", "started", "last heartbeat")
+    for row in rows:
+        table.add_row(
+            row["id"],
+            row["host"],
+            str(row["pid"]),
+            row["state"],
+            ",".join(row["job_types"]),
+            f"{row['started_at']:%Y-%m-%d %H:%M:%S}",
+            f"{row['heartbeat_at']:%H:%M:%S}",
+        )
+    console.print(table if rows else "no workers")

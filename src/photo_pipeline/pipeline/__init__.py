@@ -1,0 +1,3 @@
+"""Photo job types: each a handler turning a job's items into media calls and database
+rows. Importing this package registers them on ``photo_pipeline.jobs.handlers.registry``.
+"""
