@@ -30,8 +30,9 @@ def load_handlers(modules: list[str]) -> None:
 @app.command()
 def worker(
     concurrency: Annotated[
-        int, typer.Option(min=1, max=256, help="Items processed in parallel (default: CPU count).")
-    ] = 0,
+        int | None,
+        typer.Option(min=1, max=256, help="Items processed in parallel [default: CPU count]."),
+    ] = None,
     burst: Annotated[bool, typer.Option("--burst", help="Exit when no work is left.")] = False,
     types: Annotated[
         str | None, typer.Option(help="Comma-separated job types to serve (default: all).")
@@ -42,6 +43,9 @@ def worker(
     shutdown_seconds: Annotated[
         float, typer.Option(min=0, help="Grace period for in-flight items on SIGTERM/SIGINT.")
     ] = 10.0,
+    batch_size: Annotated[
+        int, typer.Option(min=1, max=10_000, help="Items per progress transaction.")
+    ] = 50,
     import_modules: ImportOption = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
@@ -60,6 +64,7 @@ def worker(
         poll_seconds=poll_seconds,
         burst=burst,
         shutdown_seconds=shutdown_seconds,
+        batch_size=batch_size,
     )
     if not (config.job_types or registry.job_types()):
         raise typer.BadParameter("no job types to serve: none are registered", param_hint="--types")

@@ -14,6 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 # Writers wait this long for SQLite's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+# PostgreSQL ends a session that sits idle inside a transaction this long.
+PG_IDLE_IN_TRANSACTION_MS = 300_000
 # Session execution option naming a write transaction (BEGIN IMMEDIATE on SQLite).
 _WRITE = "photo_pipeline_write"
 
@@ -26,7 +28,7 @@ def create_database_engine(url: str, **kwargs: Any) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return create_engine(parsed, pool_pre_ping=True, **kwargs)
+        return _postgres_engine(create_engine(parsed, pool_pre_ping=True, **kwargs))
     raise ValueError(f"unsupported database URL {url!r}: use sqlite:/// or postgresql://")
 
 
@@ -56,6 +58,18 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         # transaction takes the write lock up front and waits in busy_timeout.
         write = connection.get_execution_options().get(_WRITE, False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def _postgres_engine(engine: Engine) -> Engine:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # A client frozen inside a transaction (SIGSTOP, a paused VM) would hold its
+        # row locks forever; the server ends such sessions instead.
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(f"SET idle_in_transaction_session_timeout = {PG_IDLE_IN_TRANSACTION_MS}")
+        dbapi_connection.commit()
 
     return engine
 

@@ -31,6 +31,7 @@ class WorkerConfig:
     poll_seconds: float = 1.0
     burst: bool = False  # exit when no work is left
     shutdown_seconds: float = 10.0  # grace for in-flight items after SIGTERM/SIGINT
+    batch_size: int = 50  # items marked running, and results written, per transaction
 
 
 class Worker:
@@ -136,6 +137,8 @@ class Worker:
             shutdown=self._shutdown,
             pool=pool,
             pool_size=self.config.concurrency,
+            batch_size=self.config.batch_size,
+            flush_size=self.config.batch_size,
         )
         heartbeat = _Heartbeat(self._service, self._registry, ctx, self.config.lease_seconds)
         self._current = ctx

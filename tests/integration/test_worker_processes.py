@@ -1,0 +1,262 @@
+"""Real worker processes, killed, frozen, cancelled and stopped at arbitrary moments."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.jobs.service import utc_now
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class WorkerProcess:
+    """A `photo-pipeline worker` subprocess whose log goes to a file."""
+
+    def __init__(self, db_url: str, home: Path, *args: str) -> None:
+        env = {
+            **os.environ,
+            "PHOTO_PIPELINE_DATABASE_URL": db_url,
+            "PHOTO_PIPELINE_HOME": str(home),
+            "PYTHONPATH": str(REPO),
+            # Recovered jobs run again at once: these tests are about crashes, not backoff.
+            "PHOTO_PIPELINE_RETRY_BASE_SECONDS": "0.001",
+            "PHOTO_PIPELINE_RETRY_MAX_SECONDS": "0.01",
+        }
+        command = [
+            sys.executable,
+            "-m",
+            "photo_pipeline",
+            "worker",
+            "--import",
+            "tests.integration.handlers",
+            "--types",
+            "test.record",
+            "--executor",
+            "thread",
+            "--poll-seconds",
+            "0.05",
+            *args,
+        ]
+        self.log_path = home / f"worker-{time.monotonic_ns()}.log"
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(command, env=env, stderr=log)
+        self.pid = self.proc.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def wait(self, timeout: float = 300) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def signal(self, signum: int) -> None:
+        self.proc.send_signal(signum)
+
+    def kill(self) -> None:
+        """SIGKILL, then reap the process so that its pid is really gone."""
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def workers(db_url, tmp_path):
+    """Start workers on the test database; any still running at the end are killed."""
+    started: list[WorkerProcess] = []
+
+    def start(*args: str) -> WorkerProcess:
+        worker = WorkerProcess(db_url, tmp_path, *args)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        if worker.proc.poll() is None:
+            worker.kill()
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 120) -> None:
+    """Poll a condition (on the database or a process) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def succeeded(service: JobService, job_id: str) -> set[str]:
+    return {i["item_key"] for i in service.items(job_id, states=["succeeded"], limit=100_000)}
+
+
+def runs_by_pid(log: Path) -> list[tuple[int, str]]:
+    if not log.exists():
+        return []
+    return [(int(pid), key) for pid, key in (line.split() for line in log.read_text().splitlines())]
+
+
+@pytest.fixture
+def live_service(session_factory) -> JobService:
+    return JobService(session_factory)
+
+
+def enqueue_photos(service: JobService, tmp_path: Path, count: int, **params) -> dict:
+    keys = [f"photo-{n:04d}.jpg" for n in range(count)]
+    return service.enqueue(
+        "test.record",
+        items=keys,
+        params={"log": str(tmp_path / "run.log"), **params},
+        max_attempts=100,
+    )
+
+
+def test_kill_9_at_random_moments_loses_and_repeats_nothing(live_service, workers, tmp_path):
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    total = 500
+    job = enqueue_photos(live_service, tmp_path, total, item_seconds=0.005)
+    done_when_killed: list[tuple[int, set[str]]] = []
+    for _ in range(20):
+        target = len(succeeded(live_service, job["id"])) + rng.randint(0, 8)
+        worker = workers(
+            "--concurrency", str(rng.choice([1, 4])), "--batch-size", str(rng.choice([1, 4, 10]))
+        )
+        wait_until(
+            lambda target=target: len(succeeded(live_service, job["id"])) >= target,
+            f"{target} items done (seed {seed})",
+        )
+        worker.kill()
+        done_when_killed.append((worker.pid, succeeded(live_service, job["id"])))
+    assert len(done_when_killed[-1][1]) < total, "the job finished before the last kill"
+    final = workers("--burst")
+    assert final.wait() == 0, final.log()
+
+    assert live_service.get(job["id"])["state"] == JobState.SUCCEEDED, f"seed {seed}"
+    assert live_service.progress(job["id"])["by_state"] == {"succeeded": total}
+    # Each item entered `succeeded` exactly once.
+    counted = sum(
+        e["data"].get("succeeded", 0)
+        for e in live_service.events(job["id"])
+        if e["type"] == "items"
+    )
+    assert counted == total
+    # No item that had succeeded when a worker was killed ran again afterwards.
+    runs = runs_by_pid(tmp_path / "run.log")
+    pids = [pid for pid, _ in done_when_killed] + [final.pid]
+    assert len(set(pids)) == len(pids)
+    for round_, (_, done) in enumerate(done_when_killed):
+        later = set(pids[round_ + 1 :])
+        rerun = {key for pid, key in runs if pid in later and key in done}
+        assert rerun == set(), f"seed {seed}: re-ran finished items {sorted(rerun)[:5]}"
+    assert {key for _, key in runs} == {f"photo-{n:04d}.jpg" for n in range(total)}
+
+
+def holds_job_lock(db_url: str, job_id: str) -> bool:
+    """Whether some other session holds the job's row (PostgreSQL) or the write lock
+    (SQLite) right now."""
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite":
+        conn = sqlite3.connect(url.database, timeout=0.2, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return False
+        except sqlite3.OperationalError:
+            return True
+        finally:
+            conn.close()
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("SET LOCAL lock_timeout = '200ms'"))
+            conn.execute(text("SELECT 1 FROM jobs WHERE id = :id FOR UPDATE"), {"id": job_id})
+        return False
+    except OperationalError:
+        return True
+    finally:
+        engine.dispose()
+
+
+def freeze_outside_transactions(worker: WorkerProcess, db_url: str, job_id: str) -> None:
+    """SIGSTOP the worker at a moment it holds no database lock. (A process frozen
+    inside a transaction blocks SQLite writers until it wakes; PostgreSQL ends such a
+    session after idle_in_transaction_session_timeout. Neither is what this tests.)"""
+    for _ in range(50):
+        worker.signal(signal.SIGSTOP)
+        if not holds_job_lock(db_url, job_id):
+            return
+        worker.signal(signal.SIGCONT)
+    raise AssertionError("the worker always held a lock when frozen")
+
+
+def test_frozen_worker_is_fenced_out_when_it_wakes(live_service, workers, tmp_path, db_url):
+    job = enqueue_photos(live_service, tmp_path, 150, item_seconds=0.01)
+    frozen = workers("--concurrency", "1", "--lease-seconds", "2")
+    wait_until(lambda: len(succeeded(live_service, job["id"])) >= 10, "first items")
+    freeze_outside_transactions(frozen, db_url, job["id"])
+    try:
+        wait_until(
+            lambda: live_service.get(job["id"])["lease_expires_at"] < utc_now(), "lease expiry"
+        )
+        taker = workers("--burst", "--lease-seconds", "2")
+        assert taker.wait() == 0, taker.log()
+        done = live_service.get(job["id"])
+        assert done["state"] == JobState.SUCCEEDED
+        assert done["lease_owner"] is None and done["attempts"] == 2
+    finally:
+        frozen.signal(signal.SIGCONT)
+    # Awake again, the frozen worker's heartbeat or next write is refused.
+    wait_until(lambda: "lease lost" in frozen.log(), "the frozen worker to give up")
+    frozen.signal(signal.SIGTERM)
+    assert frozen.wait(timeout=60) == 0
+    assert live_service.progress(job["id"])["by_state"] == {"succeeded": 150}
+
+
+def test_cancel_during_a_run_keeps_finished_items(live_service, workers, tmp_path):
+    job = enqueue_photos(live_service, tmp_path, 300, item_seconds=0.01)
+    worker = workers("--concurrency", "2")
+    wait_until(lambda: len(succeeded(live_service, job["id"])) >= 10, "first items")
+    done_before_cancel = succeeded(live_service, job["id"])
+    live_service.cancel(job["id"])
+    wait_until(lambda: live_service.get(job["id"])["state"] == JobState.CANCELLED, "cancelled")
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+    by_state = live_service.progress(job["id"])["by_state"]
+    assert set(by_state) == {"succeeded", "cancelled"}
+    assert by_state["cancelled"] > 0
+    assert done_before_cancel <= succeeded(live_service, job["id"])
+
+
+def test_sigterm_hands_the_job_back_and_another_worker_finishes(live_service, workers, tmp_path):
+    job = enqueue_photos(live_service, tmp_path, 200, item_seconds=0.01)
+    first = workers("--concurrency", "2")
+    wait_until(lambda: len(succeeded(live_service, job["id"])) >= 10, "first items")
+    first.signal(signal.SIGTERM)
+    assert first.wait(timeout=60) == 0, first.log()
+    handed_back = live_service.get(job["id"])
+    assert handed_back["state"] == JobState.RETRY_QUEUED
+    assert handed_back["error_code"] == "released" and handed_back["attempts"] == 0
+    done_by_first = succeeded(live_service, job["id"])
+    assert 10 <= len(done_by_first) < 200
+
+    second = workers("--burst")
+    assert second.wait() == 0, second.log()
+    assert live_service.get(job["id"])["state"] == JobState.SUCCEEDED
+    assert live_service.progress(job["id"])["by_state"] == {"succeeded": 200}
+    rerun = {
+        key
+        for pid, key in runs_by_pid(tmp_path / "run.log")
+        if pid == second.pid and key in done_by_first
+    }
+    assert rerun == set()
