@@ -63,7 +63,7 @@ def apply_item_updates(
     current = _current_states(session, job_id, [u.item_key for u in batch])
     rows = []
     for item in batch:
-        seen = current.get(item.item_key)
+        item_id, seen = current.get(item.item_key, (None, None))
         if seen is None:
             raise JobNotFound("item_not_found", f"job {job_id} has no item {item.item_key!r}")
         if not can_transition_item(seen, item.state):
@@ -75,8 +75,7 @@ def apply_item_updates(
         code, message = item.error or (None, None)
         rows.append(
             {
-                "b_job": job_id,
-                "b_key": item.item_key,
+                "b_id": item_id,
                 "b_seen": seen,
                 "b_state": item.state.value,
                 "b_code": code,
@@ -89,11 +88,9 @@ def apply_item_updates(
         return {}
     statement = (
         update(job_items)
-        .where(
-            job_items.c.job_id == bindparam("b_job"),
-            job_items.c.item_key == bindparam("b_key"),
-            job_items.c.state == bindparam("b_seen"),
-        )
+        # By primary key: PostgreSQL without statistics on a fresh job may otherwise
+        # pick the (job_id, state) index and filter every item of the job.
+        .where(job_items.c.id == bindparam("b_id"), job_items.c.state == bindparam("b_seen"))
         .values(
             state=bindparam("b_state"),
             error_code=bindparam("b_code"),
@@ -110,15 +107,15 @@ def apply_item_updates(
     return dict(Counter(r["b_state"] for r in rows))
 
 
-def _current_states(session: Session, job_id: str, keys: list[str]) -> dict[str, str]:
-    states: dict[str, str] = {}
+def _current_states(session: Session, job_id: str, keys: list[str]) -> dict[str, tuple[int, str]]:
+    """``item_key -> (id, state)`` for the given keys of one job."""
+    states: dict[str, tuple[int, str]] = {}
     for start in range(0, len(keys), _CHUNK):
         chunk = keys[start : start + _CHUNK]
-        states.update(
-            session.execute(
-                select(job_items.c.item_key, job_items.c.state).where(
-                    job_items.c.job_id == job_id, job_items.c.item_key.in_(chunk)
-                )
-            ).all()
+        rows = session.execute(
+            select(job_items.c.item_key, job_items.c.id, job_items.c.state).where(
+                job_items.c.job_id == job_id, job_items.c.item_key.in_(chunk)
+            )
         )
+        states.update((key, (item_id, state)) for key, item_id, state in rows)
     return states
