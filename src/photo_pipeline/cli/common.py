@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.config import Settings
 from photo_pipeline.db import open_database
@@ -39,8 +40,12 @@ EXIT_DATABASE = 4
 @dataclass(frozen=True)
 class Library:
     settings: Settings
+    sessions: sessionmaker[Session]
     service: JobService
     workers: WorkerRegistry
+
+    def close(self) -> None:
+        self.sessions.kw["bind"].dispose()
 
 
 @cache
@@ -49,7 +54,9 @@ def library() -> Library:
     settings = Settings.from_env()
     factory = open_database(settings.database_url)
     policy = RetryPolicy(settings.retry_base_seconds, settings.retry_max_seconds)
-    return Library(settings, JobService(factory, retry_policy=policy), WorkerRegistry(factory))
+    return Library(
+        settings, factory, JobService(factory, retry_policy=policy), WorkerRegistry(factory)
+    )
 
 
 def print_json(value: Any) -> None:

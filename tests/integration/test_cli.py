@@ -1,0 +1,108 @@
+"""The command line, driven through its entry point: output, --json and exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from photo_pipeline.cli import main
+from photo_pipeline.cli.common import library
+from photo_pipeline.jobs import JobService, JobState
+
+
+@pytest.fixture
+def cli(db_url, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PHOTO_PIPELINE_DATABASE_URL", db_url)
+    monkeypatch.setenv("PHOTO_PIPELINE_HOME", str(tmp_path / "home"))
+    library.cache_clear()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["photo-pipeline", *args])
+        try:
+            main()
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    yield run
+    if library.cache_info().currsize:
+        library().close()
+    library.cache_clear()
+
+
+@pytest.fixture
+def service(cli) -> JobService:
+    return library().service
+
+
+def test_jobs_and_job_show(cli, service):
+    job = service.enqueue("test.record", items=["a", "b"], params={"log": "/dev/null"})
+    code, out, _ = cli("jobs", "--json")
+    assert code == 0
+    assert [j["id"] for j in json.loads(out)] == [job["id"]]
+    code, out, _ = cli("job", "show", job["id"], "--json")
+    shown = json.loads(out)
+    assert code == 0 and shown["progress"]["total"] == 2 and shown["failed_items"] == []
+    code, out, _ = cli("job", "show", job["id"])
+    assert code == 0 and "0/2 done" in out
+
+
+def test_cancel_retry_and_exit_codes(cli, service):
+    job = service.enqueue("t")
+    code, out, _ = cli("job", "cancel", job["id"], "--json")
+    assert code == 0 and json.loads(out)["state"] == JobState.CANCELLED
+    code, _, err = cli("job", "cancel", job["id"])
+    assert code == 2 and "invalid_transition" in err
+    code, _, err = cli("job", "show", "no-such-job")
+    assert code == 3 and "job_not_found" in err
+    failed = service.enqueue("t", max_attempts=1)
+    claimed = service.claim(["t"], "w")
+    service.transition(failed["id"], "failed", fencing_token=claimed["fencing_token"])
+    code, out, _ = cli("job", "retry", failed["id"])
+    assert code == 0 and "retry_queued" in out
+
+
+def test_events_as_json_lines_and_follow_of_a_finished_job(cli, service):
+    job = service.enqueue("t", items=["a"])
+    service.cancel(job["id"])
+    code, out, _ = cli("job", "events", job["id"], "--json", "--follow")
+    assert code == 0
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["type"] for e in events] == ["queued", "state:cancelled"]
+    code, out, _ = cli("job", "events", job["id"], "--after", str(events[0]["seq"]))
+    assert code == 0 and "state:cancelled" in out and "queued" not in out
+
+
+def test_wait_runs_an_embedded_worker_and_reports_the_outcome(cli, service, tmp_path):
+    log = tmp_path / "run.log"
+    ok = service.enqueue("test.record", items=["a", "bad-b"], params={"log": str(log)})
+    code, out, _ = cli(
+        "job", "wait", ok["id"], "--embedded", "--import", "tests.integration.handlers", "--json"
+    )
+    assert code == 0
+    assert [j["state"] for j in json.loads(out)] == ["succeeded"]
+    assert service.progress(ok["id"])["by_state"] == {"succeeded": 1, "failed": 1}
+    broken = service.enqueue(
+        "test.record", items=["x"], params={"log": str(log), "crash_on": "x"}, max_attempts=1
+    )
+    code, out, _ = cli(
+        "job", "wait", broken["id"], "--import", "tests.integration.handlers", "--json"
+    )
+    assert code == 1 and json.loads(out)[0]["state"] == "failed"
+    code, out, _ = cli("workers", "--all", "--json")
+    assert code == 0 and {w["state"] for w in json.loads(out)} == {"stopped"}
+
+
+def test_wait_without_a_handler_is_refused(cli, service):
+    job = service.enqueue("unknown.type")
+    code, _, err = cli("job", "wait", job["id"], "--embedded")
+    assert code == 2 and "no_handler" in err
+
+
+def test_prune(cli):
+    code, out, _ = cli("prune", "--older-than-days", "0", "--json")
+    assert code == 0 and json.loads(out) == {"jobs": 0, "events": 0}
