@@ -467,12 +467,12 @@ class JobService:
         while True:
             with write_session(self._session_factory) as session:
                 stale = session.execute(
-                    select(jobs)
+                    _job_with_facts()
                     .where(jobs.c.state.in_(LEASED_STATES), abandoned)
                     .order_by(jobs.c.lease_expires_at)
                     .limit(_RECOVERY_BATCH)
                     # Rows a live worker is writing right now are skipped, not waited for.
-                    .with_for_update(skip_locked=True)
+                    .with_for_update(skip_locked=True, of=jobs)
                 ).all()
                 for row in stale:
                     if row.state == JobState.CANCELLING:
@@ -611,8 +611,10 @@ class JobService:
             # Nobody holds the job, so nobody would acknowledge: finish the cancel now.
             target = values["state"] = JobState.CANCELLED
             events.append((f"state:{target}", None))
-        if target is JobState.SUCCEEDED:
-            self._require_items_done(session, row.id)
+        if target is JobState.SUCCEEDED and row.items_pending:
+            raise InvalidTransition(
+                "items_pending", f"job {row.id} cannot succeed while items are unfinished"
+            )
         if target is JobState.FAILED:
             self._requeue_items(session, row.id, now, [ItemState.RUNNING])
             cancelled = row.state == JobState.CANCELLING
@@ -648,15 +650,15 @@ class JobService:
             raise JobConflict("concurrent_update", f"job {row.id} changed while being updated")
         for event_type, message in events:
             self._event(session, row.id, event_type, now, message=message)
-        if target is JobState.SUCCEEDED:
+        if row.has_dependents and target is JobState.SUCCEEDED:
             self._release_dependents(session, row.id, now)
-        elif target in (JobState.FAILED, JobState.CANCELLED):
+        elif row.has_dependents and target in (JobState.FAILED, JobState.CANCELLED):
             self._cancel_dependents(session, row.id, now)
         return _snapshot(result)
 
     def _lock_job(self, session: Session, job_id: str) -> Row[Any]:
         row = session.execute(
-            select(jobs).where(jobs.c.id == job_id).with_for_update()
+            _job_with_facts().where(jobs.c.id == job_id).with_for_update(of=jobs)
         ).one_or_none()
         if row is None:
             raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
@@ -666,19 +668,6 @@ class JobService:
     def _require_job(session: Session, job_id: str) -> None:
         if session.scalar(select(jobs.c.seq).where(jobs.c.id == job_id)) is None:
             raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
-
-    @staticmethod
-    def _require_items_done(session: Session, job_id: str) -> None:
-        pending = session.scalar(
-            select(func.count()).where(
-                job_items.c.job_id == job_id,
-                job_items.c.state.in_([ItemState.QUEUED, ItemState.RUNNING]),
-            )
-        )
-        if pending:
-            raise InvalidTransition(
-                "items_pending", f"job {job_id} cannot succeed with {pending} unfinished items"
-            )
 
     @staticmethod
     def _requeue_items(
@@ -806,6 +795,27 @@ class JobService:
         )
 
 
+def _job_with_facts() -> Select[Any]:
+    """A job row plus what its state changes need to know, read under the same row
+    lock (every item writer takes that lock first, so the facts cannot go stale)."""
+    items_pending = (
+        select(job_items.c.id)
+        .where(
+            job_items.c.job_id == jobs.c.id,
+            job_items.c.state.in_([ItemState.QUEUED, ItemState.RUNNING]),
+        )
+        .exists()
+    )
+    has_dependents = (
+        select(job_prerequisites.c.job_id)
+        .where(job_prerequisites.c.prerequisite_id == jobs.c.id)
+        .exists()
+    )
+    return select(
+        jobs, items_pending.label("items_pending"), has_dependents.label("has_dependents")
+    )
+
+
 def claim_candidate(job_types: list[str], now: datetime) -> Select[tuple[int]]:
     """The next runnable job's ``seq``: a walk of the partial claim index that stops
     at the first row not locked by another claimer."""
@@ -874,7 +884,5 @@ def _same_request(existing: Row[Any], request_hash: str) -> JobSnapshot:
 
 
 def _snapshot(row: Row[Any]) -> JobSnapshot:
-    snapshot = dict(row._mapping)
-    del snapshot["request_hash"]
-    del snapshot["seq"]
-    return snapshot
+    hidden = ("request_hash", "seq", "items_pending", "has_dependents")
+    return {key: value for key, value in row._mapping.items() if key not in hidden}
