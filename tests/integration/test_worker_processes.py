@@ -260,3 +260,26 @@ def test_sigterm_hands_the_job_back_and_another_worker_finishes(live_service, wo
         if pid == second.pid and key in done_by_first
     }
     assert rerun == set()
+
+
+def test_stuck_item_past_the_shutdown_deadline_is_handed_back(live_service, workers, tmp_path):
+    job = enqueue_photos(live_service, tmp_path, 3, item_seconds=600)
+    worker = workers("--concurrency", "1", "--shutdown-seconds", "0.5")
+    wait_until(lambda: (tmp_path / "run.log").exists(), "the first item to start")
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0, worker.log()
+    handed_back = live_service.get(job["id"])
+    assert handed_back["state"] == JobState.RETRY_QUEUED
+    assert handed_back["error_code"] == "released"
+    assert live_service.progress(job["id"])["by_state"] == {"queued": 3}
+    assert "shutdown deadline passed" in worker.log()
+
+
+def test_second_signal_exits_at_once(live_service, workers, tmp_path):
+    enqueue_photos(live_service, tmp_path, 3, item_seconds=600)
+    worker = workers("--concurrency", "1", "--shutdown-seconds", "600")
+    wait_until(lambda: (tmp_path / "run.log").exists(), "the first item to start")
+    worker.signal(signal.SIGTERM)
+    wait_until(lambda: "stopping" in worker.log(), "the first signal to be handled")
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 128 + signal.SIGTERM
