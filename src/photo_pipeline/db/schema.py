@@ -9,6 +9,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     Dialect,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -184,4 +185,77 @@ workers = Table(
     Column("heartbeat_at", UTCDateTime, nullable=False),
     Column("stopped_at", UTCDateTime),
     Index("ix_workers_host_state", "host", "state"),
+)
+
+# ── the photo library ──────────────────────────────────────────────────────────
+
+sources = Table(
+    "sources",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("path", Text, nullable=False, unique=True),  # absolute, resolved
+    Column("added_at", UTCDateTime, nullable=False),
+    Column("scanned_at", UTCDateTime),
+)
+
+assets = Table(
+    "assets",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("content_hash", String(64), nullable=False, unique=True),  # BLAKE3, hex
+    Column("size", BigInteger, nullable=False),
+    Column("format", String(16), nullable=False),
+    Column("mime", String(64), nullable=False),
+    Column("width", Integer, nullable=False),  # after orientation
+    Column("height", Integer, nullable=False),
+    Column("orientation", Integer, nullable=False),
+    # Wall-clock time as the camera recorded it, ISO 8601 without offset (sorts as text).
+    Column("taken_local", String(32), nullable=False),
+    Column("taken_offset_minutes", Integer),
+    Column("taken_utc", UTCDateTime),
+    Column("taken_source", String(20), nullable=False),
+    Column("make", String(200)),
+    Column("model", String(200)),
+    Column("lens", String(200)),
+    Column("focal_length_mm", Float),
+    Column("f_number", Float),
+    Column("exposure_seconds", Float),
+    Column("iso", Integer),
+    Column("gps_latitude", Float),
+    Column("gps_longitude", Float),
+    Column("gps_altitude", Float),
+    Column("phash", String(16)),  # perceptual hash, filled by the near-duplicate job
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_assets_taken_local", "taken_local"),
+    Index("ix_assets_make_model", "make", "model"),
+)
+
+files = Table(
+    "files",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column(
+        "source_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("sources.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("path", Text, nullable=False),  # relative to the source (pipeline.paths encoding)
+    Column("size", BigInteger, nullable=False),
+    Column("mtime_ns", BigInteger, nullable=False),
+    Column("inode", BigInteger, nullable=False),
+    # present (catalogued), failed (unreadable as a photo), missing (gone from disk)
+    Column("state", String(16), nullable=False),
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="SET NULL"),
+    ),
+    Column("error_code", String(100)),
+    Column("error_message", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("source_id", "path"),
+    Index("ix_files_asset_id", "asset_id"),
 )
