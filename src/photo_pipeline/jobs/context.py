@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from typing import Any
 
+from sqlalchemy.orm import Session, sessionmaker
+
 from photo_pipeline.jobs.errors import JobConflict
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.jobs.service import JobService, JobSnapshot
@@ -61,8 +63,14 @@ class JobContext:
         self._flush_seconds = flush_seconds
         self._pending: list[tuple[str, ItemState, tuple[str, str] | None]] = []
         self._last_flush = time.monotonic()
+        self._before_flush: list[Callable[[], None]] = []
 
     # ── stop signals ───────────────────────────────────────────────────────────
+    @property
+    def session_factory(self) -> sessionmaker[Session]:
+        """The database the job lives in, for handlers that write their own rows."""
+        return self._service.session_factory
+
     @property
     def cancelled(self) -> bool:
         """A cancel was requested: stop taking items; finished ones stay finished."""
@@ -122,9 +130,9 @@ class JobContext:
         """Run ``function(params, item_key)`` for every queued item, in the worker's
         pool when it has one (``function`` must then be importable by name).
 
-        ``ItemError`` fails the item; ``on_result(item_key, value)`` runs here, in
-        the worker, before the item is reported done; any other exception fails
-        the job.
+        ``ItemError`` (from ``function`` or ``on_result``) fails the item;
+        ``on_result(item_key, value)`` runs here, in the worker, before the item is
+        reported done; any other exception fails the job.
         """
         if self._pool is None:
             for key in self.items():
@@ -142,8 +150,16 @@ class JobContext:
             for future in in_flight:
                 future.cancel()
 
+    def before_flush(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` before each write of item results: a handler that buffers
+        its own rows (per item) writes them there, so they land before the items are
+        reported done, in batches too."""
+        self._before_flush.append(callback)
+
     def flush(self) -> None:
         """Write the buffered item results now."""
+        for callback in self._before_flush:
+            callback()
         if self._pending:
             batch, self._pending = self._pending, []
             self._write(batch)
@@ -161,11 +177,11 @@ class JobContext:
     ) -> None:
         try:
             value = result()
+            if on_result is not None:
+                on_result(key, value)
         except ItemError as exc:
             self.fail(key, exc.code, exc.message)
             return
-        if on_result is not None:
-            on_result(key, value)
         self.succeed(key)
 
     def _flush_if_due(self) -> None:

@@ -87,6 +87,10 @@ class JobService:
         self._rng = rng or random.Random()
         self._pg = session_factory.kw["bind"].dialect.name == "postgresql"
 
+    @property
+    def session_factory(self) -> sessionmaker[Session]:
+        return self._session_factory
+
     # ── enqueue ────────────────────────────────────────────────────────────────
     @transactional
     def enqueue(
