@@ -1,0 +1,102 @@
+"""Commands over the photo library: import, assets, duplicates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from photo_pipeline.cli.common import (
+    EXIT_JOB_DID_NOT_SUCCEED,
+    JsonOption,
+    app,
+    console,
+    library,
+    print_json,
+)
+from photo_pipeline.cli.progress import wait_for_jobs
+from photo_pipeline.jobs import JobState
+from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.imports import import_folders
+
+
+def _catalog() -> Catalog:
+    return Catalog(library().sessions)
+
+
+@app.command("import")
+def import_(
+    folders: Annotated[list[Path], typer.Argument(help="Folders of photos.")],
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="Run to the end with progress bars (in-process when no worker is running).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Register folders and catalogue their photos (scan: hash, metadata, duplicates)."""
+    lib = library()
+    jobs = import_folders(lib.service, _catalog(), folders)
+    if wait:
+        jobs = wait_for_jobs(lib, [j["id"] for j in jobs], embedded=None, show_progress=not as_json)
+    if as_json:
+        print_json(jobs)
+    else:
+        for job in jobs:
+            progress = lib.service.progress(job["id"])
+            console.print(
+                f"{job['job_type']} job {job['id']}: {job['state']}, "
+                f"{progress['done']}/{progress['total']} files read, "
+                f"{progress['by_state'].get('failed', 0)} failed"
+            )
+    if wait and any(job["state"] != JobState.SUCCEEDED for job in jobs):
+        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
+
+
+@app.command()
+def assets(
+    since: Annotated[
+        str | None, typer.Option(help="Taken on or after this date (YYYY-MM-DD, local time).")
+    ] = None,
+    camera: Annotated[str | None, typer.Option(help="Make or model contains this.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1_000_000)] = 1000,
+    as_json: JsonOption = False,
+) -> None:
+    """Catalogued photos, oldest first."""
+    rows = _catalog().assets(since=since, camera=camera, limit=limit)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("taken", "source", "camera", "size", "format", "files", "hash")
+    for row in rows:
+        camera_name = " ".join(p for p in (row["make"], row["model"]) if p)
+        table.add_row(
+            row["taken_local"],
+            row["taken_source"],
+            camera_name,
+            f"{row['width']}x{row['height']}",
+            row["format"],
+            str(row["files"]),
+            row["content_hash"][:12],
+        )
+    console.print(table if rows else "no photos")
+
+
+@app.command()
+def duplicates(as_json: JsonOption = False) -> None:
+    """Exact duplicates: the same content at several paths."""
+    groups = _catalog().duplicates()
+    if as_json:
+        print_json(groups)
+        return
+    if not groups:
+        console.print("no exact duplicates")
+    for group in groups:
+        console.print(f"[bold]{group['content_hash'][:12]}[/] {group['size']} bytes")
+        for file in group["files"]:
+            console.print(f"  {file['source']}/{paths.display(file['path'])}", highlight=False)

@@ -1,0 +1,121 @@
+"""TIFF-structured files: tell plain TIFF from camera RAW (DNG, CR2, NEF, ARW) and read RAWs."""
+
+# Metadata comes from exifread; the pixel size from LibRaw (rawpy) when it can open the file,
+# else from the EXIF dimensions. Only headers are read: RAW pixel data is not decoded here.
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import rawpy
+from PIL import ExifTags
+
+from photo_pipeline.media.decode import Probe, check_pixels, data_within_file
+from photo_pipeline.media.errors import CORRUPT_FILE, UNSUPPORTED_FORMAT, MediaError
+from photo_pipeline.media.formats import MIME_TYPES
+from photo_pipeline.media.tags import (
+    TagSet,
+    as_int,
+    as_text,
+    camera_fields,
+    orientation,
+    tags_from_file,
+)
+
+Base = ExifTags.Base
+DNG_VERSION = 0xC612
+UNIQUE_CAMERA_MODEL = 0xC614
+PHOTOMETRIC = 0x0106
+SUB_IFDS = 0x014A
+RAW_PHOTOMETRICS = frozenset({32803, 34892})  # CFA, LinearRaw
+
+# LibRaw's `flip` back to the EXIF orientation it was derived from (dcraw's "50132467").
+_FLIP_TO_ORIENTATION = {0: 1, 1: 2, 2: 4, 3: 3, 4: 5, 5: 8, 6: 6, 7: 7}
+
+
+@dataclass(frozen=True)
+class _LibRaw:
+    width: int
+    height: int
+    flip: int
+
+
+def probe_tiff_family(
+    kind: str, fp: BinaryIO, path: Path, file_size: int, max_pixels: int
+) -> Probe | None:
+    """Probe a camera RAW; None means the file is a plain TIFF for Pillow to handle."""
+    tags = tags_from_file(fp)
+    raw_format = _raw_format(kind, tags)
+    if raw_format is None:
+        if as_int(tags.base.get(PHOTOMETRIC)) in RAW_PHOTOMETRICS:
+            make = as_text(tags.base.get(Base.Make)) or "unknown camera"
+            raise MediaError(UNSUPPORTED_FORMAT, f"{path}: camera RAW from {make} not supported")
+        return None
+    libraw = _open_libraw(path)
+    if libraw is None and raw_format in ("nef", "arw") and not _looks_raw(tags):
+        return None  # a Nikon/Sony TIFF that is no RAW (scanner, Coolpix): plain TIFF
+    if libraw is None and not tags.base:
+        raise MediaError(CORRUPT_FILE, f"{path}: {raw_format} header unreadable")
+    width, height = (libraw.width, libraw.height) if libraw else _exif_size(tags, path)
+    check_pixels(width, height, max_pixels, path)
+    base = tags.base
+    for offsets_tag, counts_tag in ((273, 279), (324, 325)):
+        if not data_within_file(base.get(offsets_tag), base.get(counts_tag), file_size):
+            raise MediaError(CORRUPT_FILE, f"{path}: {raw_format} data lies beyond end of file")
+    turn = orientation(tags)
+    if Base.Orientation not in base and libraw is not None:
+        turn = _FLIP_TO_ORIENTATION.get(libraw.flip, 1)
+    camera = camera_fields(tags)
+    if camera.model is None:  # DNG converters may keep only UniqueCameraModel
+        camera = dataclasses.replace(camera, model=as_text(base.get(UNIQUE_CAMERA_MODEL)))
+    return Probe(raw_format, MIME_TYPES[raw_format], width, height, turn, tags, camera)
+
+
+def _raw_format(kind: str, tags: TagSet) -> str | None:
+    if kind == "cr2":
+        return "cr2"  # "CR\x02" right after the TIFF header
+    if DNG_VERSION in tags.base:
+        return "dng"
+    make = (as_text(tags.base.get(Base.Make)) or "").upper()
+    # NEF and ARW are plain TIFF containers: the maker, then the raw data's shape (or LibRaw
+    # accepting the file) tell them from a TIFF that the maker's scanner or software wrote
+    if make.startswith("NIKON"):
+        return "nef"
+    if make.startswith("SONY"):
+        return "arw"
+    return None
+
+
+def _looks_raw(tags: TagSet) -> bool:
+    # RAWs keep sensor data in SubIFDs (IFD0 being a preview) or as CFA/LinearRaw in IFD0
+    return SUB_IFDS in tags.base or as_int(tags.base.get(PHOTOMETRIC)) in RAW_PHOTOMETRICS
+
+
+def _open_libraw(path: Path) -> _LibRaw | None:
+    # RawPy().open_file rather than rawpy.imread: imread warns about OpenMP under fork, which
+    # concerns demosaicing only. open_file parses headers; we read only `sizes`, because
+    # rawpy's `other` and `lens` first unpack (read and decode) the whole raw image.
+    try:
+        with rawpy.RawPy() as raw:
+            raw.open_file(str(path))
+            sizes = raw.sizes
+    except rawpy.LibRawError:
+        return None
+    return _LibRaw(width=sizes.width, height=sizes.height, flip=sizes.flip)
+
+
+def _exif_size(tags: TagSet, path: Path) -> tuple[int, int]:
+    width = as_int(tags.exif.get(Base.ExifImageWidth))
+    height = as_int(tags.exif.get(Base.ExifImageHeight))
+    if width and height:
+        return width, height
+    # IFD0 holds the full image only when it is not flagged as a reduced-size preview
+    if not as_int(tags.base.get(Base.NewSubfileType)):
+        width = as_int(tags.base.get(Base.ImageWidth))
+        height = as_int(tags.base.get(Base.ImageLength))
+        if width and height:
+            return width, height
+    raise MediaError(CORRUPT_FILE, f"{path}: RAW pixel size unknown (LibRaw cannot open it)")

@@ -1,0 +1,264 @@
+"""The library's rows: sources, files and assets (the pipeline's side of the database)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from sqlalchemy import Insert, and_, func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.errors import transactional
+from photo_pipeline.db.schema import assets, files, sources
+from photo_pipeline.jobs.service import Clock, utc_now
+from photo_pipeline.media import PhotoMetadata
+
+PRESENT, FAILED, MISSING = "present", "failed", "missing"
+
+
+class KnownFile(NamedTuple):
+    size: int
+    mtime_ns: int
+    inode: int
+    state: str
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What inspecting one file found; made in a worker process, recorded here."""
+
+    source_id: int
+    path: str  # stored form (pipeline.paths)
+    size: int = 0
+    mtime_ns: int = 0
+    inode: int = 0
+    content_hash: str | None = None
+    metadata: PhotoMetadata | None = None
+    error: tuple[str, str] | None = None
+    vanished: bool = False
+
+
+class Catalog:
+    def __init__(self, session_factory: sessionmaker[Session], *, clock: Clock = utc_now) -> None:
+        self._session_factory = session_factory
+        self._clock = clock
+        self._dialect = session_factory.kw["bind"].dialect.name
+
+    # ── sources ────────────────────────────────────────────────────────────────
+    @transactional
+    def add_source(self, path: Path) -> dict[str, Any]:
+        """Register a folder (idempotent); returns its row."""
+        resolved = str(path.resolve())
+        with write_session(self._session_factory) as session:
+            session.execute(
+                self._insert(sources)
+                .values(path=resolved, added_at=self._clock())
+                .on_conflict_do_nothing(index_elements=["path"])
+            )
+            row = session.execute(select(sources).where(sources.c.path == resolved)).one()
+            return dict(row._mapping)
+
+    @transactional
+    def mark_scanned(self, source_ids: Iterable[int]) -> None:
+        with write_session(self._session_factory) as session:
+            session.execute(
+                update(sources)
+                .where(sources.c.id.in_(list(source_ids)))
+                .values(scanned_at=self._clock())
+            )
+
+    # ── files ──────────────────────────────────────────────────────────────────
+    def known_files(self, source_id: int) -> dict[str, KnownFile]:
+        query = select(
+            files.c.path, files.c.size, files.c.mtime_ns, files.c.inode, files.c.state
+        ).where(files.c.source_id == source_id)
+        with read_session(self._session_factory) as session:
+            return {row.path: KnownFile(*row[1:]) for row in session.execute(query)}
+
+    @transactional
+    def mark_missing(self, source_id: int, paths: list[str]) -> int:
+        now = self._clock()
+        marked = 0
+        with write_session(self._session_factory) as session:
+            for start in range(0, len(paths), 500):
+                marked += session.execute(
+                    update(files)
+                    .where(
+                        files.c.source_id == source_id,
+                        files.c.path.in_(paths[start : start + 500]),
+                        files.c.state != MISSING,
+                    )
+                    .values(state=MISSING, updated_at=now)
+                ).rowcount
+        return marked
+
+    @transactional
+    def record(self, reports: list[FileReport]) -> None:
+        """Write the findings of a batch of inspected files in one transaction.
+        Re-recording a report changes nothing (items may run twice after a crash)."""
+        if not reports:
+            return
+        now = self._clock()
+        with write_session(self._session_factory) as session:
+            for report in reports:
+                self._record_one(session, report, now)
+
+    def _record_one(self, session: Session, report: FileReport, now: datetime) -> None:
+        where = and_(files.c.source_id == report.source_id, files.c.path == report.path)
+        if report.vanished:
+            session.execute(update(files).where(where).values(state=MISSING, updated_at=now))
+            return
+        asset_id = None
+        if report.metadata is not None and report.content_hash is not None:
+            asset_id = self._asset_id(
+                session, report.content_hash, report.size, report.metadata, now
+            )
+        values = {
+            "size": report.size,
+            "mtime_ns": report.mtime_ns,
+            "inode": report.inode,
+            "state": FAILED if report.error else PRESENT,
+            "asset_id": asset_id,
+            "error_code": report.error[0] if report.error else None,
+            "error_message": report.error[1] if report.error else None,
+            "updated_at": now,
+        }
+        if session.execute(update(files).where(where).values(**values)).rowcount:
+            return
+        if asset_id is not None:
+            # Same content at a new path while its old path is gone: a move, not a copy.
+            moved = session.scalar(
+                select(files.c.id)
+                .where(files.c.asset_id == asset_id, files.c.state == MISSING)
+                .order_by(files.c.id)
+                .limit(1)
+            )
+            if moved is not None:
+                session.execute(
+                    update(files)
+                    .where(files.c.id == moved)
+                    .values(source_id=report.source_id, path=report.path, **values)
+                )
+                return
+        session.execute(
+            self._insert(files).values(
+                source_id=report.source_id, path=report.path, created_at=now, **values
+            )
+        )
+
+    def _asset_id(
+        self, session: Session, content_hash: str, size: int, md: PhotoMetadata, now: datetime
+    ) -> int:
+        """The asset of this content, created on first sight."""
+        taken = md.taken
+        session.execute(
+            self._insert(assets)
+            .values(
+                content_hash=content_hash,
+                size=size,
+                format=md.format,
+                mime=md.mime,
+                width=md.width,
+                height=md.height,
+                orientation=md.orientation,
+                taken_local=taken.local.isoformat(),
+                taken_offset_minutes=taken.offset_minutes,
+                taken_utc=taken.utc,
+                taken_source=taken.source,
+                make=md.make,
+                model=md.model,
+                lens=md.lens,
+                focal_length_mm=md.focal_length_mm,
+                f_number=md.f_number,
+                exposure_seconds=md.exposure_seconds,
+                iso=md.iso,
+                gps_latitude=md.gps_latitude,
+                gps_longitude=md.gps_longitude,
+                gps_altitude=md.gps_altitude,
+                created_at=now,
+                updated_at=now,
+            )
+            .on_conflict_do_nothing(index_elements=["content_hash"])
+        )
+        return session.scalar(select(assets.c.id).where(assets.c.content_hash == content_hash))
+
+    # ── queries ────────────────────────────────────────────────────────────────
+    def assets(
+        self, *, since: str | None = None, camera: str | None = None, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Assets with at least one present file, oldest capture first."""
+        query = (
+            select(assets, func.count(files.c.id).label("files"))
+            .join(files, and_(files.c.asset_id == assets.c.id, files.c.state == PRESENT))
+            .group_by(assets.c.id)
+            .order_by(assets.c.taken_local, assets.c.id)
+            .limit(limit)
+        )
+        if since:
+            query = query.where(assets.c.taken_local >= since)
+        if camera:
+            pattern = f"%{camera.lower()}%"
+            query = query.where(
+                or_(
+                    func.lower(assets.c.make).like(pattern),
+                    func.lower(assets.c.model).like(pattern),
+                )
+            )
+        with read_session(self._session_factory) as session:
+            return [dict(row._mapping) for row in session.execute(query)]
+
+    def files(self, *, states: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        query = (
+            select(files, sources.c.path.label("source_path"))
+            .join(sources, sources.c.id == files.c.source_id)
+            .order_by(files.c.source_id, files.c.path)
+        )
+        if states is not None:
+            query = query.where(files.c.state.in_(list(states)))
+        with read_session(self._session_factory) as session:
+            return [dict(row._mapping) for row in session.execute(query)]
+
+    def duplicates(self) -> list[dict[str, Any]]:
+        """Exact duplicates: assets with more than one present file, with the files."""
+        with read_session(self._session_factory) as session:
+            shared = (
+                select(files.c.asset_id)
+                .where(files.c.state == PRESENT, files.c.asset_id.is_not(None))
+                .group_by(files.c.asset_id)
+                .having(func.count() > 1)
+            )
+            rows = session.execute(
+                select(
+                    assets.c.id,
+                    assets.c.content_hash,
+                    assets.c.size,
+                    files.c.path,
+                    sources.c.path.label("source_path"),
+                )
+                .join(files, files.c.asset_id == assets.c.id)
+                .join(sources, sources.c.id == files.c.source_id)
+                .where(assets.c.id.in_(shared), files.c.state == PRESENT)
+                .order_by(assets.c.id, sources.c.path, files.c.path)
+            ).all()
+        groups: dict[int, dict[str, Any]] = {}
+        for row in rows:
+            group = groups.setdefault(
+                row.id,
+                {
+                    "asset_id": row.id,
+                    "content_hash": row.content_hash,
+                    "size": row.size,
+                    "files": [],
+                },
+            )
+            group["files"].append({"source": row.source_path, "path": row.path})
+        return list(groups.values())
+
+    def _insert(self, table: Any) -> Insert:
+        dialect = postgresql if self._dialect == "postgresql" else sqlite
+        return dialect.insert(table)

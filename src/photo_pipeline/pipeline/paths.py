@@ -1,0 +1,37 @@
+"""Relative file paths as database text, reversibly, even for non-UTF-8 names.
+
+A name that is valid UTF-8 is stored as it is. Bytes that are not (a file copied from
+an old Windows share, say) cannot go into a text column; such a path is stored as
+``%bytes:`` followed by its percent-encoded bytes, and so is any real path that
+happens to start with that marker.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import quote_from_bytes, unquote_to_bytes
+
+MARKER = "%bytes:"
+
+
+def to_text(relative: str) -> str:
+    """The storable form of a relative path as ``os`` returns it (surrogate-escaped)."""
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return MARKER + quote_from_bytes(os.fsencode(relative), safe="/")
+    if relative.startswith(MARKER):
+        return MARKER + quote_from_bytes(os.fsencode(relative), safe="/")
+    return relative
+
+
+def from_text(stored: str) -> str:
+    """The path ``os`` functions accept, from its stored form."""
+    if stored.startswith(MARKER):
+        return os.fsdecode(unquote_to_bytes(stored[len(MARKER) :]))
+    return stored
+
+
+def display(stored: str) -> str:
+    """A printable form for people (undecodable bytes shown as \\x escapes)."""
+    return os.fsencode(from_text(stored)).decode("utf-8", "backslashreplace")

@@ -1,0 +1,127 @@
+"""The ``scan`` job: walk sources, catalogue new and changed files, notice deleted and
+moved ones. Items are the files that need reading; unchanged ones cost one stat."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from photo_pipeline.jobs.context import JobContext
+from photo_pipeline.jobs.handlers import ItemError, registry
+from photo_pipeline.media import MediaError, hash_file, read_metadata
+from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline.catalog import MISSING, Catalog, FileReport
+
+JOB_TYPE = "scan"
+LOCK = "library-scan"  # one scan at a time: two would race to catalogue the same files
+_ADD_CHUNK = 1000
+
+
+@registry.handler(JOB_TYPE)
+def scan(ctx: JobContext) -> None:
+    catalog = Catalog(ctx.session_factory)
+    for source in ctx.params["sources"]:
+        if ctx.should_stop:
+            return
+        _discover(ctx, catalog, source)
+
+    found: list[FileReport] = []
+
+    def keep(_key: str, report: FileReport) -> None:
+        found.append(report)
+        if report.error:
+            raise ItemError(*report.error)
+
+    def record() -> None:
+        catalog.record(found)
+        found.clear()
+
+    # The catalogue rows of a batch land just before its items are reported done.
+    ctx.before_flush(record)
+    ctx.map(inspect_file, on_result=keep)
+    if not ctx.should_stop:
+        catalog.mark_scanned(source["id"] for source in ctx.params["sources"])
+
+
+def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None:
+    """Compare the tree with the catalogue: new or changed files become items,
+    vanished ones are marked missing. Safe to repeat after a crash."""
+    known = catalog.known_files(source["id"])
+    seen: set[str] = set()
+    changed: list[str] = []
+    for relative, fingerprint in walk(source["path"]):
+        stored = paths.to_text(relative)
+        seen.add(stored)
+        before = known.get(stored)
+        if before is None or before.state == MISSING or before[:3] != fingerprint:
+            changed.append(f"{source['id']}:{stored}")
+    gone = [p for p, file in known.items() if p not in seen and file.state != MISSING]
+    if gone:
+        catalog.mark_missing(source["id"], gone)
+    for start in range(0, len(changed), _ADD_CHUNK):
+        ctx.add_items(changed[start : start + _ADD_CHUNK])
+    ctx.log.info(
+        "source %s: %d files, %d to read, %d gone",
+        source["path"],
+        len(seen),
+        len(changed),
+        len(gone),
+    )
+
+
+def walk(root: str) -> Iterator[tuple[str, tuple[int, int, int] | None]]:
+    """Yield ``(relative path, (size, mtime_ns, inode))`` for every file below
+    ``root``; the fingerprint is None when the file cannot be stat'ed (a symlink loop,
+    say: its item then fails with the reason). Hidden entries are skipped;
+    directory symlinks are not followed, so the walk always ends."""
+    stack = [""]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, folder) if folder else root))
+        except OSError:
+            continue  # an unreadable folder: nothing below it can be listed
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            relative = os.path.join(folder, entry.name) if folder else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(relative)
+                continue
+            try:
+                info = entry.stat()
+            except OSError:
+                yield relative, None
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                continue  # a symlink to a folder
+            yield relative, (info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def inspect_file(params: dict[str, Any], item_key: str) -> FileReport:
+    """Hash a file and read its metadata (runs in the worker's item pool)."""
+    source_id, stored = item_key.split(":", 1)
+    roots = {str(source["id"]): source["path"] for source in params["sources"]}
+    path = os.path.join(roots[source_id], paths.from_text(stored))
+    base = {"source_id": int(source_id), "path": stored}
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return FileReport(**base, vanished=True)
+    except OSError as exc:
+        return FileReport(**base, error=("unreadable_file", f"cannot stat: {exc.strerror}"))
+    base.update(size=info.st_size, mtime_ns=info.st_mtime_ns, inode=info.st_ino)
+    if not stat.S_ISREG(info.st_mode):
+        return FileReport(**base, error=("unsupported_format", "not a regular file"))
+    content_hash = None
+    try:
+        content_hash = hash_file(Path(path))
+        metadata = read_metadata(Path(path))
+    except MediaError as exc:
+        if exc.code == "file_vanished":
+            return FileReport(**base, vanished=True)
+        return FileReport(**base, content_hash=content_hash, error=(exc.code, exc.detail))
+    return FileReport(**base, content_hash=content_hash, metadata=metadata)

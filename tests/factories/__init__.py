@@ -1,0 +1,1 @@
+"""Factories that write real files for tests."""
