@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import JobService, JobSnapshot
+from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot
 from photo_pipeline.pipeline import scan
 from photo_pipeline.pipeline.catalog import Catalog
 
@@ -16,15 +16,25 @@ class NotAFolder(PhotoPipelineError):
 
 
 def import_folders(service: JobService, catalog: Catalog, folders: list[Path]) -> list[JobSnapshot]:
-    """Register ``folders`` and enqueue a scan of them; returns the jobs queued, first
-    to last (later job types are chained onto the scan as they arrive)."""
+    """Register ``folders`` and queue one scan per folder; a folder whose scan is
+    already queued or running gets that job back instead of a second one."""
     for folder in folders:
         if not folder.is_dir():
             raise NotAFolder("not_a_folder", f"{folder} is not a folder")
-    registered = [catalog.add_source(folder) for folder in folders]
-    job = service.enqueue(
-        scan.JOB_TYPE,
-        lock=scan.LOCK,
-        params={"sources": [{"id": s["id"], "path": s["path"]} for s in registered]},
-    )
-    return [job]
+    jobs = []
+    for folder in folders:
+        source = catalog.add_source(folder)
+        lock = scan.lock_for(source["id"])
+        try:
+            job = service.enqueue(
+                scan.JOB_TYPE,
+                lock=lock,
+                params={"sources": [{"id": source["id"], "path": source["path"]}]},
+            )
+        except JobBlocked as exc:
+            holders = service.blockers(lock)
+            if exc.code != "lock_held" or not holders:
+                raise
+            job = service.get(holders[0]["id"])
+        jobs.append(job)
+    return jobs

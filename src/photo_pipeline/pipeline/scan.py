@@ -16,7 +16,13 @@ from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import MISSING, Catalog, FileReport
 
 JOB_TYPE = "scan"
-LOCK = "library-scan"  # one scan at a time: two would race to catalogue the same files
+
+
+def lock_for(source_id: int) -> str:
+    """One active scan per source: two would race to catalogue the same files."""
+    return f"scan:{source_id}"
+
+
 _ADD_CHUNK = 1000
 
 
@@ -110,7 +116,7 @@ def inspect_file(params: dict[str, Any], item_key: str) -> FileReport:
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        return FileReport(**base, vanished=True)
+        return _vanished(base)
     except OSError as exc:
         return FileReport(**base, error=("unreadable_file", f"cannot stat: {exc.strerror}"))
     base.update(size=info.st_size, mtime_ns=info.st_mtime_ns, inode=info.st_ino)
@@ -122,6 +128,11 @@ def inspect_file(params: dict[str, Any], item_key: str) -> FileReport:
         metadata = read_metadata(Path(path))
     except MediaError as exc:
         if exc.code == "file_vanished":
-            return FileReport(**base, vanished=True)
+            return _vanished(base)
         return FileReport(**base, content_hash=content_hash, error=(exc.code, exc.detail))
     return FileReport(**base, content_hash=content_hash, metadata=metadata)
+
+
+def _vanished(base: dict[str, Any]) -> FileReport:
+    error = ("file_vanished", "the file was deleted after it was listed")
+    return FileReport(**base, vanished=True, error=error)
