@@ -202,3 +202,37 @@ def test_jobs_of_a_dead_worker_are_recovered_before_their_lease_ends(service):
     recovered = service.get(dead["id"])
     assert recovered["state"] == S.RETRY_QUEUED and recovered["error_code"] == "worker_died"
     assert service.get(alive["id"])["state"] == S.RUNNING
+
+
+def test_jobs_of_a_worker_marked_dead_by_someone_else_are_recovered(
+    service, session_factory, clock
+):
+    """Whoever finds a worker dead, every later sweep voids its leases (the finder
+    and the recoverer need not be the same process)."""
+    import socket
+    import subprocess
+
+    from sqlalchemy import insert
+
+    from photo_pipeline.db import write_session
+    from photo_pipeline.db.schema import workers
+    from photo_pipeline.jobs.workers import WorkerRegistry
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer exists
+    with write_session(session_factory) as session:
+        session.execute(
+            insert(workers).values(
+                id="gone-worker",
+                host=socket.gethostname(),
+                pid=gone.pid,
+                job_types=["t"],
+                state="running",
+                started_at=clock.now,
+                heartbeat_at=clock.now,
+            )
+        )
+    job = running_job(service, worker="gone-worker", lease=600)
+    assert WorkerRegistry(session_factory, clock=clock).find_dead_on_this_host() == ["gone-worker"]
+    assert service.recover_stale() == [job["id"]]
+    assert service.get(job["id"])["error_code"] == "worker_died"

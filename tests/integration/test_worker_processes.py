@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import sqlite3
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,56 +14,16 @@ from sqlalchemy.exc import OperationalError
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.service import utc_now
+from tests.integration._processes import WorkerProcess, wait_until
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-class WorkerProcess:
-    """A `photo-pipeline worker` subprocess whose log goes to a file."""
-
-    def __init__(self, db_url: str, home: Path, *args: str) -> None:
-        env = {
-            **os.environ,
-            "PHOTO_PIPELINE_DATABASE_URL": db_url,
-            "PHOTO_PIPELINE_HOME": str(home),
-            "PYTHONPATH": str(REPO),
-            # Recovered jobs run again at once: these tests are about crashes, not backoff.
-            "PHOTO_PIPELINE_RETRY_BASE_SECONDS": "0.001",
-            "PHOTO_PIPELINE_RETRY_MAX_SECONDS": "0.01",
-        }
-        command = [
-            sys.executable,
-            "-m",
-            "photo_pipeline",
-            "worker",
-            "--import",
-            "tests.integration.handlers",
-            "--types",
-            "test.record",
-            "--executor",
-            "thread",
-            "--poll-seconds",
-            "0.05",
-            *args,
-        ]
-        self.log_path = home / f"worker-{time.monotonic_ns()}.log"
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen(command, env=env, stderr=log)
-        self.pid = self.proc.pid
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def wait(self, timeout: float = 300) -> int:
-        return self.proc.wait(timeout=timeout)
-
-    def signal(self, signum: int) -> None:
-        self.proc.send_signal(signum)
-
-    def kill(self) -> None:
-        """SIGKILL, then reap the process so that its pid is really gone."""
-        self.proc.kill()
-        self.proc.wait()
+TEST_WORKER = (
+    "--import",
+    "tests.integration.handlers",
+    "--types",
+    "test.record",
+    "--executor",
+    "thread",
+)
 
 
 @pytest.fixture
@@ -77,7 +32,7 @@ def workers(db_url, tmp_path):
     started: list[WorkerProcess] = []
 
     def start(*args: str) -> WorkerProcess:
-        worker = WorkerProcess(db_url, tmp_path, *args)
+        worker = WorkerProcess(db_url, tmp_path, *TEST_WORKER, *args)
         started.append(worker)
         return worker
 
@@ -85,15 +40,6 @@ def workers(db_url, tmp_path):
     for worker in started:
         if worker.proc.poll() is None:
             worker.kill()
-
-
-def wait_until(condition: Callable[[], object], what: str, timeout: float = 120) -> None:
-    """Poll a condition (on the database or a process) until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def succeeded(service: JobService, job_id: str) -> set[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 from rich.progress import (
@@ -21,9 +22,12 @@ from photo_pipeline.cli.common import Library, console
 from photo_pipeline.jobs.errors import JobError
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.jobs.states import FINISHED_STATES
 
 REFRESH_SECONDS = 0.25
+# A worker that has not heartbeaten for this long is not counted on to do the work.
+LIVE_WORKER_HEARTBEAT = timedelta(seconds=60)
 
 
 def _run_reporting(worker: Worker, failure: list[BaseException]) -> None:
@@ -34,7 +38,16 @@ def _run_reporting(worker: Worker, failure: list[BaseException]) -> None:
 
 
 def _needs_embedded_worker(lib: Library, job_types: set[str]) -> bool:
-    served = {t for worker in lib.workers.list() for t in worker["job_types"]}
+    """True unless live workers serve every one of ``job_types``. Live: registered,
+    not found dead on this host, and heartbeating recently."""
+    lib.workers.find_dead_on_this_host()
+    recent = utc_now() - LIVE_WORKER_HEARTBEAT
+    served = {
+        job_type
+        for worker in lib.workers.list()
+        if worker["heartbeat_at"] >= recent
+        for job_type in worker["job_types"]
+    }
     return not job_types <= served
 
 

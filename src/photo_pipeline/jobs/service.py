@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import transactional, unique_violation
-from photo_pipeline.db.schema import job_events, job_items, job_prerequisites, jobs
+from photo_pipeline.db.schema import job_events, job_items, job_prerequisites, jobs, workers
 from photo_pipeline.jobs import _checks as check
 from photo_pipeline.jobs.errors import (
     InvalidArgument,
@@ -46,6 +46,7 @@ from photo_pipeline.jobs.states import (
     LEASED_STATES,
     ItemState,
     JobState,
+    WorkerState,
     can_transition,
 )
 
@@ -463,15 +464,18 @@ class JobService:
         or, out of attempts, failed; a cancelling job is cancelled. Returns the
         recovered job ids."""
         now = now or self._clock()
-        dead = list(dead_workers)
-        abandoned = jobs.c.lease_expires_at < now
-        if dead:
-            abandoned = or_(abandoned, jobs.c.lease_owner.in_(dead))
+        # The registry's dead workers (found gone by any worker) void their leases too.
+        owner_dead = or_(
+            jobs.c.lease_owner.in_(list(dead_workers)),
+            jobs.c.lease_owner.in_(select(workers.c.id).where(workers.c.state == WorkerState.DEAD)),
+        )
+        abandoned = or_(jobs.c.lease_expires_at < now, owner_dead)
         recovered: list[str] = []
         while True:
             with write_session(self._session_factory) as session:
                 stale = session.execute(
                     _job_with_facts()
+                    .add_columns(owner_dead.label("owner_dead"))
                     .where(jobs.c.state.in_(LEASED_STATES), abandoned)
                     .order_by(jobs.c.lease_expires_at)
                     .limit(_RECOVERY_BATCH)
@@ -482,7 +486,7 @@ class JobService:
                     if row.state == JobState.CANCELLING:
                         error = ("cancelled", "worker vanished while cancelling")
                         self._apply(session, row, JobState.CANCELLED, now, error=error)
-                    elif row.lease_owner in dead:
+                    elif row.owner_dead:
                         error = ("worker_died", f"worker {row.lease_owner} is gone")
                         self._apply(session, row, JobState.FAILED, now, error=error)
                     else:
@@ -888,5 +892,5 @@ def _same_request(existing: Row[Any], request_hash: str) -> JobSnapshot:
 
 
 def _snapshot(row: Row[Any]) -> JobSnapshot:
-    hidden = ("request_hash", "seq", "items_pending", "has_dependents")
+    hidden = ("request_hash", "seq", "items_pending", "has_dependents", "owner_dead")
     return {key: value for key, value in row._mapping.items() if key not in hidden}

@@ -34,6 +34,12 @@ class ItemState(StrEnum):
     CANCELLED = "cancelled"  # the job was cancelled before the item ran
 
 
+class WorkerState(StrEnum):
+    RUNNING = "running"  # registered and working
+    STOPPED = "stopped"  # exited cleanly
+    DEAD = "dead"  # found gone by another worker; its leases are void
+
+
 # Jobs that occupy a lock or may still run.
 ACTIVE_STATES = frozenset(
     {JobState.QUEUED, JobState.RUNNING, JobState.CANCELLING, JobState.RETRY_QUEUED}

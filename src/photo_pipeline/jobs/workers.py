@@ -15,8 +15,9 @@ from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import workers
 from photo_pipeline.jobs.service import Clock, utc_now
+from photo_pipeline.jobs.states import WorkerState
 
-RUNNING, STOPPED, DEAD = "running", "stopped", "dead"
+RUNNING, STOPPED, DEAD = WorkerState.RUNNING, WorkerState.STOPPED, WorkerState.DEAD
 
 
 def new_worker_id() -> str:
