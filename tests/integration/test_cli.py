@@ -106,3 +106,39 @@ def test_wait_without_a_handler_is_refused(cli, service):
 def test_prune(cli):
     code, out, _ = cli("prune", "--older-than-days", "0", "--json")
     assert code == 0 and json.loads(out) == {"jobs": 0, "events": 0}
+
+
+def test_import_assets_and_duplicates(cli, tmp_path):
+    from tests.factories import photos
+
+    root = tmp_path / "photos"
+    photos.jpeg(root / "a.jpg", seed=1, taken="2023:07:14 10:15:30", make="Canon", model="R5")
+    photos.jpeg(
+        root / "b.jpg", seed=2, taken="2021:01:02 03:04:05", make="Apple", model="iPhone 14"
+    )
+    (root / "copy").mkdir()
+    (root / "copy/a.jpg").write_bytes((root / "a.jpg").read_bytes())
+    code, out, err = cli("import", str(root), "--wait", "--json")
+    assert code == 0, err
+    [job] = json.loads(out)
+    assert job["job_type"] == "scan" and job["state"] == "succeeded"
+
+    code, out, _ = cli("assets", "--json")
+    assert [a["taken_local"] for a in json.loads(out)] == [
+        "2021-01-02T03:04:05.123000",
+        "2023-07-14T10:15:30.123000",
+    ]
+    code, out, _ = cli("assets", "--json", "--since", "2022-01-01")
+    assert [a["model"] for a in json.loads(out)] == ["R5"]
+    code, out, _ = cli("assets", "--json", "--camera", "iphone")
+    assert [a["make"] for a in json.loads(out)] == ["Apple"]
+    code, out, _ = cli("duplicates", "--json")
+    [group] = json.loads(out)
+    assert sorted(f["path"] for f in group["files"]) == ["a.jpg", "copy/a.jpg"]
+    code, out, _ = cli("duplicates")
+    assert "copy/a.jpg" in out
+
+
+def test_import_refuses_a_missing_folder(cli, tmp_path):
+    code, _, err = cli("import", str(tmp_path / "nope"))
+    assert code == 2 and "not_a_folder" in err
