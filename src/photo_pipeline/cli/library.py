@@ -99,4 +99,6 @@ def duplicates(as_json: JsonOption = False) -> None:
     for group in groups:
         console.print(f"[bold]{group['content_hash'][:12]}[/] {group['size']} bytes")
         for file in group["files"]:
-            console.print(f"  {file['source']}/{paths.display(file['path'])}", highlight=False)
+            console.print(
+                f"  {file['source']}/{paths.display(file['path'])}", highlight=False, soft_wrap=True
+            )
