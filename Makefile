@@ -12,9 +12,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	touch $(STAMP)
 
+# `make run PHOTOS=/path/to/photos` imports that folder; without PHOTOS, a generated
+# sample set is written under the library home and imported.
+LIBRARY_HOME := $(or $(PHOTO_PIPELINE_HOME),$(HOME)/.local/share/photo-pipeline)
+SAMPLE_DIR := $(LIBRARY_HOME)/sample-photos
+
 run: $(STAMP)
-	$(BIN)/photo-pipeline init
-	$(BIN)/photo-pipeline jobs
+	@if [ -z "$(PHOTOS)" ]; then $(BIN)/photo-pipeline sample "$(SAMPLE_DIR)"; fi
+	$(BIN)/photo-pipeline import "$(or $(PHOTOS),$(SAMPLE_DIR))" --wait
+	$(BIN)/photo-pipeline assets --limit 20
+	$(BIN)/photo-pipeline duplicates
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench

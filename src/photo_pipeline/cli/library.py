@@ -21,6 +21,7 @@ from photo_pipeline.jobs import JobState
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.sample import write_sample
 
 
 def _catalog() -> Catalog:
@@ -102,3 +103,13 @@ def duplicates(as_json: JsonOption = False) -> None:
             console.print(
                 f"  {file['source']}/{paths.display(file['path'])}", highlight=False, soft_wrap=True
             )
+
+
+@app.command()
+def sample(
+    folder: Annotated[Path, typer.Argument(help="Where to write the sample photos.")],
+    count: Annotated[int, typer.Option(min=1, max=10_000)] = 60,
+) -> None:
+    """Write a generated sample set of photos (with duplicates and a broken file)."""
+    written = write_sample(folder, count)
+    console.print(f"wrote {len(written)} photos (+2 copies, 1 broken file) to {folder}")
