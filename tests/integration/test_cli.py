@@ -142,3 +142,18 @@ def test_import_assets_and_duplicates(cli, tmp_path):
 def test_import_refuses_a_missing_folder(cli, tmp_path):
     code, _, err = cli("import", str(tmp_path / "nope"))
     assert code == 2 and "not_a_folder" in err
+
+
+def test_sample_set_imports_with_its_duplicates_and_broken_file(cli, tmp_path):
+    code, _, _ = cli("sample", str(tmp_path / "sample"), "--count", "12")
+    assert code == 0
+    code, out, err = cli("import", str(tmp_path / "sample"), "--wait", "--json")
+    assert code == 0, err
+    code, out, _ = cli("assets", "--json")
+    assert len(json.loads(out)) == 12
+    code, out, _ = cli("duplicates", "--json")
+    assert len(json.loads(out)) == 2
+    code, out, _ = cli("jobs", "--json")
+    [scan] = json.loads(out)
+    code, out, _ = cli("job", "show", scan["id"], "--json")
+    assert [i["error_code"] for i in json.loads(out)["failed_items"]] == ["corrupt_file"]
