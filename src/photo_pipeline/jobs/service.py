@@ -34,7 +34,6 @@ from photo_pipeline.jobs.errors import (
     InvalidTransition,
     JobBlocked,
     JobConflict,
-    JobNotFound,
 )
 from photo_pipeline.jobs.items import ItemUpdate, apply_item_updates, normalise_updates
 from photo_pipeline.jobs.retry import RetryPolicy
@@ -49,9 +48,18 @@ from photo_pipeline.jobs.states import (
     WorkerState,
     can_transition,
 )
+from photo_pipeline.jobs.transitions import (
+    JobSnapshot,
+    Transitions,
+    job_with_facts,
+    lock_job,
+    require_job,
+    snapshot,
+    write_event,
+)
 
 Clock = Callable[[], datetime]
-JobSnapshot = dict[str, Any]
+
 
 # The claim index is partial; both planners use it only when the query repeats its
 # predicate literally (a bound parameter cannot prove it).
@@ -81,11 +89,10 @@ class JobService:
     ) -> None:
         self._session_factory = session_factory
         self._clock = clock
-        self._retry_policy = retry_policy or RetryPolicy()
         # claim() runs recover_stale() at most this often, so recovery needs no cron.
         self._recover_every = recover_every
         self._last_recovery: datetime | None = None
-        self._rng = rng or random.Random()
+        self._transitions = Transitions(retry_policy or RetryPolicy(), rng or random.Random())
         self._pg = session_factory.kw["bind"].dialect.name == "postgresql"
 
     @property
@@ -159,8 +166,8 @@ class JobService:
                         [{"job_id": job_id, "prerequisite_id": p} for p in prereq_ids],
                     )
                 self._insert_items(session, job_id, keys, now)
-                self._event(session, job_id, "queued", now, data={"items": len(keys)})
-                return _snapshot(row)
+                write_event(session, job_id, "queued", now, data={"items": len(keys)})
+                return snapshot(row)
         except IntegrityError as exc:
             violated = unique_violation(exc)
             if idempotency_key is not None:
@@ -183,7 +190,7 @@ class JobService:
         keys = check.item_keys(item_keys)
         now = self._clock()
         with write_session(self._session_factory) as session:
-            row = self._lock_job(session, job_id)
+            row = lock_job(session, job_id)
             _check_fence(row, fencing_token)
             if JobState(row.state) not in ACTIVE_STATES:
                 raise InvalidTransition(
@@ -203,7 +210,7 @@ class JobService:
             new = [k for k in keys if k not in existing]
             self._insert_items(session, job_id, new, now)
             if new:
-                self._event(session, job_id, "items_added", now, data={"count": len(new)})
+                write_event(session, job_id, "items_added", now, data={"count": len(new)})
             return len(new)
 
     # ── claim / lease ──────────────────────────────────────────────────────────
@@ -243,7 +250,7 @@ class JobService:
             ).one_or_none()
             if row is None:
                 return None
-            self._event(
+            write_event(
                 session,
                 row.id,
                 "claimed",
@@ -251,7 +258,7 @@ class JobService:
                 message=worker_id,
                 data={"fencing_token": row.fencing_token, "attempt": row.attempts},
             )
-            return _snapshot(row)
+            return snapshot(row)
 
     def heartbeat(
         self,
@@ -295,7 +302,7 @@ class JobService:
                 .returning(jobs.c.state)
             )
             if state is None:
-                self._require_job(session, job_id)
+                require_job(session, job_id)
                 return None
             return JobState(state)
 
@@ -324,7 +331,7 @@ class JobService:
             )
         now = self._clock()
         with write_session(self._session_factory) as session:
-            row = self._lock_job(session, job_id)
+            row = lock_job(session, job_id)
             _check_fence(row, fencing_token, worker_id)
             if not can_transition(row.state, target):
                 raise InvalidTransition(
@@ -332,7 +339,7 @@ class JobService:
                     f"job {job_id} is {row.state}: {row.state} -> {target} is not allowed",
                 )
             try:
-                return self._apply(session, row, target, now, error=error, retry=retry)
+                return self._transitions.apply(session, row, target, now, error=error, retry=retry)
             except IntegrityError as exc:
                 # Re-activating a job whose lock another job took meanwhile (pg-boss #535).
                 if unique_violation(exc) == "uq_jobs_active_lock":
@@ -353,12 +360,12 @@ class JobService:
         items queued again. A job being cancelled is cancelled instead."""
         now = self._clock()
         with write_session(self._session_factory) as session:
-            row = self._lock_job(session, job_id)
+            row = lock_job(session, job_id)
             _check_fence(row, fencing_token)
             if row.state == JobState.CANCELLING:
                 error = ("cancelled", "cancelled on request")
-                return self._apply(session, row, JobState.CANCELLED, now, error=error)
-            return self._apply(
+                return self._transitions.apply(session, row, JobState.CANCELLED, now, error=error)
+            return self._transitions.apply(
                 session, row, JobState.FAILED, now, error=("released", reason), release=True
             )
 
@@ -369,14 +376,14 @@ class JobService:
         now = self._clock()
         error = ("cancelled", reason or "cancelled on request")
         with write_session(self._session_factory) as session:
-            row = self._lock_job(session, job_id)
+            row = lock_job(session, job_id)
             state = JobState(row.state)
             if state is JobState.CANCELLING:
-                return _snapshot(row)
+                return snapshot(row)
             if state in CLAIMABLE_STATES:
-                return self._apply(session, row, JobState.CANCELLED, now, error=error)
+                return self._transitions.apply(session, row, JobState.CANCELLED, now, error=error)
             if state is JobState.RUNNING:
-                return self._apply(session, row, JobState.CANCELLING, now, error=error)
+                return self._transitions.apply(session, row, JobState.CANCELLING, now, error=error)
             raise InvalidTransition("invalid_transition", f"cannot cancel a {state} job")
 
     # ── items / progress ───────────────────────────────────────────────────────
@@ -409,17 +416,17 @@ class JobService:
         batch = normalise_updates(updates)
         now = self._clock()
         with write_session(self._session_factory) as session:
-            row = self._lock_job(session, job_id)
+            row = lock_job(session, job_id)
             _check_fence(row, fencing_token)
             counts = apply_item_updates(session, job_id, batch, now) if batch else {}
             if counts:
-                self._event(session, job_id, "items", now, data=counts)
+                write_event(session, job_id, "items", now, data=counts)
             return JobState(row.state)
 
     def progress(self, job_id: str) -> dict[str, Any]:
         """Item counts from the durable item rows: total, done, and per state."""
         with read_session(self._session_factory) as session:
-            self._require_job(session, job_id)
+            require_job(session, job_id)
             by_state = {
                 state: count
                 for state, count in session.execute(
@@ -451,7 +458,7 @@ class JobService:
         if states is not None:
             query = query.where(job_items.c.state.in_([ItemState(s) for s in states]))
         with read_session(self._session_factory) as session:
-            self._require_job(session, job_id)
+            require_job(session, job_id)
             return [dict(r._mapping) for r in session.execute(query)]
 
     # ── recovery / retention ───────────────────────────────────────────────────
@@ -474,7 +481,7 @@ class JobService:
         while True:
             with write_session(self._session_factory) as session:
                 stale = session.execute(
-                    _job_with_facts()
+                    job_with_facts()
                     .add_columns(owner_dead.label("owner_dead"))
                     .where(jobs.c.state.in_(LEASED_STATES), abandoned)
                     .order_by(jobs.c.lease_expires_at)
@@ -485,13 +492,13 @@ class JobService:
                 for row in stale:
                     if row.state == JobState.CANCELLING:
                         error = ("cancelled", "worker vanished while cancelling")
-                        self._apply(session, row, JobState.CANCELLED, now, error=error)
+                        self._transitions.apply(session, row, JobState.CANCELLED, now, error=error)
                     elif row.owner_dead:
                         error = ("worker_died", f"worker {row.lease_owner} is gone")
-                        self._apply(session, row, JobState.FAILED, now, error=error)
+                        self._transitions.apply(session, row, JobState.FAILED, now, error=error)
                     else:
                         error = ("lease_expired", f"worker {row.lease_owner} stopped heartbeating")
-                        self._apply(session, row, JobState.FAILED, now, error=error)
+                        self._transitions.apply(session, row, JobState.FAILED, now, error=error)
                     recovered.append(row.id)
             if len(stale) < _RECOVERY_BATCH:
                 break
@@ -553,7 +560,7 @@ class JobService:
     def get(self, job_id: str) -> JobSnapshot | None:
         with read_session(self._session_factory) as session:
             row = session.execute(select(jobs).where(jobs.c.id == job_id)).one_or_none()
-            return None if row is None else _snapshot(row)
+            return None if row is None else snapshot(row)
 
     def list_jobs(
         self, *, states: Iterable[str] | None = None, limit: int = 100
@@ -564,7 +571,7 @@ class JobService:
         if states is not None:
             query = query.where(jobs.c.state.in_([_job_state(s) for s in states]))
         with read_session(self._session_factory) as session:
-            return [_snapshot(r) for r in session.execute(query)]
+            return [snapshot(r) for r in session.execute(query)]
 
     def events(self, job_id: str) -> list[dict[str, Any]]:
         """Every stored event of a job, oldest first."""
@@ -584,7 +591,7 @@ class JobService:
         if limit is not None:
             query = query.limit(check.integer("limit", limit, 1, 100_000))
         with read_session(self._session_factory) as session:
-            self._require_job(session, job_id)
+            require_job(session, job_id)
             return [
                 {
                     "seq": e.seq,
@@ -598,136 +605,6 @@ class JobService:
             ]
 
     # ── internals ──────────────────────────────────────────────────────────────
-    def _apply(
-        self,
-        session: Session,
-        row: Row[Any],
-        target: JobState,
-        now: datetime,
-        *,
-        error: tuple[str, str] | None = None,
-        retry: bool = True,
-        release: bool = False,
-    ) -> JobSnapshot:
-        """Write ``row -> target`` with its side effects, conditional on the row being
-        exactly as read. The caller holds the row lock and has validated the move."""
-        values: dict[str, Any] = {"state": target, "updated_at": now}
-        events: list[tuple[str, str | None]] = [(f"state:{target}", error[1] if error else None)]
-        if error is not None:
-            values["error_code"], values["error_message"] = error
-        if target is JobState.CANCELLING and row.lease_owner is None:
-            # Nobody holds the job, so nobody would acknowledge: finish the cancel now.
-            target = values["state"] = JobState.CANCELLED
-            events.append((f"state:{target}", None))
-        if target is JobState.SUCCEEDED and row.items_pending:
-            raise InvalidTransition(
-                "items_pending", f"job {row.id} cannot succeed while items are unfinished"
-            )
-        if target is JobState.FAILED:
-            self._requeue_items(session, row.id, now, [ItemState.RUNNING])
-            cancelled = row.state == JobState.CANCELLING
-            if release:
-                # Handed back, not failed: the attempt is refunded and it runs at once.
-                target = values["state"] = JobState.RETRY_QUEUED
-                values.update(run_after=now, attempts=row.attempts - 1)
-                events.append((f"state:{target}", "released"))
-            elif retry and not cancelled and row.attempts < row.max_attempts:
-                target = values["state"] = JobState.RETRY_QUEUED
-                run_after = now + self._retry_policy.delay(row.attempts, self._rng)
-                values["run_after"] = run_after
-                events.append((f"state:{target}", f"retry at {run_after.isoformat()}"))
-        if target is JobState.RETRY_QUEUED and row.state == JobState.FAILED:
-            # A manual retry grants one more attempt and runs as soon as possible.
-            values.update(max_attempts=max(row.max_attempts, row.attempts + 1), run_after=now)
-            values.update(error_code=None, error_message=None)
-        if target is JobState.CANCELLED:
-            self._cancel_items(session, row.id, now)
-        if target in FINISHED_STATES:
-            values["finished_at"] = now
-        else:
-            values["finished_at"] = None
-        if target not in LEASED_STATES:
-            values.update(lease_owner=None, lease_expires_at=None)
-        result = session.execute(
-            update(jobs)
-            .where(jobs.c.id == row.id, jobs.c.state == row.state, jobs.c.version == row.version)
-            .values(version=jobs.c.version + 1, **values)
-            .returning(*jobs.c)
-        ).one_or_none()
-        if result is None:
-            raise JobConflict("concurrent_update", f"job {row.id} changed while being updated")
-        for event_type, message in events:
-            self._event(session, row.id, event_type, now, message=message)
-        if row.has_dependents and target is JobState.SUCCEEDED:
-            self._release_dependents(session, row.id, now)
-        elif row.has_dependents and target in (JobState.FAILED, JobState.CANCELLED):
-            self._cancel_dependents(session, row.id, now)
-        return _snapshot(result)
-
-    def _lock_job(self, session: Session, job_id: str) -> Row[Any]:
-        row = session.execute(
-            _job_with_facts().where(jobs.c.id == job_id).with_for_update(of=jobs)
-        ).one_or_none()
-        if row is None:
-            raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
-        return row
-
-    @staticmethod
-    def _require_job(session: Session, job_id: str) -> None:
-        if session.scalar(select(jobs.c.seq).where(jobs.c.id == job_id)) is None:
-            raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
-
-    @staticmethod
-    def _requeue_items(
-        session: Session, job_id: str, now: datetime, states: list[ItemState]
-    ) -> None:
-        session.execute(
-            update(job_items)
-            .where(job_items.c.job_id == job_id, job_items.c.state.in_(states))
-            .values(state=ItemState.QUEUED, updated_at=now)
-        )
-
-    @staticmethod
-    def _cancel_items(session: Session, job_id: str, now: datetime) -> None:
-        session.execute(
-            update(job_items)
-            .where(
-                job_items.c.job_id == job_id,
-                job_items.c.state.in_([ItemState.QUEUED, ItemState.RUNNING]),
-            )
-            .values(state=ItemState.CANCELLED, updated_at=now)
-        )
-
-    def _release_dependents(self, session: Session, job_id: str, now: datetime) -> None:
-        dependents = select(job_prerequisites.c.job_id).where(
-            job_prerequisites.c.prerequisite_id == job_id
-        )
-        released = session.execute(
-            update(jobs)
-            .where(jobs.c.id.in_(dependents), jobs.c.waiting_for > 0)
-            .values(waiting_for=jobs.c.waiting_for - 1, version=jobs.c.version + 1)
-            .returning(jobs.c.id, jobs.c.waiting_for)
-        ).all()
-        for dependent in released:
-            if dependent.waiting_for == 0:
-                self._event(session, dependent.id, "prerequisites_met", now)
-
-    def _cancel_dependents(self, session: Session, job_id: str, now: datetime) -> None:
-        """A prerequisite that ended without success cancels the jobs waiting on it
-        (and, through this same call, theirs)."""
-        dependent_ids = session.scalars(
-            select(job_prerequisites.c.job_id)
-            .where(job_prerequisites.c.prerequisite_id == job_id)
-            .order_by(job_prerequisites.c.job_id)
-        ).all()
-        error = ("prerequisite_failed", f"prerequisite job {job_id} did not succeed")
-        for dependent_id in dependent_ids:
-            # Lock and read each one now: in a diamond, the cascade through another
-            # dependent may have cancelled it already.
-            row = self._lock_job(session, dependent_id)
-            if row.state in CLAIMABLE_STATES and row.waiting_for > 0:
-                self._apply(session, row, JobState.CANCELLED, now, error=error)
-
     def _check_prerequisites(self, session: Session, prereq_ids: list[str]) -> int:
         """Count the prerequisites still to succeed; refuse unknown or failed ones.
 
@@ -785,43 +662,6 @@ class JobService:
             last is None or now - last >= self._recover_every or now < last
         ):
             self.recover_stale(now=now)
-
-    @staticmethod
-    def _event(
-        session: Session,
-        job_id: str,
-        event_type: str,
-        now: datetime,
-        *,
-        message: str | None = None,
-        data: dict[str, Any] | None = None,
-    ) -> None:
-        session.execute(
-            insert(job_events).values(
-                job_id=job_id, event_type=event_type, message=message, data=data, created_at=now
-            )
-        )
-
-
-def _job_with_facts() -> Select[Any]:
-    """A job row plus what its state changes need to know, read under the same row
-    lock (every item writer takes that lock first, so the facts cannot go stale)."""
-    items_pending = (
-        select(job_items.c.id)
-        .where(
-            job_items.c.job_id == jobs.c.id,
-            job_items.c.state.in_([ItemState.QUEUED, ItemState.RUNNING]),
-        )
-        .exists()
-    )
-    has_dependents = (
-        select(job_prerequisites.c.job_id)
-        .where(job_prerequisites.c.prerequisite_id == jobs.c.id)
-        .exists()
-    )
-    return select(
-        jobs, items_pending.label("items_pending"), has_dependents.label("has_dependents")
-    )
 
 
 def claim_candidate(job_types: list[str], now: datetime) -> Select[tuple[int]]:
@@ -888,9 +728,4 @@ def _same_request(existing: Row[Any], request_hash: str) -> JobSnapshot:
             f"idempotency key {existing.idempotency_key!r} was used for a different request "
             f"(job {existing.id})",
         )
-    return _snapshot(existing)
-
-
-def _snapshot(row: Row[Any]) -> JobSnapshot:
-    hidden = ("request_hash", "seq", "items_pending", "has_dependents", "owner_dead")
-    return {key: value for key, value in row._mapping.items() if key not in hidden}
+    return snapshot(existing)
