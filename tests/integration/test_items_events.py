@@ -135,3 +135,14 @@ def test_prune_deletes_old_finished_jobs_only(service, clock):
     assert service.progress(old_active["id"])["total"] == 1
     with pytest.raises(InvalidArgument):
         service.prune(older_than=timedelta(days=-1))
+
+
+def test_items_of_a_finished_job_are_final(service, running):
+    job_id, token = running["id"], running["fencing_token"]
+    keys = [f"p{n}" for n in range(10)]
+    service.set_items(job_id, [(k, "running") for k in keys], fencing_token=token)
+    service.set_items(job_id, [(k, "failed", ("corrupt", "x")) for k in keys], fencing_token=token)
+    service.transition(job_id, JobState.SUCCEEDED, fencing_token=token)
+    with pytest.raises(InvalidTransition):
+        service.set_item(job_id, "p0", "queued")  # unfenced, as an operator might
+    assert service.progress(job_id)["by_state"] == {"failed": 10}

@@ -43,6 +43,7 @@ from photo_pipeline.jobs.states import (
     FINISHED_STATES,
     ITEM_DONE_STATES,
     LEASED_STATES,
+    TERMINAL_STATES,
     ItemState,
     JobState,
     WorkerState,
@@ -418,6 +419,12 @@ class JobService:
         with write_session(self._session_factory) as session:
             row = lock_job(session, job_id)
             _check_fence(row, fencing_token)
+            if batch and row.state in TERMINAL_STATES:
+                # A finished job's items are its record; changing them would leave,
+                # say, a succeeded job with queued items for ever.
+                raise InvalidTransition(
+                    "invalid_transition", f"job {job_id} is {row.state}: its items are final"
+                )
             counts = apply_item_updates(session, job_id, batch, now) if batch else {}
             if counts:
                 write_event(session, job_id, "items", now, data=counts)
