@@ -16,11 +16,13 @@ class Settings:
     database_url: str
     retry_base_seconds: float = 2.0
     retry_max_seconds: float = 600.0
+    max_pixels: int = 200_000_000  # larger images fail with too_many_pixels (bomb guard)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Read ``PHOTO_PIPELINE_HOME``, ``PHOTO_PIPELINE_DATABASE_URL`` and
-        ``PHOTO_PIPELINE_RETRY_BASE_SECONDS`` / ``PHOTO_PIPELINE_RETRY_MAX_SECONDS``."""
+        """Read ``PHOTO_PIPELINE_HOME``, ``PHOTO_PIPELINE_DATABASE_URL``,
+        ``PHOTO_PIPELINE_RETRY_BASE_SECONDS`` / ``_MAX_SECONDS`` and
+        ``PHOTO_PIPELINE_MAX_PIXELS``."""
         env = os.environ if environ is None else environ
         home = Path(env.get("PHOTO_PIPELINE_HOME") or DEFAULT_HOME).expanduser()
         url = env.get("PHOTO_PIPELINE_DATABASE_URL") or f"sqlite:///{home / 'library.sqlite3'}"
@@ -29,17 +31,19 @@ class Settings:
             database_url=url,
             retry_base_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_BASE_SECONDS", 2.0),
             retry_max_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_MAX_SECONDS", 600.0),
+            max_pixels=int(_seconds(env, "PHOTO_PIPELINE_MAX_PIXELS", 200_000_000)),
         )
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """A non-negative number from the environment (seconds, or a count)."""
     raw = env.get(name)
     if not raw:
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
     if not value >= 0:
         raise ValueError(f"{name} must be >= 0, got {raw!r}")
     return value

@@ -42,7 +42,7 @@ def import_(
 ) -> None:
     """Register folders and catalogue their photos (scan: hash, metadata, duplicates)."""
     lib = library()
-    jobs = import_folders(lib.service, _catalog(), folders)
+    jobs = import_folders(lib.service, _catalog(), folders, max_pixels=lib.settings.max_pixels)
     if wait:
         jobs = wait_for_jobs(lib, [j["id"] for j in jobs], embedded=None, show_progress=not as_json)
     if as_json:

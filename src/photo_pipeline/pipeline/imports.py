@@ -6,6 +6,7 @@ from pathlib import Path
 
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot
+from photo_pipeline.media import DEFAULT_MAX_PIXELS
 from photo_pipeline.pipeline import scan
 from photo_pipeline.pipeline.catalog import Catalog
 
@@ -29,7 +30,10 @@ def import_folders(service: JobService, catalog: Catalog, folders: list[Path]) -
             job = service.enqueue(
                 scan.JOB_TYPE,
                 lock=lock,
-                params={"sources": [{"id": source["id"], "path": source["path"]}]},
+                params={
+                    "sources": [{"id": source["id"], "path": source["path"]}],
+                    "max_pixels": max_pixels,
+                },
             )
         except JobBlocked as exc:
             holders = service.blockers(lock)

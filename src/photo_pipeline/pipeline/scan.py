@@ -11,7 +11,7 @@ from typing import Any
 
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.media import MediaError, hash_file, read_metadata
+from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, hash_file, read_metadata
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import MISSING, Catalog, FileReport
 
@@ -125,7 +125,9 @@ def inspect_file(params: dict[str, Any], item_key: str) -> FileReport:
     content_hash = None
     try:
         content_hash = hash_file(Path(path))
-        metadata = read_metadata(Path(path))
+        metadata = read_metadata(
+            Path(path), max_pixels=params.get("max_pixels", DEFAULT_MAX_PIXELS)
+        )
     except MediaError as exc:
         if exc.code == "file_vanished":
             return _vanished(base)
