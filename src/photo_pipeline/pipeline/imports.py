@@ -16,7 +16,13 @@ class NotAFolder(PhotoPipelineError):
     status = 422
 
 
-def import_folders(service: JobService, catalog: Catalog, folders: list[Path]) -> list[JobSnapshot]:
+def import_folders(
+    service: JobService,
+    catalog: Catalog,
+    folders: list[Path],
+    *,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+) -> list[JobSnapshot]:
     """Register ``folders`` and queue one scan per folder; a folder whose scan is
     already queued or running gets that job back instead of a second one."""
     for folder in folders:
