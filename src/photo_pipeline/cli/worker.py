@@ -37,7 +37,7 @@ def worker(
     types: Annotated[
         str | None, typer.Option(help="Comma-separated job types to serve (default: all).")
     ] = None,
-    executor: Annotated[str, typer.Option(help="process or thread pool for items.")] = "process",
+    executor: Annotated[str, typer.Option(help="process or thread pool for items.")] = "thread",
     lease_seconds: Annotated[float, typer.Option(min=1, max=86_400)] = 30.0,
     poll_seconds: Annotated[float, typer.Option(min=0.01, max=60)] = 1.0,
     shutdown_seconds: Annotated[

@@ -96,13 +96,15 @@ class JobContext:
     def items(self) -> Iterator[str]:
         """Yield the job's queued items, marking each batch running first. Stops
         early on cancel, shutdown or a lost lease."""
+        after_id = 0  # items are taken in id order; no need to walk past ones again
         while not self.should_stop:
             self.flush()
             page = self._service.items(
-                self.job_id, states=[ItemState.QUEUED], limit=self._batch_size
+                self.job_id, states=[ItemState.QUEUED], after_id=after_id, limit=self._batch_size
             )
             if not page:
                 return
+            after_id = page[-1]["id"]
             keys = [item["item_key"] for item in page]
             self._write([(key, ItemState.RUNNING) for key in keys])
             for key in keys:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.schema import job_items
@@ -109,13 +109,26 @@ def apply_item_updates(
 
 def _current_states(session: Session, job_id: str, keys: list[str]) -> dict[str, tuple[int, str]]:
     """``item_key -> (id, state)`` for the given keys of one job."""
+    postgres = session.get_bind().dialect.name == "postgresql"
     states: dict[str, tuple[int, str]] = {}
     for start in range(0, len(keys), _CHUNK):
         chunk = keys[start : start + _CHUNK]
-        rows = session.execute(
-            select(job_items.c.item_key, job_items.c.id, job_items.c.state).where(
-                job_items.c.job_id == job_id, job_items.c.item_key.in_(chunk)
+        if postgres:
+            # One unique-index probe per key. A plain IN list makes PostgreSQL, before
+            # it has statistics for a new job, scan every item of the job per batch.
+            rows = session.execute(_PG_LOOKUP, {"job_id": job_id, "keys": chunk})
+        else:
+            rows = session.execute(
+                select(job_items.c.item_key, job_items.c.id, job_items.c.state).where(
+                    job_items.c.job_id == job_id, job_items.c.item_key.in_(chunk)
+                )
             )
-        )
         states.update((key, (item_id, state)) for key, item_id, state in rows)
     return states
+
+
+_PG_LOOKUP = text(
+    "SELECT i.item_key, i.id, i.state FROM unnest(CAST(:keys AS text[])) AS k(key) "
+    "CROSS JOIN LATERAL (SELECT item_key, id, state FROM job_items "
+    "WHERE job_id = :job_id AND item_key = k.key) AS i"
+)
