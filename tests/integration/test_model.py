@@ -12,6 +12,8 @@ The model is deliberately plain: its own transition tables, plain strings for st
 one dict of item states per job. The retry backoff is random, so the model knows only
 its window ``[now + d/2, now + d]``; it checks that the stored ``run_after`` lies in
 that window and from then on uses the stored value (it decides the claim order).
+Besides random calls, a ``work`` rule behaves like a real worker (claim, start items,
+finish them, finish the job, acknowledge a cancel) so that runs get deep enough.
 """
 
 from __future__ import annotations
