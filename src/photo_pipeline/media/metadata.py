@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -77,13 +77,7 @@ def read_metadata(
         height=probe.width if swap else probe.height,
         orientation=probe.orientation,
         taken=capture_time(probe.tags, path.name, mtime),
-        make=camera.make,
-        model=camera.model,
-        lens=camera.lens,
-        focal_length_mm=camera.focal_length_mm,
-        f_number=camera.f_number,
-        exposure_seconds=camera.exposure_seconds,
-        iso=camera.iso,
+        **asdict(camera),
         gps_latitude=latitude,
         gps_longitude=longitude,
         gps_altitude=altitude,
