@@ -134,7 +134,9 @@ def holds_job_lock(db_url: str, job_id: str) -> bool:
         engine.dispose()
 
 
-def freeze_outside_transactions(worker: WorkerProcess, db_url: str, job_id: str) -> None:
+def freeze_outside_transactions(
+    worker: WorkerProcess, service: JobService, db_url: str, job_id: str
+) -> None:
     """SIGSTOP the worker at a moment it holds no database lock. (A process frozen
     inside a transaction blocks SQLite writers until it wakes; PostgreSQL ends such a
     session after idle_in_transaction_session_timeout. Neither is what this tests.)"""
@@ -142,15 +144,19 @@ def freeze_outside_transactions(worker: WorkerProcess, db_url: str, job_id: str)
         worker.signal(signal.SIGSTOP)
         if not holds_job_lock(db_url, job_id):
             return
+        # Caught inside a transaction: let it run until it has committed more items,
+        # so the next try does not stop it inside the same transaction again.
+        done = len(succeeded(service, job_id))
         worker.signal(signal.SIGCONT)
+        wait_until(lambda n=done: len(succeeded(service, job_id)) > n, "the worker to commit")
     raise AssertionError("the worker always held a lock when frozen")
 
 
 def test_frozen_worker_is_fenced_out_when_it_wakes(live_service, workers, tmp_path, db_url):
-    job = enqueue_photos(live_service, tmp_path, 150, item_seconds=0.01)
+    job = enqueue_photos(live_service, tmp_path, 400, item_seconds=0.01)
     frozen = workers("--concurrency", "1", "--lease-seconds", "2")
     wait_until(lambda: len(succeeded(live_service, job["id"])) >= 10, "first items")
-    freeze_outside_transactions(frozen, db_url, job["id"])
+    freeze_outside_transactions(frozen, live_service, db_url, job["id"])
     try:
         wait_until(
             lambda: live_service.get(job["id"])["lease_expires_at"] < utc_now(), "lease expiry"
@@ -166,7 +172,7 @@ def test_frozen_worker_is_fenced_out_when_it_wakes(live_service, workers, tmp_pa
     wait_until(lambda: "lease lost" in frozen.log(), "the frozen worker to give up")
     frozen.signal(signal.SIGTERM)
     assert frozen.wait(timeout=60) == 0
-    assert live_service.progress(job["id"])["by_state"] == {"succeeded": 150}
+    assert live_service.progress(job["id"])["by_state"] == {"succeeded": 400}
 
 
 def test_cancel_during_a_run_keeps_finished_items(live_service, workers, tmp_path):
