@@ -156,6 +156,8 @@ job_events = Table(
     Column("data", JSON),
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_job_events_job_id_seq", "job_id", "seq"),
+    # SQLite must never reuse a number after the newest events are pruned.
+    sqlite_autoincrement=True,
 )
 
 job_prerequisites = Table(

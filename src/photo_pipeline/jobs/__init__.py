@@ -10,7 +10,7 @@ from photo_pipeline.jobs.errors import (
 )
 from photo_pipeline.jobs.items import ItemUpdate
 from photo_pipeline.jobs.retry import RetryPolicy
-from photo_pipeline.jobs.service import JobService, JobSnapshot, utc_now
+from photo_pipeline.jobs.service import Enqueued, JobService, JobSnapshot, utc_now
 from photo_pipeline.jobs.states import (
     ACTIVE_STATES,
     ALLOWED_TRANSITIONS,
@@ -28,6 +28,7 @@ __all__ = [
     "CLAIMABLE_STATES",
     "ITEM_TRANSITIONS",
     "TERMINAL_STATES",
+    "Enqueued",
     "InvalidArgument",
     "InvalidTransition",
     "ItemState",

@@ -19,7 +19,7 @@ import random
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Row, Select, and_, delete, func, insert, literal, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
@@ -35,6 +35,7 @@ from photo_pipeline.jobs.errors import (
     JobBlocked,
     JobConflict,
 )
+from photo_pipeline.jobs.events import event_dict, write_event
 from photo_pipeline.jobs.items import ItemUpdate, apply_item_updates, normalise_updates
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.states import (
@@ -56,7 +57,6 @@ from photo_pipeline.jobs.transitions import (
     lock_job,
     require_job,
     snapshot,
-    write_event,
 )
 
 Clock = Callable[[], datetime]
@@ -74,6 +74,11 @@ _INSERT_CHUNK = 1000
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+class Enqueued(NamedTuple):
+    job: JobSnapshot
+    created: bool  # False: an idempotent replay returned the original job
 
 
 class JobService:
@@ -101,7 +106,6 @@ class JobService:
         return self._session_factory
 
     # ── enqueue ────────────────────────────────────────────────────────────────
-    @transactional
     def enqueue(
         self,
         job_type: str,
@@ -117,6 +121,34 @@ class JobService:
     ) -> JobSnapshot:
         """Queue a job. The same ``idempotency_key`` with the same request returns the
         original job; with a different request it raises ``idempotency_conflict``."""
+        return self.submit(
+            job_type,
+            lock=lock,
+            idempotency_key=idempotency_key,
+            items=items,
+            params=params,
+            priority=priority,
+            run_after=run_after,
+            max_attempts=max_attempts,
+            prerequisites=prerequisites,
+        ).job
+
+    @transactional
+    def submit(
+        self,
+        job_type: str,
+        *,
+        lock: str | None = None,
+        idempotency_key: str | None = None,
+        items: Iterable[str] = (),
+        params: dict[str, Any] | None = None,
+        priority: int = 0,
+        run_after: datetime | None = None,
+        max_attempts: int = 3,
+        prerequisites: Iterable[str] = (),
+    ) -> Enqueued:
+        """``enqueue`` that also says whether the job is new (``created``) or the
+        original job of an idempotent replay (an HTTP API answers 201 or 200)."""
         job_type = check.job_type(job_type)
         lock = check.optional_key("lock", lock)
         idempotency_key = check.optional_key("idempotency_key", idempotency_key)
@@ -137,7 +169,7 @@ class JobService:
                 if idempotency_key is not None:
                     existing = self._by_idempotency_key(session, idempotency_key)
                     if existing is not None:
-                        return _same_request(existing, request_hash)
+                        return Enqueued(_same_request(existing, request_hash), False)
                 waiting_for = self._check_prerequisites(session, prereq_ids)
                 row = session.execute(
                     insert(jobs)
@@ -168,7 +200,7 @@ class JobService:
                     )
                 self._insert_items(session, job_id, keys, now)
                 write_event(session, job_id, "queued", now, data={"items": len(keys)})
-                return snapshot(row)
+                return Enqueued(snapshot(row), True)
         except IntegrityError as exc:
             violated = unique_violation(exc)
             if idempotency_key is not None:
@@ -177,7 +209,7 @@ class JobService:
                 with read_session(self._session_factory) as session:
                     existing = self._by_idempotency_key(session, idempotency_key)
                 if existing is not None:
-                    return _same_request(existing, request_hash)
+                    return Enqueued(_same_request(existing, request_hash), False)
             if lock is not None and violated == "uq_jobs_active_lock":
                 raise self._lock_held(lock) from exc
             raise
@@ -599,17 +631,7 @@ class JobService:
             query = query.limit(check.integer("limit", limit, 1, 100_000))
         with read_session(self._session_factory) as session:
             require_job(session, job_id)
-            return [
-                {
-                    "seq": e.seq,
-                    "job_id": e.job_id,
-                    "type": e.event_type,
-                    "message": e.message,
-                    "data": e.data,
-                    "created_at": e.created_at,
-                }
-                for e in session.execute(query)
-            ]
+            return [event_dict(e) for e in session.execute(query)]
 
     # ── internals ──────────────────────────────────────────────────────────────
     def _check_prerequisites(self, session: Session, prereq_ids: list[str]) -> int:

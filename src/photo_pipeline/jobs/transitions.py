@@ -7,11 +7,12 @@ import random
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, insert, select, update
+from sqlalchemy import Row, Select, select, update
 from sqlalchemy.orm import Session
 
-from photo_pipeline.db.schema import job_events, job_items, job_prerequisites, jobs
+from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
 from photo_pipeline.jobs.errors import InvalidTransition, JobConflict, JobNotFound
+from photo_pipeline.jobs.events import write_event
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.states import (
     CLAIMABLE_STATES,
@@ -159,22 +160,6 @@ def cancel_items(session: Session, job_id: str, now: datetime) -> None:
             job_items.c.state.in_([ItemState.QUEUED, ItemState.RUNNING]),
         )
         .values(state=ItemState.CANCELLED, updated_at=now)
-    )
-
-
-def write_event(
-    session: Session,
-    job_id: str,
-    event_type: str,
-    now: datetime,
-    *,
-    message: str | None = None,
-    data: dict[str, Any] | None = None,
-) -> None:
-    session.execute(
-        insert(job_events).values(
-            job_id=job_id, event_type=event_type, message=message, data=data, created_at=now
-        )
     )
 
 

@@ -1,0 +1,107 @@
+"""The durable event log as one feed over all jobs, for live streams and polling.
+
+``job_events.seq`` is the cursor. A reader that has seen every event up to ``seq = N``
+asks for ``seq > N`` and must never find later that an event ``<= N`` appeared. Per job
+that holds because events are written under the job's row lock. Across jobs it needs
+sequence numbers to be handed out in commit order:
+
+- SQLite serialises writers (``BEGIN IMMEDIATE``) and the table is AUTOINCREMENT, so a
+  number is never reused even after old events are pruned.
+- PostgreSQL allocates sequence values without regard to commit order, so a writer
+  takes a transaction-scoped advisory lock before its first event and keeps it until
+  commit. Writers of events queue for that short window; readers never wait.
+
+On PostgreSQL every event transaction also ``NOTIFY``s ``EVENTS_CHANNEL`` (delivered
+at commit, collapsed per transaction), so listeners wake without polling.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import job_events
+
+EVENTS_CHANNEL = "photo_pipeline_events"
+_PG_EVENT_ORDER_LOCK = 0x70686F746F5F6576  # "photo_ev": only event writers take it
+_ORDER_LOCK_TAKEN = "photo_pipeline.event_order_lock"
+
+
+def write_event(
+    session: Session,
+    job_id: str,
+    event_type: str,
+    now: datetime,
+    *,
+    message: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Append one event inside the caller's transaction (which holds the job's lock)."""
+    if session.get_bind().dialect.name == "postgresql":
+        transaction = session.get_transaction()
+        if session.info.get(_ORDER_LOCK_TAKEN) is not transaction:
+            session.execute(
+                text("SELECT pg_advisory_xact_lock(:key), pg_notify(:channel, '')"),
+                {"key": _PG_EVENT_ORDER_LOCK, "channel": EVENTS_CHANNEL},
+            )
+            session.info[_ORDER_LOCK_TAKEN] = transaction
+    session.execute(
+        insert(job_events).values(
+            job_id=job_id, event_type=event_type, message=message, data=data, created_at=now
+        )
+    )
+
+
+def event_dict(row: Any) -> dict[str, Any]:
+    return {
+        "seq": row.seq,
+        "job_id": row.job_id,
+        "type": row.event_type,
+        "message": row.message,
+        "data": row.data,
+        "created_at": row.created_at,
+    }
+
+
+class EventFeed:
+    """Reads the log across all jobs in cursor order."""
+
+    def __init__(self, session_factory: sessionmaker[Session]) -> None:
+        self._session_factory = session_factory
+
+    @property
+    def is_postgresql(self) -> bool:
+        return self._session_factory.kw["bind"].dialect.name == "postgresql"
+
+    def after(self, seq: int, *, limit: int = 1000) -> list[dict[str, Any]]:
+        """Events of every job with ``seq > seq``, oldest first."""
+        query = (
+            select(job_events).where(job_events.c.seq > seq).order_by(job_events.c.seq).limit(limit)
+        )
+        with read_session(self._session_factory) as session:
+            return [event_dict(row) for row in session.execute(query)]
+
+    def last_seq(self) -> int:
+        with read_session(self._session_factory) as session:
+            return session.scalar(select(func.coalesce(func.max(job_events.c.seq), 0))) or 0
+
+    def listen(self, wake: Callable[[], None], stop: threading.Event) -> None:
+        """PostgreSQL only: call ``wake`` after every commit that wrote events, until
+        ``stop`` is set. Blocks; run it in a thread. Raises if the connection drops
+        (the caller falls back to polling and retries)."""
+        import psycopg
+
+        url = self._session_factory.kw["bind"].url
+        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+            while not stop.is_set():
+                # A bounded wait so that ``stop`` is noticed.
+                for _ in conn.notifies(timeout=1.0, stop_after=1):
+                    wake()
