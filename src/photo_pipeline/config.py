@@ -17,12 +17,17 @@ class Settings:
     retry_base_seconds: float = 2.0
     retry_max_seconds: float = 600.0
     max_pixels: int = 200_000_000  # larger images fail with too_many_pixels (bomb guard)
+    api_token: str | None = None  # PHOTO_PIPELINE_TOKEN; else generated under home
+    # PHOTO_PIPELINE_ALLOWED_ROOTS (os.pathsep-separated): folders the HTTP API may
+    # name in job params; empty means any folder.
+    allowed_roots: tuple[Path, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read ``PHOTO_PIPELINE_HOME``, ``PHOTO_PIPELINE_DATABASE_URL``,
         ``PHOTO_PIPELINE_RETRY_BASE_SECONDS`` / ``_MAX_SECONDS`` and
-        ``PHOTO_PIPELINE_MAX_PIXELS``."""
+        ``PHOTO_PIPELINE_MAX_PIXELS``, ``PHOTO_PIPELINE_TOKEN`` and
+        ``PHOTO_PIPELINE_ALLOWED_ROOTS``."""
         env = os.environ if environ is None else environ
         home = Path(env.get("PHOTO_PIPELINE_HOME") or DEFAULT_HOME).expanduser()
         url = env.get("PHOTO_PIPELINE_DATABASE_URL") or f"sqlite:///{home / 'library.sqlite3'}"
@@ -32,6 +37,12 @@ class Settings:
             retry_base_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_BASE_SECONDS", 2.0),
             retry_max_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_MAX_SECONDS", 600.0),
             max_pixels=int(_seconds(env, "PHOTO_PIPELINE_MAX_PIXELS", 200_000_000)),
+            api_token=env.get("PHOTO_PIPELINE_TOKEN") or None,
+            allowed_roots=tuple(
+                Path(root).expanduser().resolve()
+                for root in env.get("PHOTO_PIPELINE_ALLOWED_ROOTS", "").split(os.pathsep)
+                if root.strip()
+            ),
         )
 
 

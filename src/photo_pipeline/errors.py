@@ -13,8 +13,10 @@ class PhotoPipelineError(Exception):
     code: str = "error"
     status: int = 500
 
-    def __init__(self, code: str | None = None, detail: str = "") -> None:
+    def __init__(self, code: str | None = None, detail: str = "", **extra: object) -> None:
         if code is not None:
             self.code = code
         self.detail = detail
+        # Machine-readable facts for API clients (e.g. the job holding a lock).
+        self.extra = extra
         super().__init__(f"{self.code}: {detail}" if detail else self.code)

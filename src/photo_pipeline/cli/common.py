@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.config import Settings
-from photo_pipeline.db import open_database
-from photo_pipeline.jobs import JobService, RetryPolicy
-from photo_pipeline.jobs.workers import WorkerRegistry
+from photo_pipeline.pipeline.library import Library, open_library
 
 app = typer.Typer(
     help="Self-hosted, durable photo-processing pipeline.",
@@ -37,26 +33,10 @@ EXIT_NOT_FOUND = 3
 EXIT_DATABASE = 4
 
 
-@dataclass(frozen=True)
-class Library:
-    settings: Settings
-    sessions: sessionmaker[Session]
-    service: JobService
-    workers: WorkerRegistry
-
-    def close(self) -> None:
-        self.sessions.kw["bind"].dispose()
-
-
 @cache
 def library() -> Library:
     """Open the configured library once per process (creating or upgrading it)."""
-    settings = Settings.from_env()
-    factory = open_database(settings.database_url)
-    policy = RetryPolicy(settings.retry_base_seconds, settings.retry_max_seconds)
-    return Library(
-        settings, factory, JobService(factory, retry_policy=policy), WorkerRegistry(factory)
-    )
+    return open_library(Settings.from_env())
 
 
 def print_json(value: Any) -> None:

@@ -18,12 +18,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from photo_pipeline.cli.common import Library, console
+from photo_pipeline.cli.common import console
 from photo_pipeline.jobs.errors import JobError
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.jobs.states import FINISHED_STATES
+from photo_pipeline.pipeline.library import Library
 
 REFRESH_SECONDS = 0.25
 # A worker that has not heartbeaten for this long is not counted on to do the work.

@@ -602,15 +602,39 @@ class JobService:
             return None if row is None else snapshot(row)
 
     def list_jobs(
-        self, *, states: Iterable[str] | None = None, limit: int = 100
+        self,
+        *,
+        states: Iterable[str] | None = None,
+        job_types: Iterable[str] | None = None,
+        before: str | None = None,
+        limit: int = 100,
     ) -> list[JobSnapshot]:
-        """Newest jobs first."""
+        """Newest jobs first; ``before`` (a job id, e.g. the last of a page) pages on
+        to older ones."""
         limit = check.integer("limit", limit, 1, 10_000)
         query = select(jobs).order_by(jobs.c.seq.desc()).limit(limit)
         if states is not None:
             query = query.where(jobs.c.state.in_([_job_state(s) for s in states]))
+        if job_types is not None:
+            query = query.where(jobs.c.job_type.in_(list(job_types)))
         with read_session(self._session_factory) as session:
+            if before is not None:
+                query = query.where(jobs.c.seq < require_job(session, before))
             return [snapshot(r) for r in session.execute(query)]
+
+    def prerequisites(self, job_ids: Iterable[str]) -> dict[str, list[str]]:
+        """Each job's prerequisites (ids), for showing chains such as scan → render."""
+        ids = list(job_ids)
+        found: dict[str, list[str]] = {job_id: [] for job_id in ids}
+        query = (
+            select(job_prerequisites)
+            .where(job_prerequisites.c.job_id.in_(ids))
+            .order_by(job_prerequisites.c.job_id, job_prerequisites.c.prerequisite_id)
+        )
+        with read_session(self._session_factory) as session:
+            for row in session.execute(query):
+                found[row.job_id].append(row.prerequisite_id)
+        return found
 
     def events(self, job_id: str) -> list[dict[str, Any]]:
         """Every stored event of a job, oldest first."""
@@ -682,8 +706,14 @@ class JobService:
         return session.execute(select(jobs).where(jobs.c.idempotency_key == key)).one_or_none()
 
     def _lock_held(self, lock: str) -> JobBlocked:
-        holders = ", ".join(f"{b['id']} ({b['state']})" for b in self.blockers(lock))
-        return JobBlocked("lock_held", f"lock {lock!r} is held by job {holders or 'another job'}")
+        blockers = self.blockers(lock)
+        holders = ", ".join(f"{b['id']} ({b['state']})" for b in blockers)
+        return JobBlocked(
+            "lock_held",
+            f"lock {lock!r} is held by job {holders or 'another job'}",
+            lock=lock,
+            blocking_jobs=[b["id"] for b in blockers],
+        )
 
     def _recover_if_due(self, now: datetime) -> None:
         last = self._last_recovery

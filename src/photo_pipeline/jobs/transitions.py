@@ -139,9 +139,12 @@ def lock_job(session: Session, job_id: str) -> Row[Any]:
     return row
 
 
-def require_job(session: Session, job_id: str) -> None:
-    if session.scalar(select(jobs.c.seq).where(jobs.c.id == job_id)) is None:
+def require_job(session: Session, job_id: str) -> int:
+    """The job's ``seq`` (its enqueue order); raises ``job_not_found``."""
+    seq = session.scalar(select(jobs.c.seq).where(jobs.c.id == job_id))
+    if seq is None:
         raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
+    return seq
 
 
 def requeue_items(session: Session, job_id: str, now: datetime, states: list[ItemState]) -> None:

@@ -1,0 +1,70 @@
+"""The job types a client may start with ``POST /api/jobs``: each validates its params
+(paths confined to the allowed roots) and queues its job(s) through the pipeline."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from photo_pipeline.api.problems import ApiError
+from photo_pipeline.jobs import Enqueued
+from photo_pipeline.pipeline.library import Library
+
+Start = Callable[[Library, Any, str | None], Enqueued]
+
+
+@dataclass(frozen=True)
+class JobType:
+    params: type[BaseModel]
+    start: Start
+    description: str
+
+
+JOB_TYPES: dict[str, JobType] = {}
+
+
+def job_type(name: str, params: type[BaseModel], description: str) -> Callable[[Start], Start]:
+    def register(start: Start) -> Start:
+        JOB_TYPES[name] = JobType(params, start, description)
+        return start
+
+    return register
+
+
+def start_job(lib: Library, type_: str, params: dict[str, Any], key: str | None) -> Enqueued:
+    kind = JOB_TYPES.get(type_)
+    if kind is None:
+        raise ApiError(
+            422,
+            "unknown_job_type",
+            f"unknown job type {type_!r}; known: {', '.join(sorted(JOB_TYPES))}",
+        )
+    try:
+        parsed = kind.params.model_validate(params)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in ("params", *first["loc"]))
+        raise ApiError(422, "invalid_params", f"{where}: {first['msg']}") from None
+    return kind.start(lib, parsed, key)
+
+
+def confined_path(lib: Library, raw: str, what: str) -> Path:
+    """An absolute path, normalised (``..`` and symlinks resolved), and inside one of
+    ``PHOTO_PIPELINE_ALLOWED_ROOTS`` when those are set."""
+    if "\x00" in raw or not raw.strip():
+        raise ApiError(422, "invalid_path", f"{what}: not a valid path")
+    path = Path(raw)
+    if not path.is_absolute():
+        raise ApiError(422, "invalid_path", f"{what}: must be an absolute path, got {raw!r}")
+    resolved = Path(os.path.realpath(path))
+    roots = lib.settings.allowed_roots
+    if roots and not any(resolved == root or resolved.is_relative_to(root) for root in roots):
+        raise ApiError(
+            403, "path_not_allowed", f"{what}: {raw!r} is outside PHOTO_PIPELINE_ALLOWED_ROOTS"
+        )
+    return resolved

@@ -1,0 +1,143 @@
+"""``/api/jobs``: start, list, inspect, cancel and retry jobs; their items and events."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response
+
+from photo_pipeline.api.job_types import start_job
+from photo_pipeline.api.models import (
+    Event,
+    Item,
+    ItemPage,
+    Job,
+    JobPage,
+    JobRequest,
+    item_out,
+    job_out,
+)
+from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
+from photo_pipeline.api.state import api_state
+from photo_pipeline.jobs import ItemState, JobNotFound, JobState
+from photo_pipeline.pipeline.library import Library
+
+router = APIRouter(prefix="/api/jobs", tags=["jobs"], responses=PROBLEM_RESPONSES)
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=200,
+        description="Repeat a request safely: the same key and body return the same job.",
+    ),
+]
+
+
+def _job(lib: Library, job: dict[str, Any], *, with_progress: bool = True) -> Job:
+    prerequisites = lib.service.prerequisites([job["id"]])[job["id"]]
+    progress = lib.service.progress(job["id"]) if with_progress else None
+    return job_out(job, prerequisites, progress)
+
+
+def _get(lib: Library, job_id: str) -> dict[str, Any]:
+    job = lib.service.get(job_id)
+    if job is None:
+        raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
+    return job
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=Job,
+    responses={200: {"model": Job, "description": "An idempotent replay: the original job."}},
+)
+def create_job(
+    body: JobRequest, request: Request, response: Response, idempotency_key: IdempotencyKey = None
+) -> Job:
+    """Start a job. With ``Idempotency-Key``, repeating the request returns the same job
+    (200); the same key with a different body is ``409 idempotency_conflict``. A job
+    that needs a lock another job holds is ``409 lock_held`` naming that job."""
+    lib = api_state(request).library
+    enqueued = start_job(lib, body.type, body.params, idempotency_key)
+    if not enqueued.created:
+        response.status_code = 200
+    api_state(request).hub.wake()
+    return _job(lib, enqueued.job)
+
+
+@router.get("", response_model=JobPage)
+def list_jobs(
+    request: Request,
+    state: Annotated[list[JobState] | None, Query()] = None,
+    type: Annotated[list[str] | None, Query(max_length=20)] = None,
+    cursor: Annotated[str | None, Query(max_length=36)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> JobPage:
+    """Newest first. ``next_cursor`` pages on to older jobs."""
+    lib = api_state(request).library
+    page = lib.service.list_jobs(states=state, job_types=type, before=cursor, limit=limit + 1)
+    more = len(page) > limit
+    page = page[:limit]
+    chains = lib.service.prerequisites(j["id"] for j in page)
+    jobs = [job_out(j, chains[j["id"]], lib.service.progress(j["id"])) for j in page]
+    return JobPage(jobs=jobs, next_cursor=page[-1]["id"] if more else None)
+
+
+@router.get("/{job_id}", response_model=Job)
+def get_job(job_id: str, request: Request) -> Job:
+    """State, item counts, timings and the last error."""
+    lib = api_state(request).library
+    return _job(lib, _get(lib, job_id))
+
+
+@router.post("/{job_id}/cancel", response_model=Job)
+def cancel_job(job_id: str, request: Request) -> Job:
+    """Cancel: a queued job ends at once, a running one stops after its current items."""
+    lib = api_state(request).library
+    return _job(lib, lib.service.cancel(job_id, reason="cancelled through the API"))
+
+
+@router.post("/{job_id}/retry", response_model=Job)
+def retry_job(job_id: str, request: Request) -> Job:
+    """Queue a failed job again; its finished items are not redone."""
+    lib = api_state(request).library
+    return _job(lib, lib.service.retry(job_id))
+
+
+@router.get("/{job_id}/items", response_model=ItemPage)
+def list_items(
+    job_id: str,
+    request: Request,
+    state: Annotated[list[ItemState] | None, Query()] = None,
+    cursor: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> ItemPage:
+    """Items in order, optionally of some states (``?state=failed`` gives error codes)."""
+    lib = api_state(request).library
+    rows = lib.service.items(job_id, states=state, after_id=cursor, limit=limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    items: list[Item] = [item_out(r) for r in rows]
+    return ItemPage(items=items, next_cursor=rows[-1]["id"] if more else None)
+
+
+@router.get("/{job_id}/events", response_model=list[Event])
+def list_events(
+    job_id: str,
+    request: Request,
+    after: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 500,
+) -> list[dict[str, Any]]:
+    """Durable events with ``seq > after``, oldest first: the polling form of the stream."""
+    return api_state(request).library.service.events_after(job_id, after, limit=limit)
+
+
+async def job_exists(lib: Library, job_id: str) -> dict[str, Any]:
+    job = await asyncio.to_thread(lib.service.get, job_id)
+    if job is None:
+        raise ApiError(404, "job_not_found", f"no job with id {job_id!r}")
+    return job

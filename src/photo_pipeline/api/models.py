@@ -1,0 +1,123 @@
+"""Request and response bodies: the OpenAPI schema clients (and schemathesis) rely on."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class JobRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(description="Job type, e.g. import, render, similar, organize, verify.")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Progress(BaseModel):
+    total: int
+    done: int
+    by_state: dict[str, int]
+
+
+class Job(BaseModel):
+    id: str
+    type: str
+    state: str
+    params: dict[str, Any]
+    priority: int
+    lock: str | None
+    attempts: int
+    max_attempts: int
+    waiting_for: int = Field(description="Prerequisites that have not succeeded yet.")
+    prerequisites: list[str]
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    heartbeat_at: datetime | None
+    run_after: datetime
+    error_code: str | None
+    error_message: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    progress: Progress | None = None
+
+
+class JobPage(BaseModel):
+    jobs: list[Job]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next, older page.")
+
+
+class Item(BaseModel):
+    id: int
+    key: str
+    state: str
+    attempts: int
+    error_code: str | None
+    error_message: str | None
+    updated_at: datetime
+
+
+class ItemPage(BaseModel):
+    items: list[Item]
+    next_cursor: int | None
+
+
+class Event(BaseModel):
+    seq: int
+    job_id: str
+    type: str
+    message: str | None
+    data: dict[str, Any] | None
+    created_at: datetime
+
+
+class AccessToken(BaseModel):
+    access_token: str
+    expires_at: int = Field(description="Unix seconds.")
+
+
+class Health(BaseModel):
+    status: str
+    database: str
+    version: str
+
+
+def job_out(job: dict[str, Any], prerequisites: list[str], progress: dict | None) -> Job:
+    return Job(
+        id=job["id"],
+        type=job["job_type"],
+        state=str(job["state"]),
+        params=job["params"] or {},
+        priority=job["priority"],
+        lock=job["lock_key"],
+        attempts=job["attempts"],
+        max_attempts=job["max_attempts"],
+        waiting_for=job["waiting_for"],
+        prerequisites=prerequisites,
+        lease_owner=job["lease_owner"],
+        lease_expires_at=job["lease_expires_at"],
+        heartbeat_at=job["heartbeat_at"],
+        run_after=job["run_after"],
+        error_code=job["error_code"],
+        error_message=job["error_message"],
+        created_at=job["created_at"],
+        updated_at=job["updated_at"],
+        started_at=job["started_at"],
+        finished_at=job["finished_at"],
+        progress=None if progress is None else Progress(**progress),
+    )
+
+
+def item_out(row: dict[str, Any]) -> Item:
+    return Item(
+        id=row["id"],
+        key=row["item_key"],
+        state=str(row["state"]),
+        attempts=row["attempt_count"],
+        error_code=row["error_code"],
+        error_message=row["error_message"],
+        updated_at=row["updated_at"],
+    )

@@ -1,0 +1,22 @@
+"""What the routes share, kept on ``app.state``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from photo_pipeline.api.auth import TokenAuth
+from photo_pipeline.api.hub import EventHub
+from photo_pipeline.pipeline.library import Library
+
+
+@dataclass
+class ApiState:
+    library: Library
+    auth: TokenAuth
+    hub: EventHub
+
+
+def api_state(request: Request) -> ApiState:
+    return request.app.state.api

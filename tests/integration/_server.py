@@ -1,0 +1,62 @@
+"""A real photo-pipeline HTTP server on 127.0.0.1 (uvicorn in a thread of the test
+process), with an httpx client that sends the token."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from photo_pipeline.api import create_app
+from photo_pipeline.config import Settings
+from photo_pipeline.pipeline.library import Library, open_library
+
+TOKEN = "test-token-0123456789"
+
+
+class ApiServer:
+    def __init__(self, lib: Library, base_url: str) -> None:
+        self.library = lib
+        self.base_url = base_url
+
+    def client(self, token: str | None = TOKEN, **kwargs) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30, **kwargs)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running_server(
+    db_url: str, home: Path, *, embedded_workers: int = 0, **settings: object
+) -> Iterator[ApiServer]:
+    base = Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)})
+    lib = open_library(
+        replace(base, database_url=db_url, api_token=TOKEN, retry_base_seconds=0, **settings)
+    )
+    app = create_app(lib, embedded_workers=embedded_workers)
+    port = _free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the server did not start")
+            thread.join(0.01)
+        yield ApiServer(lib, f"http://127.0.0.1:{port}")
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        lib.close()
