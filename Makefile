@@ -13,15 +13,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # `make run PHOTOS=/path/to/photos` imports that folder; without PHOTOS, a generated
-# sample set is written under the library home and imported.
+# sample set is written under the library home and imported. The import (scan, then
+# render, then similar) runs in the server's embedded worker while the web UI at
+# http://127.0.0.1:8765/ shows it live; sign in with the token the server prints.
 LIBRARY_HOME := $(or $(PHOTO_PIPELINE_HOME),$(HOME)/.local/share/photo-pipeline)
 SAMPLE_DIR := $(LIBRARY_HOME)/sample-photos
 
 run: $(STAMP)
 	@if [ -z "$(PHOTOS)" ]; then $(BIN)/photo-pipeline sample "$(SAMPLE_DIR)"; fi
-	$(BIN)/photo-pipeline import "$(or $(PHOTOS),$(SAMPLE_DIR))" --wait
-	$(BIN)/photo-pipeline assets --limit 20
-	$(BIN)/photo-pipeline duplicates
+	$(BIN)/photo-pipeline import "$(or $(PHOTOS),$(SAMPLE_DIR))"
+	$(BIN)/photo-pipeline serve
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -37,6 +38,9 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/coordinator.py
+
+bench-render: $(STAMP)
+	$(BIN)/python bench/render.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

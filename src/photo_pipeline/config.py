@@ -21,6 +21,15 @@ class Settings:
     # PHOTO_PIPELINE_ALLOWED_ROOTS (os.pathsep-separated): folders the HTTP API may
     # name in job params; empty means any folder.
     allowed_roots: tuple[Path, ...] = ()
+    # Renditions (render job) and near duplicates (similar job):
+    # PHOTO_PIPELINE_THUMBNAIL_SIZE / _PREVIEW_SIZE (longest edge, px),
+    # PHOTO_PIPELINE_RENDITION_FORMAT (webp or jpeg), PHOTO_PIPELINE_RENDITION_QUALITY,
+    # PHOTO_PIPELINE_NEAR_DISTANCE (max Hamming distance of 64-bit pHashes).
+    thumbnail_size: int = 256
+    preview_size: int = 1440
+    rendition_format: str = "webp"
+    rendition_quality: int = 80
+    near_distance: int = 12
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -43,6 +52,11 @@ class Settings:
                 for root in env.get("PHOTO_PIPELINE_ALLOWED_ROOTS", "").split(os.pathsep)
                 if root.strip()
             ),
+            thumbnail_size=int(_seconds(env, "PHOTO_PIPELINE_THUMBNAIL_SIZE", 256)),
+            preview_size=int(_seconds(env, "PHOTO_PIPELINE_PREVIEW_SIZE", 1440)),
+            rendition_format=(env.get("PHOTO_PIPELINE_RENDITION_FORMAT") or "webp").lower(),
+            rendition_quality=int(_seconds(env, "PHOTO_PIPELINE_RENDITION_QUALITY", 80)),
+            near_distance=int(_seconds(env, "PHOTO_PIPELINE_NEAR_DISTANCE", 12)),
         )
 
 

@@ -13,7 +13,8 @@ CAMERAS = [("Canon", "EOS R5"), ("Apple", "iPhone 14 Pro"), ("FUJIFILM", "X-T5")
 
 def write_sample(folder: Path, count: int = 60, *, seed: int = 0) -> list[Path]:
     """Write ``count`` small JPEGs with EXIF (dates, cameras, some GPS) into ``folder``,
-    plus two exact copies and one broken file, as a camera dump would have."""
+    plus two exact copies, two resized copies (near duplicates) and one broken file,
+    as a camera dump would have."""
     rng = random.Random(seed)
     start = datetime(2023, 6, 1, 9, 0)
     written = []
@@ -28,6 +29,14 @@ def write_sample(folder: Path, count: int = 60, *, seed: int = 0) -> list[Path]:
     copies.mkdir(exist_ok=True)
     for original in written[:2]:
         (copies / original.name).write_bytes(original.read_bytes())
+    edits = folder / "edits"
+    edits.mkdir(exist_ok=True)
+    for original in written[:2]:
+        # Near duplicates: resized and re-encoded, as a phone's "share" would.
+        with Image.open(original) as image:
+            exif = image.getexif()
+            small = image.resize((image.width * 3 // 4, image.height * 3 // 4))
+        small.save(edits / f"{original.stem}_small.jpg", quality=70, exif=exif)
     (folder / "broken.jpg").write_bytes(written[0].read_bytes()[:500])  # truncated
     return written
 

@@ -120,8 +120,12 @@ def test_import_assets_and_duplicates(cli, tmp_path):
     (root / "copy/a.jpg").write_bytes((root / "a.jpg").read_bytes())
     code, out, err = cli("import", str(root), "--wait", "--json")
     assert code == 0, err
-    [job] = json.loads(out)
-    assert job["job_type"] == "scan" and job["state"] == "succeeded"
+    jobs = json.loads(out)
+    assert [(j["job_type"], j["state"]) for j in jobs] == [
+        ("scan", "succeeded"),
+        ("render", "succeeded"),
+        ("similar", "succeeded"),
+    ]
 
     code, out, _ = cli("assets", "--json")
     assert [a["taken_local"] for a in json.loads(out)] == [
@@ -150,10 +154,13 @@ def test_sample_set_imports_with_its_duplicates_and_broken_file(cli, tmp_path):
     code, out, err = cli("import", str(tmp_path / "sample"), "--wait", "--json")
     assert code == 0, err
     code, out, _ = cli("assets", "--json")
-    assert len(json.loads(out)) == 12
+    assert len(json.loads(out)) == 14  # 12 photos and 2 resized copies
     code, out, _ = cli("duplicates", "--json")
     assert len(json.loads(out)) == 2
+    code, out, _ = cli("duplicates", "--near", "--json")
+    assert len(json.loads(out)) == 2  # each resized copy with its original
     code, out, _ = cli("jobs", "--json")
-    [scan] = json.loads(out)
+    similar, render, scan = json.loads(out)  # newest first
+    assert [j["job_type"] for j in (scan, render, similar)] == ["scan", "render", "similar"]
     code, out, _ = cli("job", "show", scan["id"], "--json")
     assert [i["error_code"] for i in json.loads(out)["failed_items"]] == ["corrupt_file"]

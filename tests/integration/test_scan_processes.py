@@ -50,7 +50,9 @@ def test_kill_9_during_a_scan_then_import_again(session_factory, db_url, tmp_pat
 
     finished = run_command(db_url, tmp_path, "import", str(root), "--wait", "--json")
     assert finished.returncode == 0, finished.stderr
-    [again] = json.loads(finished.stdout)
+    again, render, similar = json.loads(finished.stdout)  # the import chain
+    assert (render["job_type"], similar["job_type"]) == ("render", "similar")
+    assert render["state"] == similar["state"] == "succeeded"
     assert again["id"] == job["id"]  # the interrupted scan was resumed, not duplicated
     assert again["state"] == "succeeded" and again["attempts"] == 2
 

@@ -14,8 +14,15 @@ from sqlalchemy import text
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from photo_pipeline import pipeline
-from photo_pipeline.api import jobs, problems, streams
+from photo_pipeline import web
+from photo_pipeline.api import (
+    jobs,
+    library,
+    organize,
+    problems,
+    starters,  # noqa: F401  (registers the API's job types)
+    streams,
+)
 from photo_pipeline.api.auth import TokenAuth, load_or_create_token
 from photo_pipeline.api.hub import EventHub
 from photo_pipeline.api.models import Health
@@ -60,6 +67,9 @@ def create_app(lib: Library, *, embedded_workers: int = 0) -> FastAPI:
     app.include_router(jobs.router, dependencies=bearer)
     app.include_router(streams.router, dependencies=bearer_or_query)
     app.include_router(streams.token_router, dependencies=bearer)
+    app.include_router(library.router, dependencies=bearer)
+    app.include_router(library.media_router, dependencies=bearer_or_query)
+    app.include_router(organize.router, dependencies=bearer)
 
     @app.get("/api/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:
@@ -74,6 +84,7 @@ def create_app(lib: Library, *, embedded_workers: int = 0) -> FastAPI:
         status = "ok" if database == "ok" else "degraded"
         return Health(status=status, database=database, version=version("photo-pipeline"))
 
+    web.mount(app)
     return app
 
 
@@ -82,7 +93,6 @@ def _embedded_worker(lib: Library, concurrency: int) -> Iterator[None]:
     if concurrency <= 0:
         yield
         return
-    _ = pipeline  # the job types register on import
     config = WorkerConfig(concurrency=concurrency, poll_seconds=0.5)
     worker = Worker(lib.service, lib.workers, registry, config)
     thread = threading.Thread(target=worker.run, name="embedded-worker", daemon=True)

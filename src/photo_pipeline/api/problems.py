@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from photo_pipeline.errors import PhotoPipelineError
 
@@ -80,11 +81,14 @@ def install(app: FastAPI) -> None:
         return problem(422, "invalid_request", f"{where}: {first['msg']}", errors=errors)
 
     @app.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         response = problem(exc.status_code, code, str(exc.detail or ""))
         if exc.headers:
             response.headers.update(exc.headers)
+        if exc.status_code == 405:
+            # Starlette names only the first route of the path; list every method.
+            response.headers["Allow"] = ", ".join(_allowed_methods(app, request))
         return response
 
     @app.exception_handler(Exception)
@@ -93,7 +97,16 @@ def install(app: FastAPI) -> None:
         return problem(500, "internal_error", "the server failed; see its log")
 
 
+def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(request.scope)  # PARTIAL: the path matches, not the method
+        if match is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)
+
+
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "content": {PROBLEM_JSON: {}}}
-    for status in (401, 404, 409, 413, 422)
+    for status in (400, 401, 403, 404, 409, 413, 422)
 }

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from photo_pipeline.cli import jobs, library, serve, worker  # noqa: F401  (registers the commands)
+from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
+    jobs,
+    library,
+    organize,
+    places,
+    render,
+    serve,
+    worker,
+)
 from photo_pipeline.cli.common import (
     EXIT_DATABASE,
     EXIT_NOT_FOUND,

@@ -21,6 +21,7 @@ from photo_pipeline.jobs import JobState
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.similar import near_duplicate_groups
 from photo_pipeline.sample import write_sample
 
 
@@ -40,9 +41,16 @@ def import_(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Register folders and catalogue their photos (scan: hash, metadata, duplicates)."""
+    """Register folders and catalogue their photos: scan (hash, metadata, exact
+    duplicates), then render (thumbnails, previews), then similar (near duplicates)."""
     lib = library()
-    jobs = import_folders(lib.service, _catalog(), folders, max_pixels=lib.settings.max_pixels)
+    jobs = import_folders(
+        lib.service,
+        _catalog(),
+        folders,
+        max_pixels=lib.settings.max_pixels,
+        follow_up=lib.settings,  # render and similar after the scans
+    )
     if wait:
         jobs = wait_for_jobs(lib, [j["id"] for j in jobs], embedded=None, show_progress=not as_json)
     if as_json:
@@ -52,7 +60,7 @@ def import_(
             progress = lib.service.progress(job["id"])
             console.print(
                 f"{job['job_type']} job {job['id']}: {job['state']}, "
-                f"{progress['done']}/{progress['total']} files read, "
+                f"{progress['done']}/{progress['total']} items done, "
                 f"{progress['by_state'].get('failed', 0)} failed"
             )
     if wait and any(job["state"] != JobState.SUCCEEDED for job in jobs):
@@ -65,11 +73,15 @@ def assets(
         str | None, typer.Option(help="Taken on or after this date (YYYY-MM-DD, local time).")
     ] = None,
     camera: Annotated[str | None, typer.Option(help="Make or model contains this.")] = None,
+    place: Annotated[
+        str | None,
+        typer.Option(help="Country code (FR), or text in the country, region or city name."),
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1_000_000)] = 1000,
     as_json: JsonOption = False,
 ) -> None:
     """Catalogued photos, oldest first."""
-    rows = _catalog().assets(since=since, camera=camera, limit=limit)
+    rows = _catalog().assets(since=since, camera=camera, place=place, limit=limit)
     if as_json:
         print_json(rows)
         return
@@ -89,8 +101,19 @@ def assets(
 
 
 @app.command()
-def duplicates(as_json: JsonOption = False) -> None:
-    """Exact duplicates: the same content at several paths."""
+def duplicates(
+    near: Annotated[
+        bool,
+        typer.Option(
+            "--near", help="Near duplicates (found by `similar`), best to keep marked first."
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Exact duplicates: the same content at several paths (--near: similar photos)."""
+    if near:
+        _near_duplicates(as_json)
+        return
     groups = _catalog().duplicates()
     if as_json:
         print_json(groups)
@@ -102,6 +125,26 @@ def duplicates(as_json: JsonOption = False) -> None:
         for file in group["files"]:
             console.print(
                 f"  {file['source']}/{paths.display(file['path'])}", highlight=False, soft_wrap=True
+            )
+
+
+def _near_duplicates(as_json: bool) -> None:
+    groups = near_duplicate_groups(library().sessions)
+    if as_json:
+        print_json(groups)
+        return
+    if not groups:
+        console.print("no near duplicates (`photo-pipeline similar` looks for them)")
+    for number, group in enumerate(groups, 1):
+        console.print(f"[bold]group {number}[/] {len(group['assets'])} photos")
+        for asset in group["assets"]:
+            mark = "keep" if asset["keep"] else f"d={asset['distance']:<2}"
+            file = asset["files"][0]
+            console.print(
+                f"  {mark} {asset['width']}x{asset['height']} {asset['taken_local']} "
+                f"{file['source']}/{paths.display(file['path'])}",
+                highlight=False,
+                soft_wrap=True,
             )
 
 

@@ -226,11 +226,22 @@ assets = Table(
     Column("gps_latitude", Float),
     Column("gps_longitude", Float),
     Column("gps_altitude", Float),
+    # Time zone and place of the capture (pipeline.places): tz_source is exif_offset,
+    # gps_timezone, utc or floating; NULL until resolved (rows older than 0006).
+    Column("tz_name", String(64)),  # IANA name, or UTC±HH:MM for a bare EXIF offset
+    Column("tz_source", String(16)),
+    Column("country_code", String(2)),  # ISO 3166 alpha-2
+    Column("country", String(100)),  # English short name
+    Column("region", String(200)),
+    Column("city", String(200)),
+    # The listing order: taken_utc when known, else taken_local read as UTC.
+    Column("taken_order", UTCDateTime),
     Column("phash", String(16)),  # perceptual hash, filled by the near-duplicate job
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Index("ix_assets_taken_local", "taken_local"),
     Index("ix_assets_make_model", "make", "model"),
+    Index("ix_assets_taken_order", "taken_order"),
 )
 
 files = Table(
@@ -260,4 +271,113 @@ files = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     UniqueConstraint("source_id", "path"),
     Index("ix_files_asset_id", "asset_id"),
+)
+
+# The journal of organize jobs: one row per planned file transfer, written before any
+# file is touched and updated as each is done, so a crash resumes and undo reverses.
+organize_entries = Table(
+    "organize_entries",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),  # order in the plan
+    Column("kind", String(16), nullable=False),  # photo, companion (RAW+JPEG), sidecar
+    Column("action", String(16), nullable=False),  # copy, move, skip
+    Column("reason", String(32)),  # why skipped / collision resolved
+    Column("file_id", BigInteger),  # the catalogue's file row (no FK: it may be re-keyed)
+    Column("source_id", BigInteger, nullable=False),
+    Column("source_path", Text, nullable=False),  # relative to the source (pipeline.paths)
+    Column("dest_path", Text, nullable=False),  # relative to the destination
+    Column("content_hash", String(64), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    # planned, done, failed, skipped, undone
+    Column("state", String(16), nullable=False),
+    Column("dest_inode", BigInteger),
+    Column("dest_mtime_ns", BigInteger),
+    Column("error_code", String(100)),
+    Column("error_message", Text),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("job_id", "seq"),
+)
+
+# Capture-time corrections (pipeline.timeshift): one row per asset a timeshift job
+# changed, with the values before and after, so its undo restores them exactly. No
+# foreign key to jobs: the journal must outlive pruned job rows.
+timeshift_entries = Table(
+    "timeshift_entries",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), nullable=False),
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("old_taken_local", String(32), nullable=False),
+    Column("old_taken_offset_minutes", Integer),
+    Column("old_taken_utc", UTCDateTime),
+    Column("old_taken_order", UTCDateTime),
+    Column("old_tz_name", String(64)),
+    Column("new_taken_local", String(32), nullable=False),
+    Column("new_taken_offset_minutes", Integer),
+    Column("new_taken_utc", UTCDateTime),
+    Column("new_taken_order", UTCDateTime),
+    Column("new_tz_name", String(64)),
+    Column("shifted_at", UTCDateTime, nullable=False),
+    Column("undo_job_id", String(36)),  # set when undone
+    Column("undone_at", UTCDateTime),
+    UniqueConstraint("job_id", "asset_id"),
+    Index("ix_timeshift_entries_asset_id", "asset_id"),
+)
+
+# ── renditions and near duplicates (render, similar) ───────────────────────────
+
+renditions = Table(
+    "renditions",
+    metadata,
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("kind", String(16), nullable=False),  # thumbnail, preview
+    Column("path", Text, nullable=False),  # relative to the library home
+    Column("format", String(8), nullable=False),  # webp, jpeg
+    Column("width", Integer, nullable=False),
+    Column("height", Integer, nullable=False),
+    Column("bytes", Integer, nullable=False),
+    # RenderSettings.fingerprint(): a rendition made with other settings is stale
+    Column("fingerprint", String(16), nullable=False),
+    Column("warning", Text),  # e.g. broken_icc_profile: rendered, but not as intended
+    Column("created_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("asset_id", "kind"),
+)
+
+# Groups of near duplicates as the last `similar` job found them.
+near_duplicates = Table(
+    "near_duplicates",
+    metadata,
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("group_id", BigInteger, nullable=False),  # the keeper's asset id
+    Column("distance", Integer, nullable=False),  # Hamming distance to the keeper's phash
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_near_duplicates_group_id", "group_id"),
+)
+
+# Keepers chosen for a duplicate group (web UI review); nothing is deleted. group_key
+# is "exact:<asset id>" (keep: file paths) or "near:<group id>" (keep: asset ids).
+duplicate_decisions = Table(
+    "duplicate_decisions",
+    metadata,
+    Column("group_key", String(64), primary_key=True),
+    Column("keep", JSON, nullable=False),
+    Column("decided_at", UTCDateTime, nullable=False),
 )

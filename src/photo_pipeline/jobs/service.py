@@ -596,6 +596,11 @@ class JobService:
         with read_session(self._session_factory) as session:
             return session.scalar(query) or 0
 
+    def find_by_idempotency_key(self, key: str) -> JobSnapshot | None:
+        with read_session(self._session_factory) as session:
+            row = self._by_idempotency_key(session, key)
+            return None if row is None else snapshot(row)
+
     def get(self, job_id: str) -> JobSnapshot | None:
         with read_session(self._session_factory) as session:
             row = session.execute(select(jobs).where(jobs.c.id == job_id)).one_or_none()

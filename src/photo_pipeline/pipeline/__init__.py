@@ -2,4 +2,14 @@
 rows. Importing this package registers them on ``photo_pipeline.jobs.handlers.registry``.
 """
 
-from photo_pipeline.pipeline import scan  # noqa: F401  (registers "scan")
+# Each module registers its job types: scan, render, similar, organize (and
+# organize.undo), verify, places, timeshift (and its undo).
+from photo_pipeline.pipeline import (  # noqa: F401
+    organize,
+    places,
+    render,
+    scan,
+    similar,
+    timeshift,
+    verify,
+)

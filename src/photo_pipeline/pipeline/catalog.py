@@ -17,6 +17,7 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.jobs.service import Clock, utc_now
 from photo_pipeline.media import PhotoMetadata
+from photo_pipeline.media.places import ZoneAndPlace, sort_instant
 
 PRESENT, FAILED, MISSING = "present", "failed", "missing"
 
@@ -41,6 +42,7 @@ class FileReport:
     metadata: PhotoMetadata | None = None
     error: tuple[str, str] | None = None
     vanished: bool = False
+    located: ZoneAndPlace | None = None  # zone and place (pipeline.places.locate_reports)
 
 
 class Catalog:
@@ -116,7 +118,7 @@ class Catalog:
         asset_id = None
         if report.metadata is not None and report.content_hash is not None:
             asset_id = self._asset_id(
-                session, report.content_hash, report.size, report.metadata, now
+                session, report.content_hash, report.size, report.metadata, now, report.located
             )
         values = {
             "size": report.size,
@@ -152,10 +154,17 @@ class Catalog:
         )
 
     def _asset_id(
-        self, session: Session, content_hash: str, size: int, md: PhotoMetadata, now: datetime
+        self,
+        session: Session,
+        content_hash: str,
+        size: int,
+        md: PhotoMetadata,
+        now: datetime,
+        located: ZoneAndPlace | None = None,
     ) -> int:
         """The asset of this content, created on first sight."""
-        taken = md.taken
+        taken = md.taken if located is None else located.zone
+        place = located.place if located is not None else None
         session.execute(
             self._insert(assets)
             .values(
@@ -169,7 +178,14 @@ class Catalog:
                 taken_local=taken.local.isoformat(),
                 taken_offset_minutes=taken.offset_minutes,
                 taken_utc=taken.utc,
-                taken_source=taken.source,
+                taken_source=md.taken.source,
+                taken_order=sort_instant(taken.local, taken.utc),
+                tz_name=located.zone.tz_name if located else None,
+                tz_source=located.zone.tz_source if located else None,
+                country_code=place.country_code if place else None,
+                country=place.country if place else None,
+                region=place.region if place else None,
+                city=place.city if place else None,
                 make=md.make,
                 model=md.model,
                 lens=md.lens,
@@ -189,16 +205,26 @@ class Catalog:
 
     # ── queries ────────────────────────────────────────────────────────────────
     def assets(
-        self, *, since: str | None = None, camera: str | None = None, limit: int = 1000
+        self,
+        *,
+        since: str | None = None,
+        camera: str | None = None,
+        place: str | None = None,
+        limit: int = 1000,
     ) -> list[dict[str, Any]]:
-        """Assets with at least one present file, oldest capture first."""
+        """Assets with at least one present file, oldest capture first (by the UTC
+        instant when known, floating photos by their wall clock: ``taken_order``).
+        ``place`` matches a country code exactly, or is contained in the country,
+        region or city name (case-insensitive)."""
         query = (
             select(assets, func.count(files.c.id).label("files"))
             .join(files, and_(files.c.asset_id == assets.c.id, files.c.state == PRESENT))
             .group_by(assets.c.id)
-            .order_by(assets.c.taken_local, assets.c.id)
+            .order_by(assets.c.taken_order, assets.c.id)
             .limit(limit)
         )
+        if place:
+            query = query.where(place_matches(place))
         if since:
             query = query.where(assets.c.taken_local >= since)
         if camera:
@@ -259,6 +285,90 @@ class Catalog:
             group["files"].append({"source": row.source_path, "path": row.path})
         return list(groups.values())
 
+    # ── organize (called inside the organize journal's transaction) ────────────
+    @staticmethod
+    def record_organized(session: Session, rows: list[dict[str, Any]], now: datetime) -> None:
+        """Files organize placed: a moved file's row follows it to its new source and
+        path (so a later scan sees it unchanged, not vanished); a copied photo gets a
+        row of its own. Repeating a row changes nothing."""
+        for row in rows:
+            target = and_(files.c.source_id == row["source_id"], files.c.path == row["path"])
+            stat_values = {
+                "size": row["size"],
+                "mtime_ns": row["mtime_ns"],
+                "inode": row["inode"],
+                "updated_at": now,
+            }
+            if row["move"]:
+                if row["file_id"] is None:
+                    continue
+                # A scan of the destination may have catalogued the new path already.
+                session.execute(files.delete().where(target, files.c.id != row["file_id"]))
+                session.execute(
+                    files.update()
+                    .where(files.c.id == row["file_id"])
+                    .values(source_id=row["source_id"], path=row["path"], **stat_values)
+                )
+            elif row["photo"]:
+                asset_id = session.scalar(
+                    select(assets.c.id).where(assets.c.content_hash == row["content_hash"])
+                )
+                values = {
+                    **stat_values,
+                    "state": PRESENT,
+                    "asset_id": asset_id,
+                    "error_code": None,
+                    "error_message": None,
+                }
+                dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+                session.execute(
+                    dialect.insert(files)
+                    .values(source_id=row["source_id"], path=row["path"], created_at=now, **values)
+                    .on_conflict_do_update(index_elements=["source_id", "path"], set_=values)
+                )
+
+    @staticmethod
+    def record_unorganized(session: Session, rows: list[dict[str, Any]], now: datetime) -> None:
+        """The reverse of ``record_organized`` for an undo: a moved file's row goes back
+        to its original source and path, a copy's row is deleted."""
+        for row in rows:
+            at_dest = and_(
+                files.c.source_id == row["dest_source_id"], files.c.path == row["dest_path"]
+            )
+            if not row["move"]:
+                session.execute(files.delete().where(at_dest))
+                continue
+            back = and_(files.c.source_id == row["source_id"], files.c.path == row["path"])
+            moved = session.scalar(select(files.c.id).where(at_dest))
+            if moved is None:
+                continue
+            session.execute(files.delete().where(back, files.c.id != moved))
+            session.execute(
+                files.update()
+                .where(files.c.id == moved)
+                .values(
+                    source_id=row["source_id"],
+                    path=row["path"],
+                    size=row["size"],
+                    mtime_ns=row["mtime_ns"],
+                    inode=row["inode"],
+                    updated_at=now,
+                )
+            )
+
     def _insert(self, table: Any) -> Insert:
         dialect = postgresql if self._dialect == "postgresql" else sqlite
         return dialect.insert(table)
+
+
+def place_matches(text: str) -> Any:
+    """The SQL condition of ``assets(place=text)``."""
+    needle = text.strip().lower()
+    pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return or_(
+        func.lower(assets.c.country_code) == needle,
+        *(
+            func.lower(column).like(pattern, escape="\\")
+            for column in (assets.c.country, assets.c.region, assets.c.city)
+        ),
+    )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from photo_pipeline.config import Settings
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot
+from photo_pipeline.jobs import Enqueued, JobBlocked, JobService, JobSnapshot
 from photo_pipeline.media import DEFAULT_MAX_PIXELS
-from photo_pipeline.pipeline import scan
+from photo_pipeline.pipeline import render, scan, similar
 from photo_pipeline.pipeline.catalog import Catalog
 
 
@@ -22,20 +23,56 @@ def import_folders(
     folders: list[Path],
     *,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    follow_up: Settings | None = None,
+    idempotency_key: str | None = None,
 ) -> list[JobSnapshot]:
     """Register ``folders`` and queue one scan per folder; a folder whose scan is
-    already queued or running gets that job back instead of a second one."""
+    already queued or running gets that job back instead of a second one.
+
+    With ``follow_up`` (the library's settings), a ``render`` job waits for those
+    scans and a ``similar`` job for the render; they are returned after the scans.
+    With ``idempotency_key``, repeating the same import returns the same jobs."""
+    return [
+        queued.job
+        for queued in _import(service, catalog, folders, max_pixels, follow_up, idempotency_key)
+    ]
+
+
+def start_import(
+    service: JobService,
+    catalog: Catalog,
+    folders: list[Path],
+    settings: Settings,
+    *,
+    idempotency_key: str | None = None,
+) -> Enqueued:
+    """The whole import chain (scan → render → similar) for one request: returns its
+    last job, and whether this call created it (False: an idempotent replay)."""
+    return _import(service, catalog, folders, settings.max_pixels, settings, idempotency_key)[-1]
+
+
+def _import(
+    service: JobService,
+    catalog: Catalog,
+    folders: list[Path],
+    max_pixels: int,
+    follow_up: Settings | None,
+    key: str | None,
+) -> list[Enqueued]:
     for folder in folders:
         if not folder.is_dir():
             raise NotAFolder("not_a_folder", f"{folder} is not a folder")
+    # Every job of the chain gets its own key, derived from the request's.
+    scan_keys = [None if key is None else f"{key}#scan-{n}" for n in range(len(folders))]
     jobs = []
-    for folder in folders:
+    for folder, scan_key in zip(folders, scan_keys, strict=True):
         source = catalog.add_source(folder)
         lock = scan.lock_for(source["id"])
         try:
-            job = service.enqueue(
+            queued = service.submit(
                 scan.JOB_TYPE,
                 lock=lock,
+                idempotency_key=scan_key,
                 params={
                     "sources": [{"id": source["id"], "path": source["path"]}],
                     "max_pixels": max_pixels,
@@ -45,6 +82,24 @@ def import_folders(
             holders = service.blockers(lock)
             if exc.code != "lock_held" or not holders:
                 raise
-            job = service.get(holders[0]["id"])
-        jobs.append(job)
+            queued = Enqueued(service.get(holders[0]["id"]), False)
+        jobs.append(queued)
+    if follow_up is not None:
+        renders = render.enqueue_render(
+            service,
+            follow_up.home,
+            render.render_settings(follow_up),
+            prerequisites=[queued.job["id"] for queued in jobs],
+            idempotency_key=None if key is None else f"{key}#render",
+        )
+        jobs.append(renders)
+        jobs.append(
+            similar.enqueue_similar(
+                service,
+                follow_up.home,
+                max_distance=follow_up.near_distance,
+                prerequisites=[renders.job["id"]],
+                idempotency_key=key,
+            )
+        )
     return jobs

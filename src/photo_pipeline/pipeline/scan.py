@@ -14,6 +14,7 @@ from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, hash_file, read_metadata
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import MISSING, Catalog, FileReport
+from photo_pipeline.pipeline.places import locate_reports, prepare
 
 JOB_TYPE = "scan"
 
@@ -38,11 +39,14 @@ def scan(ctx: JobContext) -> None:
 
     def keep(_key: str, report: FileReport) -> None:
         found.append(report)
+        prepare(report)
         if report.error:
             raise ItemError(*report.error)
 
     def record() -> None:
-        catalog.record(found)
+        # Zones and places are looked up here, in the worker, one batch at a time:
+        # the place data is loaded once per worker, not once per pool process.
+        catalog.record(locate_reports(found))
         found.clear()
 
     # The catalogue rows of a batch land just before its items are reported done.

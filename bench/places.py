@@ -1,0 +1,212 @@
+"""Benchmark zones and places: lookups per second, and what they add to a first scan.
+
+Run with ``.venv/bin/python bench/places.py [--quick] [--photos DIR]``. It prints:
+
+1. lookups per second on 100,000 random positions (uniform on the sphere, so about
+   70% at sea): the time zone (``media.places.zone_at`` against a bare ``tzfpy``
+   loop), the place (``places_at`` in one batch and in scan-sized batches of 50,
+   against a bare ``reverse_geocode.search``), and ``locate_many`` (zone, offset and
+   place) in batches of 50 as the scan calls it; plus the one-time load of the place
+   data;
+2. a first scan of bench/ingest.py's photo set (12-megapixel JPEGs, 40% with GPS)
+   with zones and places and without them (``locate_reports`` replaced by the
+   identity), each in a fresh interpreter (so the place data is loaded in the timed
+   run, as in a real first scan), alternating A B B A; medians of wall time and of
+   CPU seconds (worker process + its pool); target: under 5% added.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+
+from coordinator import heading, note, ratio, table  # noqa: E402
+
+POSITIONS = 100_000
+SCAN_BATCH = 50  # the worker's default flush size: one locate_reports call per batch
+TARGET = 0.05
+CHILD_TIMEOUT_S = 1800
+
+
+def random_positions(count: int, seed: int = 9) -> list[tuple[float, float]]:
+    rnd = random.Random(seed)
+    return [
+        (math.degrees(math.asin(rnd.uniform(-1, 1))), rnd.uniform(-180, 180)) for _ in range(count)
+    ]
+
+
+def rate(function: Callable[[], Any], count: int) -> tuple[float, float]:
+    started = time.perf_counter()
+    function()
+    seconds = time.perf_counter() - started
+    return count / seconds, seconds
+
+
+def batches(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+# ── 1. lookups ─────────────────────────────────────────────────────────────────
+def lookup_section() -> None:
+    from datetime import datetime
+
+    import reverse_geocode
+    import tzfpy
+
+    from photo_pipeline.media.capture_time import CaptureTime
+    from photo_pipeline.media.places import locate_many, places_at, warm_up, zone_at
+
+    heading(f"1. lookups on {POSITIONS:,} random positions (one process, one core)")
+    positions = random_positions(POSITIONS)
+    started = time.perf_counter()
+    warm_up()
+    load_s = time.perf_counter() - started
+    zones: list[str | None] = []
+    rows = []
+    bare_zone, _ = rate(lambda: [tzfpy.get_tz(lon, lat) for lat, lon in positions], POSITIONS)
+    ours_zone, _ = rate(
+        lambda: zones.extend(zone_at(lat, lon) for lat, lon in positions), POSITIONS
+    )
+    rows.append(["zone: bare tzfpy.get_tz loop", bare_zone, "1.00x"])
+    rows.append(
+        ["zone: zone_at (validates, checks tz data)", ours_zone, ratio(ours_zone, bare_zone)]
+    )
+    bare_place, _ = rate(lambda: reverse_geocode.search(positions), POSITIONS)
+    ours_place, _ = rate(lambda: places_at(positions, zones), POSITIONS)
+    ours_small, _ = rate(
+        lambda: [
+            places_at(chunk, zone_chunk)
+            for chunk, zone_chunk in zip(
+                batches(positions, SCAN_BATCH), batches(zones, SCAN_BATCH), strict=True
+            )
+        ],
+        POSITIONS,
+    )
+    rows.append(["place: bare reverse_geocode.search, one batch", bare_place, "1.00x"])
+    rows.append(["place: places_at, one batch", ours_place, ratio(ours_place, bare_place)])
+    rows.append(
+        [f"place: places_at, batches of {SCAN_BATCH}", ours_small, ratio(ours_small, bare_place)]
+    )
+    taken = CaptureTime(datetime(2024, 7, 15, 12, 0), None, "exif_original")
+    captures = [(taken, lat, lon) for lat, lon in positions]
+    both, seconds = rate(
+        lambda: [locate_many(chunk) for chunk in batches(captures, SCAN_BATCH)], POSITIONS
+    )
+    rows.append([f"zone + offset + place: locate_many, batches of {SCAN_BATCH}", both, ""])
+    table(["lookup", "per second", "vs bare"], rows)  # fmt: skip
+    at_sea = sum(1 for zone in zones if zone is None or zone.startswith("Etc/"))
+    note(f"{at_sea / POSITIONS:.0%} of the positions are at sea (nautical zone, no place "
+         f"lookup); one-time load of the place data and tz tables: {load_s:.2f} s; "
+         f"{POSITIONS:,} captures located in {seconds:.2f} s")  # fmt: skip
+
+
+# ── 2. scan cost (child side) ──────────────────────────────────────────────────
+def child_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("root")
+    parser.add_argument("mode", choices=["with", "without"])
+    args = parser.parse_args(argv)
+    from photo_pipeline.pipeline import scan
+
+    if args.mode == "without":
+        scan.locate_reports = lambda reports: reports  # the scan as it was before zones
+    import ingest
+
+    with tempfile.TemporaryDirectory(prefix="pp_bench_places_") as home:
+        lib = ingest.open_library(f"sqlite:///{home}/library.sqlite3", "process")
+        run = ingest.run_scan(lib, Path(args.root))
+        with lib.factory() as session:
+            located = session.execute(
+                ingest.sqlalchemy.text("SELECT count(*) FROM assets WHERE city IS NOT NULL")
+            ).scalar_one()
+        lib.factory.kw["bind"].dispose()
+    cpu = run["cpu_self"] + run["cpu_children"]
+    print(json.dumps({"wall": run["wall"], "cpu": cpu, "state": run["state"],
+                      "total": run["total"], "cities": located}))  # fmt: skip
+    return 0
+
+
+def measure_scan(root: Path, mode: str) -> dict[str, Any]:
+    # -c, not this file: the spawned pool must not re-import a __main__ script
+    code = "import sys, places; sys.exit(places.child_main(sys.argv[1:]))"
+    paths = [str(BENCH_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=CHILD_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the {mode} scan process failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def scan_section(root: Path, count: int, rounds: int) -> None:
+    import ingest
+
+    photos = ingest.prepare_photos(root, count)
+    n = len(photos.files)
+    heading(f"2. first scan of {n:,} photos with and without zones and places "
+            f"(process pool of {os.cpu_count()}, fresh SQLite library each, "
+            f"{rounds} x A B B A)")  # fmt: skip
+    runs: dict[str, list[dict[str, Any]]] = {"with": [], "without": []}
+    for mode in ("with", "without", "without", "with") * rounds:
+        result = measure_scan(photos.root, mode)
+        if result["state"] != "succeeded":
+            raise SystemExit(f"a {mode} scan ended {result['state']}")
+        runs[mode].append(result)
+    rows = []
+    for mode, results in runs.items():
+        walls, cpus = [r["wall"] for r in results], [r["cpu"] for r in results]
+        rows.append([f"{mode} zones and places", n / statistics.median(walls),
+                     statistics.median(walls), min(walls), max(walls),
+                     statistics.median(cpus), results[0]["cities"]])  # fmt: skip
+    table(["scan", "files/s", "wall s (median)", "min", "max", "CPU s (median)",
+           "assets with a city"], rows)  # fmt: skip
+    for measure in ("wall", "cpu"):
+        with_ = statistics.median(r[measure] for r in runs["with"])
+        without = statistics.median(r[measure] for r in runs["without"])
+        added = with_ / without - 1
+        verdict = "ok" if added < TARGET else "OVER target"
+        note(f"added by zones and places: {added:+.1%} of the scan's {measure} time "
+             f"(target < {TARGET:.0%}): {verdict}")  # fmt: skip
+    note(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+         "(other work on the machine inflates wall times; CPU seconds are steadier)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="200 photos instead of 2,000")
+    parser.add_argument("--photos", type=Path, help="where the photo set is (re)used")
+    parser.add_argument("--skip-scan", action="store_true", help="lookups only")
+    parser.add_argument("--rounds", type=int, default=2, help="A B B A rounds of scans")
+    args = parser.parse_args(argv)
+    lookup_section()
+    if not args.skip_scan:
+        import ingest
+
+        count = 200 if args.quick else 2000
+        root = args.photos or ingest.DEFAULT_ROOT / f"photos-{count}"
+        scan_section(root, count, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

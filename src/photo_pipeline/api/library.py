@@ -1,0 +1,189 @@
+"""``/api/assets`` and ``/api/duplicates``: browse the catalogue, fetch renditions,
+review duplicates."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
+from photo_pipeline.api.state import api_state
+from photo_pipeline.pipeline.browse import AssetFilter, Browser
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.renditions import rendition_file
+from photo_pipeline.pipeline.similar import near_duplicate_groups
+
+router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
+media_router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
+
+AssetId = Annotated[int, Path(ge=1, le=2**62)]
+Day = Annotated[
+    str | None,
+    Query(pattern=r"^\d{4}-\d{2}-\d{2}$", description="A capture day, YYYY-MM-DD."),
+]
+
+
+def _day(name: str, value: str | None) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ApiError(422, "invalid_request", f"{name}: {value!r} is not a date") from None
+
+
+KINDS = ("thumbnail", "preview")
+
+
+class AssetSummary(BaseModel):
+    id: int
+    content_hash: str
+    format: str
+    width: int
+    height: int
+    taken_local: str
+    taken_utc: datetime | None
+    taken_source: str
+    tz_name: str | None
+    make: str | None
+    model: str | None
+    country: str | None
+    city: str | None
+    files: int
+    thumbnail_url: str | None = Field(description="Null until rendered.")
+    preview_url: str | None
+
+
+class AssetPage(BaseModel):
+    assets: list[AssetSummary]
+    next_cursor: str | None
+
+
+class AssetDetail(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: int
+    content_hash: str
+    taken_local: str
+    taken_source: str
+    files: list[dict[str, Any]]
+    renditions: dict[str, dict[str, Any]]
+    thumbnail_url: str | None
+    preview_url: str | None
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    group: str = Field(max_length=64, description='"exact:<asset id>" or "near:<group id>"')
+    keep: list[str] = Field(min_length=1, max_length=1000)
+
+
+class Duplicates(BaseModel):
+    exact: list[dict[str, Any]]
+    near: list[dict[str, Any]]
+
+
+def _urls(asset_id: int, versions: dict[str, str]) -> dict[str, str | None]:
+    return {
+        f"{kind}_url": f"/api/assets/{asset_id}/{kind}?v={versions[kind]}"
+        if kind in versions
+        else None
+        for kind in KINDS
+    }
+
+
+@router.get("/api/assets", response_model=AssetPage)
+def list_assets(
+    request: Request,
+    taken_from: Day = None,
+    taken_to: Day = None,
+    camera: Annotated[str | None, Query(max_length=200)] = None,
+    has_gps: bool | None = None,
+    duplicates: Literal["exact", "near"] | None = None,
+    place: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> AssetPage:
+    """Assets in capture order (the UTC instant when known) with filters; pass
+    ``next_cursor`` as ``?cursor=`` for the next page."""
+    where = AssetFilter(
+        _day("taken_from", taken_from),
+        _day("taken_to", taken_to),
+        camera,
+        has_gps,
+        duplicates,
+        place,
+    )
+    lib = api_state(request).library
+    rows, next_cursor = Browser(lib.sessions).asset_page(where, cursor=cursor, limit=limit)
+    page = [AssetSummary(**{**row, **_urls(row["id"], row.pop("renditions"))}) for row in rows]
+    return AssetPage(assets=page, next_cursor=next_cursor)
+
+
+@router.get("/api/assets/{asset_id}", response_model=AssetDetail)
+def get_asset(asset_id: AssetId, request: Request) -> AssetDetail:
+    """Every catalogue fact about one asset: metadata (with where its date came from),
+    files, renditions and its near-duplicate group."""
+    found = Browser(api_state(request).library.sessions).asset(asset_id)
+    if found is None:
+        raise ApiError(404, "asset_not_found", f"no asset {asset_id}")
+    versions = {kind: r["fingerprint"] for kind, r in found["renditions"].items()}
+    return AssetDetail(**found, **_urls(asset_id, versions))
+
+
+@media_router.get(
+    "/api/assets/{asset_id}/{kind}",
+    responses={200: {"content": {"image/webp": {}, "image/jpeg": {}}}, 304: {}},
+    response_class=Response,
+)
+def get_rendition(
+    asset_id: AssetId, kind: Literal["thumbnail", "preview"], request: Request
+) -> Response:
+    """The asset's thumbnail or preview (404 until rendered). Cached for a year: its
+    URL carries the rendering settings' version, and the ETag revalidates."""
+    lib = api_state(request).library
+    found = rendition_file(lib.sessions, lib.settings.home, asset_id, kind)
+    if found is None:
+        raise ApiError(404, "rendition_not_found", f"asset {asset_id} has no {kind} (yet)")
+    etag = f'"{found["content_hash"][:20]}-{found["fingerprint"]}-{kind}"'
+    headers = {"ETag": etag, "Cache-Control": "private, max-age=31536000, immutable"}
+    if etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return FileResponse(found["path"], media_type=found["mime"], headers=headers)
+
+
+@router.get("/api/duplicates", response_model=Duplicates)
+def duplicates(request: Request) -> Duplicates:
+    """Exact duplicates (one content, several files) and near-duplicate groups (the
+    suggested keeper first), each with the decision recorded on it, if any."""
+    lib = api_state(request).library
+    decisions = Browser(lib.sessions).decisions()
+    exact = [
+        {
+            **group,
+            "group": f"exact:{group['asset_id']}",
+            "decision": decisions.get(f"exact:{group['asset_id']}"),
+        }
+        for group in Catalog(lib.sessions).duplicates()
+    ]
+    near = [
+        {
+            **group,
+            "group": f"near:{group['keeper']}",
+            "decision": decisions.get(f"near:{group['keeper']}"),
+        }
+        for group in near_duplicate_groups(lib.sessions)
+    ]
+    return Duplicates(exact=exact, near=near)
+
+
+@router.post("/api/duplicates/decisions", status_code=201)
+def decide(body: Decision, request: Request) -> dict[str, Any]:
+    """Record the keepers of one group (file paths for an exact group, asset ids for a
+    near group). Nothing is deleted."""
+    return Browser(api_state(request).library.sessions).decide(body.group, body.keep)

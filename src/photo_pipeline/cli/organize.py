@@ -1,0 +1,148 @@
+"""Commands that touch originals: organize (and its undo) and verify."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from photo_pipeline.cli.common import (
+    EXIT_JOB_DID_NOT_SUCCEED,
+    EXIT_REFUSED,
+    JsonOption,
+    app,
+    console,
+    err_console,
+    library,
+    print_json,
+)
+from photo_pipeline.cli.progress import wait_for_jobs
+from photo_pipeline.jobs import JobState
+from photo_pipeline.pipeline import organize as organizing
+from photo_pipeline.pipeline.template import DEFAULT_TEMPLATE
+from photo_pipeline.pipeline.verify import start_verify, verify_report
+
+WaitOption = Annotated[
+    bool,
+    typer.Option(
+        "--wait", help="Run to the end with progress bars (in-process when no worker is running)."
+    ),
+]
+_SHOWN = 40
+
+
+@app.command()
+def organize(
+    dest: Annotated[
+        Path | None, typer.Option("--dest", help="Destination folder of the layout.")
+    ] = None,
+    template: Annotated[
+        str, typer.Option(help="Layout of the destination; fields in {braces}.")
+    ] = DEFAULT_TEMPLATE,
+    move: Annotated[
+        bool, typer.Option("--move", help="Move originals (default: copy them).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; touch nothing.")
+    ] = False,
+    undo: Annotated[
+        str | None,
+        typer.Option("--undo", metavar="JOB_ID", help="Reverse an organize job."),
+    ] = None,
+    wait: WaitOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Copy or move originals into a dated layout (collision-safe, resumable, undoable)."""
+    lib = library()
+    if undo is not None and dry_run:
+        err_console.print("[red]error[/] invalid_option: --undo has no --dry-run; see `job show`")
+        raise typer.Exit(EXIT_REFUSED)
+    if undo is not None:
+        job = organizing.start_undo(lib.service, undo)
+    else:
+        if dest is None:
+            err_console.print("[red]error[/] missing_destination: --dest DIR is required")
+            raise typer.Exit(EXIT_REFUSED)
+        if dry_run:
+            plan = organizing.plan_organize(lib.sessions, dest, template, move=move)
+            print_json(plan) if as_json else _print_plan(plan)
+            return
+        job = organizing.start_organize(lib.service, dest, template, move=move)
+    if wait:
+        [job] = wait_for_jobs(lib, [job["id"]], embedded=None, show_progress=not as_json)
+    report = organizing.organize_report(lib.sessions, undo or job["id"])
+    if as_json:
+        print_json({"job": job, "report": report})
+    else:
+        verb = "undo of " + undo if undo else job["job_type"]
+        console.print(f"{verb} job {job['id']}: {job['state']}", highlight=False)
+        if wait:
+            _print_report(report)
+    if wait and job["state"] != JobState.SUCCEEDED:
+        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    summary = plan["summary"]
+    console.print(
+        f"{plan['mode']} into [bold]{plan['destination']}[/] with {plan['template']}",
+        highlight=False,
+    )
+    table = Table("action", "source", f"in {plan['destination']}", "note")
+    prefix = plan["destination"].rstrip("/") + "/"
+    for entry in plan["entries"][:_SHOWN]:
+        shown = entry["destination"].removeprefix(prefix)
+        table.add_row(entry["action"], entry["source"], shown, entry["reason"] or "")
+    if plan["entries"]:
+        console.print(table)
+    if len(plan["entries"]) > _SHOWN:
+        console.print(f"… and {len(plan['entries']) - _SHOWN} more (--json shows all)")
+    actions = ", ".join(f"{n} {a}" for a, n in sorted(summary["actions"].items())) or "nothing"
+    reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary["reasons"].items()))
+    console.print(
+        f"{summary['files']} files: {actions}{f' ({reasons})' if reasons else ''}; "
+        f"{summary['bytes']:,} bytes to write",
+        highlight=False,
+    )
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no files"
+    console.print(f"{report['entries']} files: {states}", highlight=False)
+    for problem in report["problems"]:
+        console.print(
+            f"  {problem['state']} {problem['source']}: {problem['reason']} "
+            f"{problem['message'] or ''}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+@app.command()
+def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
+    """Hash every original again; report changed (bit rot) or missing files.
+    With --wait, exits 1 when any file changed, went missing or cannot be read."""
+    lib = library()
+    job = start_verify(lib.service)
+    if not wait:
+        print_json(job) if as_json else console.print(f"verify job {job['id']}: {job['state']}")
+        return
+    wait_for_jobs(lib, [job["id"]], embedded=None, show_progress=not as_json)
+    report = verify_report(lib.service, job["id"])
+    problems = sum(len(report[k]) for k in ("changed", "missing", "unreadable_file"))
+    if as_json:
+        print_json(report)
+    else:
+        console.print(
+            f"verify job {job['id']}: {report['job']['state']}, {report['checked']} files "
+            f"checked, {report['ok']} ok, {len(report['changed'])} changed, "
+            f"{len(report['missing'])} missing, {len(report['unreadable_file'])} unreadable",
+            highlight=False,
+        )
+        for kind in ("changed", "missing", "unreadable_file"):
+            for finding in report[kind]:
+                console.print(f"  {kind} {finding['path']}", highlight=False, soft_wrap=True)
+    if report["job"]["state"] != JobState.SUCCEEDED or problems:
+        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)

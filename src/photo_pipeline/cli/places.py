@@ -1,0 +1,115 @@
+"""Commands over capture times and places: timeshift (and its undo), places backfill."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from photo_pipeline.cli.common import (
+    EXIT_JOB_DID_NOT_SUCCEED,
+    JsonOption,
+    app,
+    console,
+    library,
+    print_json,
+)
+from photo_pipeline.cli.progress import wait_for_jobs
+from photo_pipeline.jobs import JobState
+from photo_pipeline.pipeline import places as places_job
+from photo_pipeline.pipeline import timeshift as shifts
+
+WaitOption = Annotated[
+    bool,
+    typer.Option(
+        "--wait", help="Run to the end with progress bars (in-process when no worker is running)."
+    ),
+]
+
+
+@app.command()
+def timeshift(
+    camera: Annotated[
+        str | None, typer.Option(help="Camera model, exactly as in `assets` (any case).")
+    ] = None,
+    by: Annotated[
+        str | None, typer.Option(help="How far to move the clock: +2h15m, -1d, +30s …")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only photos taken on or after (YYYY-MM-DD, local time).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Only photos taken on or before (YYYY-MM-DD, local time).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would change; change nothing.")
+    ] = False,
+    undo: Annotated[
+        str | None, typer.Option(help="Undo the timeshift job with this id instead.")
+    ] = None,
+    wait: WaitOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Correct a camera's clock in the catalogue (originals are never rewritten)."""
+    lib = library()
+    if undo is not None:
+        if camera or by or since or until or dry_run:
+            raise shifts.InvalidShift(detail="--undo takes no other option than --wait/--json")
+        job = shifts.start_undo(lib.service, undo)
+    else:
+        if not camera or not by:
+            raise shifts.InvalidShift(detail="--camera and --by are both required")
+        if dry_run:
+            plan = shifts.plan_timeshift(
+                lib.sessions, camera=camera, by=by, since=since, until=until
+            )
+            _show_plan(plan, as_json)
+            return
+        job = shifts.start_timeshift(lib.service, camera=camera, by=by, since=since, until=until)
+    _finish(job, wait, as_json)
+
+
+@app.command()
+def places(wait: WaitOption = False, as_json: JsonOption = False) -> None:
+    """Work out time zones and places of photos catalogued before they were known."""
+    lib = library()
+    _finish(places_job.start_backfill(lib.service), wait, as_json)
+
+
+def _finish(job: dict[str, Any], wait: bool, as_json: bool) -> None:
+    lib = library()
+    if wait:
+        [job] = wait_for_jobs(lib, [job["id"]], embedded=None, show_progress=not as_json)
+    if as_json:
+        print_json(job)
+    else:
+        progress = lib.service.progress(job["id"])
+        console.print(
+            f"{job['job_type']} job {job['id']}: {job['state']}, "
+            f"{progress['done']}/{progress['total']} assets, "
+            f"{progress['by_state'].get('failed', 0)} failed"
+        )
+    if wait and job["state"] != JobState.SUCCEEDED:
+        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
+
+
+def _show_plan(plan: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(plan)
+        return
+    table = Table("asset", "camera", "taken before", "taken after", "zone source", "note")
+    for entry in plan["assets"]:
+        table.add_row(
+            str(entry["asset_id"]),
+            " ".join(p for p in (entry["make"], entry["model"]) if p),
+            entry["taken_local_before"],
+            entry["taken_local_after"] or "",
+            entry["tz_source"] or "",
+            entry["error"] or "",
+        )
+    if plan["assets"]:
+        console.print(table)
+    console.print(
+        f"dry run: {plan['count']} photos of {plan['camera']!r} would move by {plan['by']}"
+    )

@@ -1,0 +1,667 @@
+"""``organize``: copy or move originals into a destination laid out by a template.
+
+The plan is a pure function of catalogue rows, the template and what already lies in
+the destination (``organize_plan.build_plan``); ``plan_organize`` serves it as JSON-able dicts (the
+CLI's ``--dry-run --json`` and the API print the same thing). The ``organize`` job
+holds the library lock, writes its whole plan into a journal (``organize_entries``)
+before it touches a file, and then places each file with ``pipeline.transfer``
+(temp file, fsync, hash check, link into place, never over an existing name). A
+crash at any instant is resumed by looking at the disk: an entry is re-run until its
+journal row says done, and every step is safe to repeat. ``organize.undo`` reverses
+a job from its journal.
+
+Front doors: ``plan_organize``, ``start_organize``, ``start_undo``, ``organize_report``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.errors import transactional
+from photo_pipeline.db.schema import jobs, organize_entries, sources
+from photo_pipeline.errors import PhotoPipelineError
+from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot, utc_now
+from photo_pipeline.jobs.context import JobContext, LeaseLost
+from photo_pipeline.jobs.handlers import ItemError, registry
+from photo_pipeline.pipeline import paths, transfer
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.organize_plan import (
+    Candidate,
+    DestinationState,
+    PlanEntry,
+    build_plan,
+    catalogue_candidates,
+)
+from photo_pipeline.pipeline.template import DEFAULT_TEMPLATE, inside, parse
+
+JOB_TYPE = "organize"
+UNDO_JOB_TYPE = "organize.undo"
+# Organize, its undo and verify all take this one lock: while files move, nothing else
+# may move them or judge them missing.
+LIBRARY_LOCK = "library"
+PLANNED, DONE, FAILED, SKIPPED, UNDONE = "planned", "done", "failed", "skipped", "undone"
+
+
+class OrganizeError(PhotoPipelineError):
+    """A request ``organize`` refuses: ``destination_not_a_folder``,
+    ``destination_not_writable``, ``destination_inside_source``,
+    ``destination_contains_source``, ``not_an_organize_job``."""
+
+    code = "organize_refused"
+    status = 422
+
+
+class LibraryBusy(JobBlocked):
+    """Another job holds the library lock; ``blockers`` names it (id, type, state)."""
+
+    code = "lock_held"
+
+    def __init__(self, detail: str, blockers: list[dict[str, Any]]) -> None:
+        super().__init__("lock_held", detail, blocking_jobs=[b["id"] for b in blockers])
+        self.blockers = blockers
+
+
+def check_destination(session_factory: sessionmaker[Session], destination: Path | str) -> str:
+    """The destination as an absolute path, refused when it is a file, not writable,
+    or overlaps a registered source (other than itself)."""
+    target = Path(destination).expanduser().resolve()
+    if target.exists() and not target.is_dir():
+        raise OrganizeError("destination_not_a_folder", f"{target} exists and is not a folder")
+    existing = target
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OrganizeError("destination_not_a_folder", f"{existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OrganizeError("destination_not_writable", f"{existing} is not writable")
+    with read_session(session_factory) as session:
+        roots = [Path(p) for p in session.scalars(select(sources.c.path))]
+    for root in roots:
+        if root == target:
+            continue
+        if target.is_relative_to(root):
+            raise OrganizeError(
+                "destination_inside_source",
+                f"{target} is inside the source {root}: organizing would move files "
+                "within a folder that is scanned as originals",
+            )
+        if root.is_relative_to(target):
+            raise OrganizeError(
+                "destination_contains_source",
+                f"the source {root} is inside {target}: choose a destination outside it",
+            )
+    return str(target)
+
+
+def plan_organize(
+    session_factory: sessionmaker[Session],
+    destination: Path | str,
+    template: str = DEFAULT_TEMPLATE,
+    *,
+    move: bool = False,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """The dry-run plan as JSON-able data, touching nothing: ``summary`` (counts per
+    action and reason, bytes to write) and ``entries`` (the first ``limit``, or all).
+    Raises ``TemplateError`` / ``OrganizeError`` for bad input."""
+    parsed = parse(template)
+    root = check_destination(session_factory, destination)
+    plan = build_plan(
+        catalogue_candidates(session_factory, root),
+        parsed,
+        move=move,
+        existing=DestinationState(root),
+    )
+    for entry in plan:
+        inside(root, paths.from_text(entry.dest_path))  # last line of defence
+    shown = plan if limit is None else plan[:limit]
+    return {
+        "destination": root,
+        "template": parsed.text,
+        "mode": "move" if move else "copy",
+        "summary": _summary(plan),
+        "entries": [entry.as_dict(root) for entry in shown],
+        "truncated": len(shown) < len(plan),
+    }
+
+
+def _summary(plan: list[PlanEntry]) -> dict[str, Any]:
+    summary: dict[str, Any] = {"files": len(plan), "bytes": 0, "actions": {}, "reasons": {}}
+    for entry in plan:
+        summary["actions"][entry.action] = summary["actions"].get(entry.action, 0) + 1
+        if entry.reason:
+            summary["reasons"][entry.reason] = summary["reasons"].get(entry.reason, 0) + 1
+        if entry.action != "skip":
+            summary["bytes"] += entry.candidate.size
+    return summary
+
+
+# ── starting jobs ──────────────────────────────────────────────────────────────
+def start_organize(
+    service: JobService,
+    destination: Path | str,
+    template: str = DEFAULT_TEMPLATE,
+    *,
+    move: bool = False,
+    idempotency_key: str | None = None,
+    max_attempts: int = 10,
+    hard_links: bool = True,
+) -> JobSnapshot:
+    """Queue an ``organize`` job (after validating the template and destination).
+    Raises ``LibraryBusy`` (``lock_held``, naming the job) while another organize,
+    undo or verify is active. ``hard_links=False`` makes a move within one
+    filesystem copy and delete instead of linking (slower; for tests and odd mounts)."""
+    parsed = parse(template)
+    root = check_destination(service.session_factory, destination)
+    params = {"destination": root, "template": parsed.text, "move": move, "hard_links": hard_links}
+    return _enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts)
+
+
+def undo_key(organize_job_id: str) -> str:
+    """The idempotency key of an organize job's undo: there is only ever one."""
+    return f"organize-undo:{organize_job_id}"
+
+
+def start_undo(service: JobService, organize_job_id: str, *, max_attempts: int = 10) -> JobSnapshot:
+    """Queue the undo of a finished organize job: moved files go back, copies are
+    removed. Asking twice returns the same undo job."""
+    job = service.get(organize_job_id)
+    if job is None or job["job_type"] != JOB_TYPE:
+        raise OrganizeError("not_an_organize_job", f"no organize job with id {organize_job_id!r}")
+    params = {"organize_job_id": organize_job_id, "destination": job["params"]["destination"]}
+    key = undo_key(organize_job_id)
+    return _enqueue(service, UNDO_JOB_TYPE, params, key, max_attempts)
+
+
+def _enqueue(
+    service: JobService,
+    job_type: str,
+    params: dict[str, Any],
+    idempotency_key: str | None,
+    max_attempts: int,
+) -> JobSnapshot:
+    try:
+        return service.enqueue(
+            job_type,
+            lock=LIBRARY_LOCK,
+            params=params,
+            idempotency_key=idempotency_key,
+            max_attempts=max_attempts,
+        )
+    except JobBlocked as exc:
+        if exc.code != "lock_held":
+            raise
+        raise library_busy(service) from exc
+
+
+def library_busy(service: JobService) -> LibraryBusy:
+    """The ``lock_held`` refusal naming the jobs that hold the library."""
+    holders = service.blockers(LIBRARY_LOCK)
+    named = ", ".join(f"{h['job_type']} job {h['id']} ({h['state']})" for h in holders)
+    return LibraryBusy(
+        f"the library is busy: {named or 'another job'} holds it; wait for it to finish "
+        "or cancel it with `photo-pipeline job cancel ID`",
+        holders,
+    )
+
+
+# ── the journal ────────────────────────────────────────────────────────────────
+@dataclass(frozen=True)
+class Entry:
+    """One journal row, with what executing it needs."""
+
+    id: int
+    seq: int
+    kind: str
+    action: str
+    file_id: int | None
+    source_id: int
+    source_root: str
+    source_path: str
+    dest_path: str
+    content_hash: str
+    state: str
+
+    @property
+    def item_key(self) -> str:
+        return f"{self.seq}:{paths.display(self.source_path)}"[:2000]
+
+    def source(self) -> str:
+        return os.path.join(self.source_root, paths.from_text(self.source_path))
+
+    def dest(self, destination: str) -> str:
+        return os.path.join(destination, paths.from_text(self.dest_path))
+
+
+Recorded = tuple[Entry, dict[str, Any], Any]
+CatalogUpdate = Callable[[Session, list[Recorded]], None]
+
+
+class Journal:
+    """The entries of one organize job. Writes are fenced: they land only while
+    ``fence`` (the running job's id and fencing token) still holds the job, so a
+    worker that lost its lease cannot overwrite what its successor recorded."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        job_id: str,
+        fence: tuple[str, int] | None = None,
+    ) -> None:
+        self._session_factory = session_factory
+        self.job_id = job_id
+        self._fence = fence
+        self._pending: list[Recorded] = []
+
+    def load(self) -> list[Entry]:
+        query = (
+            select(organize_entries, sources.c.path.label("root"))
+            .join(sources, sources.c.id == organize_entries.c.source_id)
+            .where(organize_entries.c.job_id == self.job_id)
+            .order_by(organize_entries.c.seq)
+        )
+        with read_session(self._session_factory) as session:
+            return [
+                Entry(
+                    r.id,
+                    r.seq,
+                    r.kind,
+                    r.action,
+                    r.file_id,
+                    r.source_id,
+                    r.root,
+                    r.source_path,
+                    r.dest_path,
+                    r.content_hash,
+                    r.state,
+                )
+                for r in session.execute(query)
+            ]
+
+    @transactional
+    def write_plan(self, plan: list[PlanEntry]) -> None:
+        """All entries in one transaction: a journal is either whole or absent."""
+        now = utc_now()
+        with write_session(self._session_factory) as session:
+            self._check_fence(session)
+            if session.scalar(
+                select(organize_entries.c.id).where(organize_entries.c.job_id == self.job_id)
+            ):
+                return
+            rows = [
+                {
+                    "job_id": self.job_id,
+                    "seq": e.seq,
+                    "kind": e.kind,
+                    "action": e.action,
+                    "reason": e.reason,
+                    "file_id": e.candidate.file_id,
+                    "source_id": e.candidate.source_id,
+                    "source_path": e.candidate.path,
+                    "dest_path": e.dest_path,
+                    "content_hash": e.candidate.content_hash,
+                    "size": e.candidate.size,
+                    "state": SKIPPED if e.action == "skip" else PLANNED,
+                    "updated_at": now,
+                }
+                for e in plan
+            ]
+            for start in range(0, len(rows), 1000):
+                session.execute(organize_entries.insert(), rows[start : start + 1000])
+
+    def _check_fence(self, session: Session) -> None:
+        if self._fence is None:
+            return
+        job_id, token = self._fence
+        # Row-locked, so a claim by another worker cannot commit in between.
+        current = session.scalar(
+            select(jobs.c.fencing_token).where(jobs.c.id == job_id).with_for_update()
+        )
+        if current != token:
+            raise LeaseLost(f"job {job_id} is no longer held under fencing token {token}")
+
+    def record(self, entry: Entry, values: dict[str, Any], extra: Any = None) -> None:
+        """Buffer an entry's new column ``values`` (and ``extra`` for the catalogue);
+        written by ``flush``, before the entry's item is reported done."""
+        self._pending.append((entry, values, extra))
+
+    def flush(self, catalog_update: CatalogUpdate) -> None:
+        """Write the buffered entries and their catalogue changes in one transaction."""
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        self._write(batch, catalog_update)
+
+    @transactional
+    def _write(self, batch: list[Recorded], catalog_update: CatalogUpdate) -> None:
+        now = utc_now()
+        with write_session(self._session_factory) as session:
+            self._check_fence(session)
+            catalog_update(session, batch)
+            for entry, values, _ in batch:
+                session.execute(
+                    update(organize_entries)
+                    .where(organize_entries.c.id == entry.id)
+                    .values(updated_at=now, **values)
+                )
+
+
+# ── the organize job ───────────────────────────────────────────────────────────
+def _temp_path(dest: str, job_id: str, seq: int, token: int, tag: str = "organize") -> str:
+    # Hidden (scans skip it), named by job and entry so that a resumed run and the
+    # final sweep find it, and by fencing token so that a worker that lost its lease
+    # and has not noticed yet never shares a temp file with the one that took over.
+    return os.path.join(os.path.dirname(dest), f".pp-{tag}-{job_id[:8]}-{seq}-{token}.tmp")
+
+
+@registry.handler(JOB_TYPE)
+def organize(ctx: JobContext) -> None:
+    params = ctx.params
+    destination = params["destination"]
+    catalog = Catalog(ctx.session_factory)
+    journal = Journal(ctx.session_factory, ctx.job_id, (ctx.job_id, ctx.fencing_token))
+    entries = journal.load()
+    if not entries:
+        # First run: the whole plan is journalled before any file is touched.
+        check_destination(ctx.session_factory, destination)
+        plan = build_plan(
+            catalogue_candidates(ctx.session_factory, destination),
+            parse(params["template"]),
+            move=params["move"],
+            existing=DestinationState(destination),
+        )
+        for entry in plan:
+            inside(destination, paths.from_text(entry.dest_path))
+        journal.write_plan(plan)
+        entries = journal.load()
+    dest_source = catalog.add_source(Path(destination))["id"]
+    work = [e for e in entries if e.action != "skip"]
+    for start in range(0, len(work), 1000):
+        ctx.add_items(e.item_key for e in work[start : start + 1000])
+    by_seq = {e.seq: e for e in work}
+    transfer.make_dirs(destination)
+    # Temp files of an interrupted earlier attempt (one listing per folder).
+    _sweep_temp_files((e.dest(destination) for e in work), ctx.job_id, "organize")
+    dest_device = os.stat(destination).st_dev
+
+    def write_journal() -> None:
+        journal.flush(lambda s, batch: _catalogue_organized(s, dest_source, batch))
+
+    ctx.before_flush(write_journal)
+    for key in ctx.items():
+        entry = by_seq[int(key.split(":", 1)[0])]
+        if entry.state == DONE:
+            ctx.succeed(key)  # done before a crash; only its item was not yet recorded
+            continue
+        try:
+            link_device = dest_device if params.get("hard_links", True) else None
+            try:
+                info = _organize_one(entry, destination, ctx, params["move"], link_device)
+            except OSError as exc:  # an I/O error on this file fails it, not the job
+                raise transfer.write_error(exc, exc.filename or entry.dest(destination)) from exc
+        except ItemError as exc:
+            failure = {"state": FAILED, "error_code": exc.code, "error_message": exc.message}
+            journal.record(entry, failure)
+            ctx.fail(key, exc.code, exc.message)
+            continue
+        done = {
+            "state": DONE,
+            "dest_inode": info.st_ino,
+            "dest_mtime_ns": info.st_mtime_ns,
+            "error_code": None,
+            "error_message": None,
+        }
+        journal.record(entry, done, info)
+        ctx.succeed(key)
+    ctx.flush()
+    _sweep_temp_files((e.dest(destination) for e in work), ctx.job_id, "organize")
+
+
+def _organize_one(
+    entry: Entry, destination: str, ctx: JobContext, move: bool, link_device: int | None
+) -> os.stat_result:
+    """Place one file; safe to run again after a crash at any point."""
+    source, dest = entry.source(), entry.dest(destination)
+    inside(destination, paths.from_text(entry.dest_path))
+    there = transfer.content_hash(dest)
+    if there is not None and there != entry.content_hash:
+        raise ItemError("destination_taken", f"{dest}: a different file has this name; kept it")
+    if there is None:
+        temp = _temp_path(dest, ctx.job_id, entry.seq, ctx.fencing_token)
+        link = move and link_device is not None and _device(source) == link_device
+        try:
+            _place(source, dest, temp, entry.content_hash, link=link)
+        except ItemError as exc:
+            # Lost a race for the name: fine if the winner placed this very content.
+            if exc.code != "destination_taken" or transfer.content_hash(dest) != entry.content_hash:
+                raise
+    elif (
+        move
+        and os.path.lexists(source)
+        and not transfer.same_file(source, dest)
+        and transfer.content_hash(source) != entry.content_hash
+    ):
+        # Placed by an earlier run that stopped before the source went: the source
+        # goes only if it still is what was placed.
+        raise ItemError("content_changed", f"{source}: changed after it was copied; both kept")
+    if move:
+        transfer.remove(source)
+    return os.stat(dest)
+
+
+def _place(source: str, dest: str, temp: str, expected: str, *, link: bool) -> None:
+    if link:
+        try:
+            transfer.place_by_link(source, dest, expected)
+            return
+        except ItemError as exc:
+            if exc.code != "cross_device":
+                raise
+    transfer.place_by_copy(source, dest, temp, expected)
+
+
+def _device(path: str) -> int | None:
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
+
+
+def _catalogue_organized(session: Session, dest_source: int, batch: list[Recorded]) -> None:
+    """Keep the catalogue true to the disk: a moved file's row follows it into the
+    destination (a source itself), a copied photo gets a row there too."""
+    rows = [
+        {
+            "move": entry.action == "move",
+            "file_id": entry.file_id,
+            "photo": entry.kind != "sidecar",
+            "content_hash": entry.content_hash,
+            "source_id": dest_source,
+            "path": entry.dest_path,
+            "size": info.st_size,
+            "mtime_ns": info.st_mtime_ns,
+            "inode": info.st_ino,
+        }
+        for entry, values, info in batch
+        if values["state"] == DONE
+    ]
+    Catalog.record_organized(session, rows, utc_now())
+
+
+def _sweep_temp_files(paths_: Iterable[str], job_id: str, tag: str) -> None:
+    """Remove this job's temp files next to ``paths_``, left by a crash."""
+    prefix = f".pp-{tag}-{job_id[:8]}-"
+    for folder in {os.path.dirname(p) for p in paths_}:
+        with contextlib.suppress(OSError):
+            for name in os.listdir(folder):
+                if name.startswith(prefix) and name.endswith(".tmp"):
+                    transfer.discard(os.path.join(folder, name))
+
+
+# ── undo ───────────────────────────────────────────────────────────────────────
+@registry.handler(UNDO_JOB_TYPE)
+def undo(ctx: JobContext) -> None:
+    organize_id = ctx.params["organize_job_id"]
+    destination = ctx.params["destination"]
+    journal = Journal(ctx.session_factory, organize_id, (ctx.job_id, ctx.fencing_token))
+    # Newest first; entries not recorded done are undone too (a crash may have placed
+    # them): each step looks at the disk before it acts.
+    work = [e for e in reversed(journal.load()) if e.action != "skip" and e.state != SKIPPED]
+    keys = [e.item_key for e in work]
+    for start in range(0, len(keys), 1000):
+        ctx.add_items(keys[start : start + 1000])
+    by_seq = {e.seq: e for e in work}
+    dest_source = Catalog(ctx.session_factory).add_source(Path(destination))["id"]
+    _sweep_temp_files((e.source() for e in work), ctx.job_id, "undo")
+
+    def write_journal() -> None:
+        journal.flush(lambda s, batch: _catalogue_undone(s, dest_source, batch))
+
+    ctx.before_flush(write_journal)
+    for key in ctx.items():
+        entry = by_seq[int(key.split(":", 1)[0])]
+        if entry.state == UNDONE:
+            ctx.succeed(key)
+            continue
+        try:
+            try:
+                restored = _undo_one(entry, destination, ctx)
+            except OSError as exc:
+                raise transfer.write_error(exc, exc.filename or entry.source()) from exc
+        except ItemError as exc:
+            ctx.fail(key, exc.code, exc.message)
+            continue
+        journal.record(entry, {"state": UNDONE}, restored)
+        ctx.succeed(key)
+    ctx.flush()
+    _sweep_temp_files((e.source() for e in work), ctx.job_id, "undo")
+    if not ctx.should_stop:
+        _remove_empty_folders(destination, work)
+
+
+def _undo_one(
+    entry: Entry, destination: str, ctx: JobContext
+) -> tuple[bool, os.stat_result | None]:
+    """Reverse one entry. Returns whether anything was placed to reverse, and the
+    restored source's stat for a move."""
+    source, dest = entry.source(), entry.dest(destination)
+    expected = entry.content_hash
+    there = transfer.content_hash(dest)
+    if there != expected and entry.state != DONE:
+        return False, None  # this job never placed it (it failed, or never ran)
+    if there is not None and there != expected:
+        raise ItemError("destination_changed", f"{dest}: changed since organize; left alone")
+    if entry.action == "copy":
+        if there is not None:
+            if transfer.content_hash(source) != expected:
+                raise ItemError("missing", f"{source}: the original is gone; the copy is kept")
+            transfer.remove(dest)
+        return True, None
+    at_source = transfer.content_hash(source)
+    if at_source is None:
+        if there is None:
+            raise ItemError("missing", f"{dest}: the moved file is gone from the destination")
+        temp = _temp_path(source, ctx.job_id, entry.seq, ctx.fencing_token, "undo")
+        _place(dest, source, temp, expected, link=_device(dest) == _device_of_folder(source))
+    elif at_source != expected:
+        raise ItemError("source_taken", f"{source}: another file now has this name; left alone")
+    transfer.remove(dest)
+    return True, os.stat(source)
+
+
+def _device_of_folder(path: str) -> int | None:
+    folder = os.path.dirname(path)
+    while folder and not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return _device(folder)
+
+
+def _catalogue_undone(session: Session, dest_source: int, batch: list[Recorded]) -> None:
+    rows = []
+    for entry, _, (placed, restored) in batch:
+        if not placed:
+            continue
+        rows.append(
+            {
+                "move": entry.action == "move",
+                "dest_source_id": dest_source,
+                "dest_path": entry.dest_path,
+                "source_id": entry.source_id,
+                "path": entry.source_path,
+                "size": restored.st_size if restored else None,
+                "mtime_ns": restored.st_mtime_ns if restored else None,
+                "inode": restored.st_ino if restored else None,
+            }
+        )
+    Catalog.record_unorganized(session, rows, utc_now())
+
+
+def _remove_empty_folders(destination: str, entries: list[Entry]) -> None:
+    """Folders the job created and that are empty again go (deepest first)."""
+    folders: set[str] = set()
+    for entry in entries:
+        folder = os.path.dirname(entry.dest(destination))
+        while folder != destination and folder.startswith(destination + os.sep):
+            folders.add(folder)
+            folder = os.path.dirname(folder)
+    for folder in sorted(folders, key=len, reverse=True):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
+# ── reports ────────────────────────────────────────────────────────────────────
+def organize_report(
+    session_factory: sessionmaker[Session], job_id: str, *, limit: int = 100
+) -> dict[str, Any]:
+    """What an organize job did: entry counts per state and action, and the first
+    ``limit`` failed or skipped entries with their reasons."""
+    with read_session(session_factory) as session:
+        rows = session.execute(
+            select(organize_entries)
+            .where(organize_entries.c.job_id == job_id)
+            .order_by(organize_entries.c.seq)
+        ).all()
+    counts: dict[str, int] = {}
+    problems = []
+    for row in rows:
+        counts[row.state] = counts.get(row.state, 0) + 1
+        if row.state in (FAILED, SKIPPED) and len(problems) < limit:
+            problems.append(
+                {
+                    "seq": row.seq,
+                    "state": row.state,
+                    "source": paths.display(row.source_path),
+                    "destination": paths.display(row.dest_path),
+                    "reason": row.error_code or row.reason,
+                    "message": row.error_message,
+                }
+            )
+    return {"job_id": job_id, "entries": len(rows), "states": counts, "problems": problems}
+
+
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "JOB_TYPE",
+    "LIBRARY_LOCK",
+    "UNDO_JOB_TYPE",
+    "Candidate",
+    "LibraryBusy",
+    "OrganizeError",
+    "PlanEntry",
+    "build_plan",
+    "check_destination",
+    "library_busy",
+    "organize_report",
+    "plan_organize",
+    "start_organize",
+    "start_undo",
+]

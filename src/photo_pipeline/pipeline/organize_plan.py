@@ -1,0 +1,316 @@
+"""The organize plan: which catalogued file goes where, decided before anything moves.
+
+``build_plan`` is a pure function of catalogue rows (``Candidate``), the template and
+what the destination already holds (``Existing``): the dry run, the API and the job
+itself all call it, so they agree. Photos travel in groups: a RAW and its same-stem
+JPEG (companions) and ``.xmp``/``.aae`` sidecars keep the photo's new name.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import assets, files, sources
+from photo_pipeline.jobs.handlers import ItemError
+from photo_pipeline.media import SUPPORTED_EXTENSIONS
+from photo_pipeline.media.formats import RAW_FORMATS
+from photo_pipeline.pipeline import paths, transfer
+from photo_pipeline.pipeline.catalog import MISSING, PRESENT
+from photo_pipeline.pipeline.template import Template, extension
+from photo_pipeline.pipeline.template import sibling as sibling_name
+
+SIDECAR_EXTENSIONS = frozenset({".xmp", ".aae"})
+MAX_COUNTER = 10_000
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One catalogued file that may be organized (a photo, or a sidecar file)."""
+
+    file_id: int | None
+    source_id: int
+    source_root: str  # absolute
+    path: str  # stored form, relative to the source
+    content_hash: str
+    size: int
+    photo: bool
+    file_format: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)  # template field values
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(paths.from_text(self.path))
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    seq: int
+    kind: str  # photo, companion, sidecar
+    action: str  # copy, move, skip
+    # skip: exists, duplicate, photo_skipped, too_many_collisions; else renamed or None
+    reason: str | None
+    candidate: Candidate
+    dest_path: str  # stored form, relative to the destination
+
+    def as_dict(self, destination: str) -> dict[str, Any]:
+        c = self.candidate
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "action": self.action,
+            "reason": self.reason,
+            "source": os.path.join(c.source_root, paths.display(c.path)),
+            "destination": os.path.join(destination, paths.display(self.dest_path)),
+            "size": c.size,
+            "content_hash": c.content_hash,
+        }
+
+
+Existing = Callable[[str], str | None]
+
+
+def build_plan(
+    candidates: Iterable[Candidate], template: Template, *, move: bool, existing: Existing
+) -> list[PlanEntry]:
+    """The plan: every photo with its companions and sidecars, in a stable order.
+
+    ``existing(relative)`` says what the destination holds at a path: None (free),
+    a content hash, or any other string (a folder, say). A name held by different
+    content is never reused: the group moves on to the next ``{counter}``.
+    """
+    action = "move" if move else "copy"
+    claimed: dict[str, str] = {}
+    plan: list[PlanEntry] = []
+    for group in _groups(candidates):
+        members = _place_group(group, template, claimed, existing)
+        for kind, candidate, dest, status in members:
+            reason = status if status != "free" else None
+            if status == "renamed":
+                reason, status = "renamed", "free"
+            plan.append(
+                PlanEntry(
+                    seq=len(plan) + 1,
+                    kind=kind,
+                    action=action if status == "free" else "skip",
+                    reason=reason,
+                    candidate=candidate,
+                    dest_path=paths.to_text(dest),
+                )
+            )
+    return plan
+
+
+@dataclass
+class _Group:
+    primary: Candidate
+    companions: list[Candidate] = field(default_factory=list)
+    sidecars: list[tuple[Candidate, str]] = field(default_factory=list)  # with name suffix
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """``IMG_1.JPG.xmp`` -> (``IMG_1``, ``.JPG.xmp``); ``IMG_1.CR2`` -> (``IMG_1``, ``.CR2``)."""
+    stem, ext = os.path.splitext(name)
+    if ext.lower() in SIDECAR_EXTENSIONS:
+        inner_stem, inner_ext = os.path.splitext(stem)
+        if inner_ext.lower() in SUPPORTED_EXTENSIONS:
+            return inner_stem, inner_ext + ext
+    return stem, ext
+
+
+def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
+    """Photos grouped with same-folder, same-stem companions (RAW+JPEG) and sidecars;
+    RAW first, so that it names the group. Sidecars without a photo stay where they are."""
+    by_key: dict[tuple[int, str, str], list[Candidate]] = {}
+    for candidate in candidates:
+        folder, name = os.path.split(paths.from_text(candidate.path))
+        stem, _ = _split_name(name)
+        by_key.setdefault((candidate.source_id, folder, stem.lower()), []).append(candidate)
+    groups: list[_Group] = []
+    for members in by_key.values():
+        photos = sorted(
+            (c for c in members if c.photo),
+            key=lambda c: (c.file_format not in RAW_FORMATS, c.name, c.path),
+        )
+        if not photos:
+            continue
+        group = _Group(photos[0])
+        seen_ext = {extension(photos[0].name, photos[0].file_format)}
+        for photo in photos[1:]:
+            ext = extension(photo.name, photo.file_format)
+            if ext in seen_ext:
+                groups.append(_Group(photo))  # IMG.jpg and IMG.JPG: two photos, two names
+            else:
+                seen_ext.add(ext)
+                group.companions.append(photo)
+        for sidecar in sorted((c for c in members if not c.photo), key=lambda c: c.path):
+            group.sidecars.append((sidecar, _split_name(sidecar.name)[1]))
+        groups.append(group)
+    groups.sort(
+        key=lambda g: (
+            str(g.primary.values.get("taken") or ""),
+            g.primary.source_root,
+            g.primary.path,
+        )
+    )
+    return groups
+
+
+def _place_group(
+    group: _Group, template: Template, claimed: dict[str, str], existing: Existing
+) -> list[tuple[str, Candidate, str, str]]:
+    """Find the first counter at which no member's name is held by other content.
+    ``claimed`` maps case-folded names to content (two names that differ only in
+    case are one file on many filesystems: SD cards, macOS, SMB shares)."""
+    for counter in range(1, MAX_COUNTER + 1):
+        members = _member_names(group, template.render(group.primary.values, counter))
+        taken = dict(claimed)
+        statuses = []
+        for _, candidate, dest in members:
+            statuses.append(_status(dest, candidate.content_hash, taken, existing))
+            taken.setdefault(dest.casefold(), candidate.content_hash)
+        if "conflict" in statuses:
+            continue
+        if statuses[0] != "free":
+            # The photo stays where it is (its content is already there), and so do
+            # its sidecars: a move must not take them away from it.
+            statuses = [
+                "photo_skipped" if kind == "sidecar" and status == "free" else status
+                for (kind, _, _), status in zip(members, statuses, strict=True)
+            ]
+        claimed.update(taken)
+        return [
+            (kind, candidate, dest, "renamed" if status == "free" and counter > 1 else status)
+            for (kind, candidate, dest), status in zip(members, statuses, strict=True)
+        ]
+    everyone = [("photo", group.primary)] + [("companion", c) for c in group.companions]
+    everyone += [("sidecar", c) for c, _ in group.sidecars]
+    return [(kind, c, paths.from_text(c.path), "too_many_collisions") for kind, c in everyone]
+
+
+def _member_names(group: _Group, primary: str) -> list[tuple[str, Candidate, str]]:
+    """Names of a group's members next to its photo's: ``X.cr2``, ``X.jpg``, and
+    sidecars ``X.xmp``, or ``X.jpg.xmp`` for one that names its photo's extension."""
+    members = [("photo", group.primary, primary)]
+    by_ext = {os.path.splitext(group.primary.name)[1].lower(): primary}
+    for companion in group.companions:
+        name = sibling_name(primary, "." + extension(companion.name, companion.file_format))
+        members.append(("companion", companion, name))
+        by_ext[os.path.splitext(companion.name)[1].lower()] = name
+    for sidecar, suffix in group.sidecars:
+        inner, own = os.path.splitext(suffix)
+        if inner and inner.lower() in by_ext:
+            name = sibling_name(by_ext[inner.lower()] + ".x", own)  # X.jpg + .xmp
+        else:
+            name = sibling_name(primary, suffix)
+        members.append(("sidecar", sidecar, name))
+    return members
+
+
+def _status(dest: str, content_hash: str, claimed: dict[str, str], existing: Existing) -> str:
+    key = dest.casefold()
+    if key in claimed:
+        return "duplicate" if claimed[key] == content_hash else "conflict"
+    there = existing(dest)
+    if there is None:
+        return "free"
+    return "exists" if there == content_hash else "conflict"
+
+
+class DestinationState:
+    """``Existing`` for a real folder: hashes a file only when a plan asks about it."""
+
+    def __init__(self, destination: str) -> None:
+        self._root = destination
+        self._cache: dict[str, str | None] = {}
+
+    def __call__(self, relative: str) -> str | None:
+        if relative not in self._cache:
+            path = os.path.join(self._root, relative)
+            try:
+                info = os.lstat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                self._cache[relative] = None
+            else:
+                try:
+                    found = transfer.content_hash(path) if os.path.isfile(path) else None
+                except ItemError:
+                    found = None  # unreadable: treated as taken by something else
+                self._cache[relative] = found or f"not-a-readable-file:{info.st_ino}"
+        return self._cache[relative]
+
+
+def catalogue_candidates(
+    session_factory: sessionmaker[Session], destination: str
+) -> list[Candidate]:
+    """Every present photo outside ``destination`` and every sidecar file next to one
+    (sidecars are hashed here: the catalogue does not hash files it cannot read)."""
+    place_columns = [assets.c[name] for name in ("country", "city") if name in assets.c]
+    query = (
+        select(
+            files.c.id,
+            files.c.source_id,
+            files.c.path,
+            files.c.state,
+            files.c.size,
+            sources.c.path.label("root"),
+            assets.c.content_hash,
+            assets.c.size.label("asset_size"),
+            assets.c.format,
+            assets.c.taken_local,
+            assets.c.make,
+            assets.c.model,
+            *place_columns,
+        )
+        .join(sources, sources.c.id == files.c.source_id)
+        .outerjoin(assets, assets.c.id == files.c.asset_id)
+        .where(files.c.state != MISSING, sources.c.path != destination)
+        .order_by(files.c.source_id, files.c.path)
+    )
+    with read_session(session_factory) as session:
+        rows = session.execute(query).all()
+    candidates = []
+    for row in rows:
+        name = os.path.basename(paths.from_text(row.path))
+        if row.state == PRESENT and row.content_hash is not None:
+            values = {
+                "taken": row.taken_local,
+                "make": row.make,
+                "model": row.model,
+                "ext": extension(name, row.format),
+                "hash8": row.content_hash[:8],
+                "original_name": os.path.splitext(name)[0],
+                "country": getattr(row, "country", None),
+                "city": getattr(row, "city", None),
+            }
+            candidates.append(
+                Candidate(
+                    row.id,
+                    row.source_id,
+                    row.root,
+                    row.path,
+                    row.content_hash,
+                    row.asset_size,
+                    True,
+                    row.format,
+                    values,
+                )
+            )
+        elif os.path.splitext(name)[1].lower() in SIDECAR_EXTENSIONS:
+            absolute = os.path.join(row.root, paths.from_text(row.path))
+            try:
+                digest = transfer.content_hash(absolute)
+                size = os.path.getsize(absolute)
+            except (ItemError, OSError):
+                continue  # unreadable or gone: left where it is
+            if digest is not None:
+                candidates.append(
+                    Candidate(row.id, row.source_id, row.root, row.path, digest, size, False)
+                )
+    return candidates

@@ -1,0 +1,181 @@
+"""Time zones and places in the catalogue: filled by the scan as it records photos,
+and by the ``places`` backfill job for assets catalogued before (tz_source NULL)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.errors import transactional
+from photo_pipeline.db.schema import assets
+from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot
+from photo_pipeline.jobs.context import JobContext
+from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.media.capture_time import CaptureTime
+from photo_pipeline.media.places import (
+    ZoneAndPlace,
+    locate_many,
+    valid_position,
+    warm_up_in_background,
+)
+from photo_pipeline.pipeline.catalog import FileReport
+
+JOB_TYPE = "places"
+LOCK = "places"  # one backfill at a time; it never races timeshift (see _store)
+_DISCOVER_CHUNK = 1000
+
+
+def locate_reports(reports: list[FileReport]) -> list[FileReport]:
+    """The reports with the zone and place of each photo filled in (``located``), in
+    one batch of lookups; runs in the worker process as the scan records a batch."""
+    readable = [i for i, r in enumerate(reports) if r.metadata is not None and not r.error]
+    if not readable:
+        return reports
+    found = locate_many(
+        [
+            (md.taken, md.gps_latitude, md.gps_longitude)
+            for md in (reports[i].metadata for i in readable)
+            if md is not None
+        ]
+    )
+    located = list(reports)
+    for i, where in zip(readable, found, strict=True):
+        located[i] = dataclasses.replace(reports[i], located=where)
+    return located
+
+
+def prepare(report: FileReport) -> None:
+    """Called as each inspected file comes back: the first photo with a position
+    starts loading the place data, so the batch's lookups need not wait for it."""
+    md = report.metadata
+    if md is not None and valid_position(md.gps_latitude, md.gps_longitude) is not None:
+        warm_up_in_background()
+
+
+def start_backfill(service: JobService) -> JobSnapshot:
+    """Queue the ``places`` job (or return the one already queued or running)."""
+    try:
+        return service.enqueue(JOB_TYPE, lock=LOCK, params={})
+    except JobBlocked as exc:
+        holders = service.blockers(LOCK)
+        if exc.code != "lock_held" or not holders:
+            raise
+        held = service.get(holders[0]["id"])
+        if held is None:
+            raise
+        return held
+
+
+def unresolved_asset_ids(session_factory: sessionmaker[Session]) -> list[int]:
+    """Assets whose zone and place were never worked out."""
+    with read_session(session_factory) as session:
+        return list(
+            session.scalars(
+                select(assets.c.id).where(assets.c.tz_source.is_(None)).order_by(assets.c.id)
+            )
+        )
+
+
+@registry.handler(JOB_TYPE)
+def backfill(ctx: JobContext) -> None:
+    """Items are asset ids; each batch is looked up and written just before its items
+    are reported done, so a crash redoes at most one batch (harmlessly)."""
+    unresolved = [str(asset_id) for asset_id in unresolved_asset_ids(ctx.session_factory)]
+    for start in range(0, len(unresolved), _DISCOVER_CHUNK):
+        ctx.add_items(unresolved[start : start + _DISCOVER_CHUNK])
+    pending: list[int] = []
+
+    def store() -> None:
+        if pending:
+            resolve_assets(ctx.session_factory, pending)
+            pending.clear()
+
+    ctx.before_flush(store)
+    for key in ctx.items():
+        pending.append(int(key))
+        ctx.succeed(key)
+
+
+@transactional
+def resolve_assets(session_factory: sessionmaker[Session], asset_ids: list[int]) -> int:
+    """Work out and store zone and place of these assets (those still unresolved);
+    returns how many were written."""
+    with read_session(session_factory) as session:
+        rows = session.execute(
+            select(
+                assets.c.id,
+                assets.c.taken_local,
+                assets.c.taken_offset_minutes,
+                assets.c.taken_source,
+                assets.c.gps_latitude,
+                assets.c.gps_longitude,
+            ).where(assets.c.id.in_(asset_ids), assets.c.tz_source.is_(None))
+        ).all()
+    if not rows:
+        return 0
+    found = locate_many(
+        [
+            (
+                CaptureTime(
+                    datetime.fromisoformat(row.taken_local),
+                    row.taken_offset_minutes,
+                    row.taken_source,
+                ),
+                row.gps_latitude,
+                row.gps_longitude,
+            )
+            for row in rows
+        ]
+    )
+    with write_session(session_factory) as session:
+        return _store(session, [(row.id, row.taken_local) for row in rows], found)
+
+
+def _store(session: Session, seen: list[tuple[int, str]], found: list[ZoneAndPlace]) -> int:
+    # Conditional on the wall clock read above: a timeshift that moved the asset in
+    # between wins, and the asset stays unresolved for the next backfill.
+    statement = (
+        update(assets)
+        .where(
+            assets.c.id == bindparam("asset_id"),
+            assets.c.tz_source.is_(None),
+            assets.c.taken_local == bindparam("seen_local"),
+        )
+        .values(
+            taken_local=bindparam("new_local"),
+            taken_offset_minutes=bindparam("new_offset"),
+            taken_utc=bindparam("new_utc"),
+            taken_order=bindparam("new_order"),
+            tz_name=bindparam("new_tz_name"),
+            tz_source=bindparam("new_tz_source"),
+            country_code=bindparam("new_country_code"),
+            country=bindparam("new_country"),
+            region=bindparam("new_region"),
+            city=bindparam("new_city"),
+        )
+    )
+    rows: list[dict[str, Any]] = []
+    for (asset_id, local), where in zip(seen, found, strict=True):
+        zone, place = where.zone, where.place
+        rows.append(
+            {
+                "asset_id": asset_id,
+                "seen_local": local,
+                "new_local": zone.local.isoformat(),
+                "new_offset": zone.offset_minutes,
+                "new_utc": zone.utc,
+                "new_order": zone.order,
+                "new_tz_name": zone.tz_name,
+                "new_tz_source": zone.tz_source,
+                "new_country_code": place.country_code if place else None,
+                "new_country": place.country if place else None,
+                "new_region": place.region if place else None,
+                "new_city": place.city if place else None,
+            }
+        )
+    return session.execute(statement, rows).rowcount

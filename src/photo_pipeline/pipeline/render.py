@@ -1,0 +1,128 @@
+"""The ``render`` job: a thumbnail and a preview per asset, into the rendition store.
+
+Items are the assets whose renditions are missing or stale (made with other settings),
+found when the job starts, so a job queued behind a scan renders what that scan found,
+and a resumed job renders exactly what is still missing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from photo_pipeline.config import Settings
+from photo_pipeline.jobs import Enqueued, JobService
+from photo_pipeline.jobs.context import JobContext
+from photo_pipeline.jobs.handlers import ItemError, registry
+from photo_pipeline.media import MediaError
+from photo_pipeline.media.phash import to_text
+from photo_pipeline.media.render import RenderSettings, render_file
+from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline.renditions import (
+    RenderOutcome,
+    Renditions,
+    StoredRendition,
+    relative_path,
+    sweep_temp_files,
+    write_atomically,
+)
+
+JOB_TYPE = "render"
+_ADD_CHUNK = 1000
+
+
+def render_settings(settings: Settings) -> RenderSettings:
+    """The rendition settings of a library configuration (validated)."""
+    return RenderSettings(
+        thumbnail_size=settings.thumbnail_size,
+        preview_size=settings.preview_size,
+        format=settings.rendition_format,
+        quality=settings.rendition_quality,
+        max_pixels=settings.max_pixels,
+    )
+
+
+def enqueue_render(
+    service: JobService,
+    home: Path,
+    settings: RenderSettings,
+    *,
+    force: bool = False,
+    prerequisites: list[str] | tuple[str, ...] = (),
+    idempotency_key: str | None = None,
+) -> Enqueued:
+    """Queue a render job for the library at ``home`` (after ``prerequisites``)."""
+    return service.submit(
+        JOB_TYPE,
+        params={"home": str(home), "settings": settings.to_params(), "force": force},
+        prerequisites=prerequisites,
+        idempotency_key=idempotency_key,
+    )
+
+
+@registry.handler(JOB_TYPE)
+def render(ctx: JobContext) -> None:
+    home = Path(ctx.params["home"])
+    settings = RenderSettings.from_params(ctx.params["settings"])
+    fingerprint = settings.fingerprint()
+    rows = Renditions(ctx.session_factory)
+    swept = sweep_temp_files(home)  # leftovers of a worker killed mid-write
+    if swept:
+        ctx.log.info("removed %d abandoned temp files", swept)
+    todo = rows.to_render(fingerprint, force=bool(ctx.params.get("force")))
+    keys = [item_key(row) for row in todo]
+    for start in range(0, len(keys), _ADD_CHUNK):
+        ctx.add_items(keys[start : start + _ADD_CHUNK])
+    ctx.log.info("%d assets to render", len(keys))
+
+    done: list[RenderOutcome] = []
+
+    def keep(_key: str, outcome: RenderOutcome) -> None:
+        done.append(outcome)
+        if outcome.error:
+            raise ItemError(*outcome.error)
+        if outcome.warning:
+            ctx.log.warning("asset %s: %s", outcome.asset_id, outcome.warning)
+
+    def record() -> None:
+        orphans = rows.record(done, fingerprint)
+        done.clear()
+        for relative in orphans:  # after the commit: no row points at them any more
+            (home / relative).unlink(missing_ok=True)
+
+    ctx.before_flush(record)
+    ctx.map(render_item, on_result=keep)
+
+
+def item_key(row: dict[str, Any]) -> str:
+    """``asset_id:content_hash:path`` (the path in its stored text form)."""
+    absolute = os.path.join(row["source_path"], paths.from_text(row["path"]))
+    return f"{row['id']}:{row['content_hash']}:{paths.to_text(absolute)}"
+
+
+def render_item(params: dict[str, Any], key: str) -> RenderOutcome:
+    """Render one asset and write its files (runs in the worker's item pool)."""
+    asset_id, content_hash, stored = key.split(":", 2)
+    settings = RenderSettings.from_params(params["settings"])
+    home = Path(params["home"])
+    try:
+        result = render_file(paths.from_text(stored), settings)
+    except MediaError as exc:
+        return RenderOutcome(int(asset_id), error=(exc.code, exc.detail))
+    stored_renditions = [
+        StoredRendition(
+            rendition.kind,
+            relative_path(content_hash, rendition.kind, settings.extension),
+            rendition.format,
+            rendition.width,
+            rendition.height,
+            len(rendition.data),
+        )
+        for rendition in result.renditions
+    ]
+    write_atomically(
+        home, {s.path: r.data for s, r in zip(stored_renditions, result.renditions, strict=True)}
+    )
+    warning = "; ".join(f"{code}: {message}" for code, message in result.warnings) or None
+    return RenderOutcome(int(asset_id), tuple(stored_renditions), to_text(result.phash), warning)

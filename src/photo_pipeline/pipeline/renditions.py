@@ -1,0 +1,290 @@
+"""The rendition store: files under the library home, content-addressed, and their rows.
+
+A rendition of the asset with content hash ``h`` lives at
+``<home>/renditions/<h[:2]>/<h>-<kind>.<ext>``: the same content is rendered once,
+whatever its paths. Files are written atomically (a temp file in the same folder,
+fsync, rename), so a reader or a crash never sees a half-written rendition.
+
+For the API: :func:`rendition_file` gives the file of an asset's thumbnail or preview.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import and_, delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.errors import transactional
+from photo_pipeline.db.schema import assets, files, renditions, sources
+from photo_pipeline.jobs.service import Clock, utc_now
+from photo_pipeline.pipeline.catalog import PRESENT
+
+STORE = "renditions"
+KINDS = ("thumbnail", "preview")
+_TEMP_SUFFIX = ".tmp"
+_HOST = socket.gethostname().replace("~", "-")
+_ABANDONED_TEMP_SECONDS = 3600.0
+
+
+@dataclass(frozen=True)
+class StoredRendition:
+    """A rendition written to the store, to be recorded."""
+
+    kind: str
+    path: str  # relative to the library home
+    format: str
+    width: int
+    height: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class RenderOutcome:
+    """What rendering one asset did (made in a pool process, recorded here)."""
+
+    asset_id: int
+    renditions: tuple[StoredRendition, ...] = ()
+    phash: str | None = None
+    warning: str | None = None
+    error: tuple[str, str] | None = None
+
+
+# ── files ──────────────────────────────────────────────────────────────────────
+def relative_path(content_hash: str, kind: str, extension: str) -> str:
+    """Where a rendition lives, relative to the library home."""
+    return f"{STORE}/{content_hash[:2]}/{content_hash}-{kind}.{extension}"
+
+
+def write_atomically(home: Path, contents: dict[str, bytes]) -> None:
+    """Write each ``relative path -> data`` under ``home`` so that every file is either
+    absent, the old one, or complete: temp file in the same folder, fsync, rename, and
+    one fsync per folder after the renames (an asset's renditions share one)."""
+    renamed: set[Path] = set()
+    for relative, data in contents.items():
+        target = home / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # host and pid in the name tell a later sweep whose leftover a temp file is
+        temp = target.with_name(
+            f".{target.name}~{_HOST}~{os.getpid()}~{uuid.uuid4().hex[:8]}{_TEMP_SUFFIX}"
+        )
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(temp, flags, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, target)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        renamed.add(target.parent)
+    for folder in renamed:
+        folder_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(folder_fd)  # the renames themselves survive a power cut
+        finally:
+            os.close(folder_fd)
+
+
+def sweep_temp_files(home: Path, *, now: float | None = None) -> int:
+    """Remove temp files that nobody will finish: this host's whose process is gone,
+    and any older than an hour. Returns how many were removed."""
+    root = home / STORE
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for folder in os.scandir(root):
+        if not folder.is_dir(follow_symlinks=False):
+            continue
+        for entry in os.scandir(folder.path):
+            temp = entry.name.startswith(".") and entry.name.endswith(_TEMP_SUFFIX)
+            if temp and _abandoned(entry, now):
+                Path(entry.path).unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
+def _abandoned(entry: os.DirEntry[str], now: float | None) -> bool:
+    parts = entry.name[: -len(_TEMP_SUFFIX)].split("~")
+    try:
+        age = (now if now is not None else time.time()) - entry.stat().st_mtime
+    except FileNotFoundError:
+        return False  # renamed or removed meanwhile
+    if age > _ABANDONED_TEMP_SECONDS:
+        return True
+    if len(parts) >= 4 and parts[-3] == _HOST and parts[-2].isdigit():
+        return not _alive(int(parts[-2]))
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# ── rows ───────────────────────────────────────────────────────────────────────
+class Renditions:
+    """Rows of the ``renditions`` table and the queries the render job needs."""
+
+    def __init__(self, session_factory: sessionmaker[Session], *, clock: Clock = utc_now) -> None:
+        self._session_factory = session_factory
+        self._clock = clock
+        self._dialect = session_factory.kw["bind"].dialect.name
+
+    def to_render(self, fingerprint: str, *, force: bool = False) -> list[dict[str, Any]]:
+        """Assets with a present file whose renditions are missing or were made with
+        other settings (all of them with ``force``): id, content hash and the absolute
+        path of one present file (the lowest file id)."""
+        first_file = (
+            select(files.c.asset_id, func.min(files.c.id).label("file_id"))
+            .where(files.c.state == PRESENT, files.c.asset_id.is_not(None))
+            .group_by(files.c.asset_id)
+            .subquery()
+        )
+        current = (
+            select(func.count())
+            .where(
+                renditions.c.asset_id == assets.c.id,
+                renditions.c.fingerprint == fingerprint,
+                renditions.c.kind.in_(KINDS),
+            )
+            .scalar_subquery()
+        )
+        query = (
+            select(
+                assets.c.id,
+                assets.c.content_hash,
+                files.c.path,
+                sources.c.path.label("source_path"),
+            )
+            .join(first_file, first_file.c.asset_id == assets.c.id)
+            .join(files, files.c.id == first_file.c.file_id)
+            .join(sources, sources.c.id == files.c.source_id)
+            .order_by(assets.c.id)
+        )
+        if not force:
+            query = query.where(current < len(KINDS))
+        with read_session(self._session_factory) as session:
+            return [dict(row._mapping) for row in session.execute(query)]
+
+    @transactional
+    def record(self, outcomes: list[RenderOutcome], fingerprint: str) -> list[str]:
+        """Record rendered assets in one transaction (re-recording changes nothing);
+        returns the relative paths of files that no row points at any more."""
+        done = [o for o in outcomes if o.error is None and o.renditions]
+        if not done:
+            return []
+        now = self._clock()
+        orphans: list[str] = []
+        with write_session(self._session_factory) as session:
+            ids = [o.asset_id for o in done]
+            before = {
+                (row.asset_id, row.kind): row.path
+                for row in session.execute(
+                    select(renditions.c.asset_id, renditions.c.kind, renditions.c.path).where(
+                        renditions.c.asset_id.in_(ids)
+                    )
+                )
+            }
+            for outcome in done:
+                for rendition in outcome.renditions:
+                    self._upsert(session, outcome, rendition, fingerprint, now)
+                    old = before.get((outcome.asset_id, rendition.kind))
+                    if old is not None and old != rendition.path:
+                        orphans.append(old)  # another format: the old file goes
+                if outcome.phash is not None:
+                    session.execute(
+                        update(assets)
+                        .where(assets.c.id == outcome.asset_id)
+                        .values(phash=outcome.phash, updated_at=now)
+                    )
+        return orphans
+
+    def _upsert(
+        self,
+        session: Session,
+        outcome: RenderOutcome,
+        rendition: StoredRendition,
+        fingerprint: str,
+        now: datetime,
+    ) -> None:
+        dialect = postgresql if self._dialect == "postgresql" else sqlite
+        values = {
+            "path": rendition.path,
+            "format": rendition.format,
+            "width": rendition.width,
+            "height": rendition.height,
+            "bytes": rendition.bytes,
+            "fingerprint": fingerprint,
+            "warning": outcome.warning,
+            "created_at": now,
+        }
+        session.execute(
+            dialect.insert(renditions)
+            .values(asset_id=outcome.asset_id, kind=rendition.kind, **values)
+            .on_conflict_do_update(index_elements=["asset_id", "kind"], set_=values)
+        )
+
+    def of_asset(self, asset_id: int) -> dict[str, dict[str, Any]]:
+        """The renditions of one asset by kind (empty when none)."""
+        query = select(renditions).where(renditions.c.asset_id == asset_id)
+        with read_session(self._session_factory) as session:
+            return {row.kind: dict(row._mapping) for row in session.execute(query)}
+
+    def all(self) -> list[dict[str, Any]]:
+        with read_session(self._session_factory) as session:
+            query = select(renditions).order_by(renditions.c.asset_id, renditions.c.kind)
+            return [dict(row._mapping) for row in session.execute(query)]
+
+    @transactional
+    def forget(self, asset_ids: list[int]) -> None:
+        with write_session(self._session_factory) as session:
+            session.execute(delete(renditions).where(renditions.c.asset_id.in_(asset_ids)))
+
+
+def rendition_file(
+    session_factory: sessionmaker[Session], home: Path, asset_id: int, kind: str
+) -> dict[str, Any] | None:
+    """The rendition ``kind`` ("thumbnail" or "preview") of an asset, for serving:
+    ``{"path": Path, "mime": str, "width", "height", "bytes", "fingerprint"}`` (the
+    fingerprint with the content hash makes a strong ETag), or None when the asset
+    has no such rendition (yet) or its file is gone."""
+    if kind not in KINDS:
+        return None
+    query = (
+        select(renditions, assets.c.content_hash)
+        .join(assets, assets.c.id == renditions.c.asset_id)
+        .where(and_(renditions.c.asset_id == asset_id, renditions.c.kind == kind))
+    )
+    with read_session(session_factory) as session:
+        row = session.execute(query).one_or_none()
+    if row is None:
+        return None
+    path = home / row.path
+    if not path.is_file():
+        return None
+    return {
+        "path": path,
+        "mime": "image/webp" if row.format == "webp" else "image/jpeg",
+        "width": row.width,
+        "height": row.height,
+        "bytes": row.bytes,
+        "fingerprint": row.fingerprint,
+        "content_hash": row.content_hash,
+    }

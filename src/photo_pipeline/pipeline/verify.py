@@ -1,0 +1,119 @@
+"""The ``verify`` job: hash every catalogued original again and report the ones whose
+bytes changed (bit rot, an editor saving over them) or that went missing.
+
+Items are files (``source_id:path``, as in scan). A file that is fine succeeds; one
+that is not fails its item with ``content_changed``, ``missing`` or
+``unreadable_file``. The catalogue is not changed: what to do about a finding is the
+user's call (a rescan records the new state).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import assets, files, sources
+from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot
+from photo_pipeline.jobs.context import JobContext
+from photo_pipeline.jobs.handlers import ItemError, registry
+from photo_pipeline.media import MediaError, hash_file
+from photo_pipeline.pipeline import organize, paths
+from photo_pipeline.pipeline.catalog import PRESENT
+
+JOB_TYPE = "verify"
+PROBLEM_CODES = ("content_changed", "missing", "unreadable_file")
+_ADD_CHUNK = 1000
+
+
+def start_verify(service: JobService, *, max_attempts: int = 3) -> JobSnapshot:
+    """Queue a ``verify`` of every present catalogued photo. It takes the library
+    lock (a file being moved by organize is not missing); ``LibraryBusy`` names the
+    job holding it."""
+    try:
+        return service.enqueue(JOB_TYPE, lock=organize.LIBRARY_LOCK, max_attempts=max_attempts)
+    except JobBlocked as exc:
+        if exc.code != "lock_held":
+            raise
+        raise organize.library_busy(service) from exc
+
+
+def _expected(session_factory: sessionmaker[Session]) -> tuple[dict[str, str], dict[str, str]]:
+    """Item key -> catalogued hash for every present photo, and source id -> folder."""
+    query = (
+        select(files.c.source_id, files.c.path, assets.c.content_hash)
+        .join(assets, assets.c.id == files.c.asset_id)
+        .where(files.c.state == PRESENT)
+        .order_by(files.c.source_id, files.c.path)
+    )
+    with read_session(session_factory) as session:
+        expected = {f"{r.source_id}:{r.path}": r.content_hash for r in session.execute(query)}
+        roots = {str(r.id): r.path for r in session.execute(select(sources))}
+    return expected, roots
+
+
+@registry.handler(JOB_TYPE)
+def verify(ctx: JobContext) -> None:
+    expected, roots = _expected(ctx.session_factory)
+    # Added on every run (existing keys are ignored), so a resumed job also checks
+    # files catalogued meanwhile.
+    keys = list(expected)
+    for start in range(0, len(keys), _ADD_CHUNK):
+        ctx.add_items(keys[start : start + _ADD_CHUNK])
+
+    def compare(key: str, found: str | None) -> None:
+        want = expected.get(key)
+        if want is None:
+            return  # no longer catalogued as present (rescanned meanwhile): nothing to say
+        if found is None:
+            raise ItemError("missing", "the file is gone")
+        if found != want:
+            raise ItemError(
+                "content_changed",
+                f"content hash is now {found[:16]}…, catalogued {want[:16]}… (bit rot or edited)",
+            )
+
+    # A partial of a module-level function: picklable for a process pool too.
+    ctx.map(functools.partial(hash_item, roots), on_result=compare)
+
+
+def hash_item(roots: dict[str, str], _params: dict[str, Any], item_key: str) -> str | None:
+    """The current hash of an item's file, None when it is gone (runs in the pool)."""
+    source_id, stored = item_key.split(":", 1)
+    if source_id not in roots:
+        return None
+    path = os.path.join(roots[source_id], paths.from_text(stored))
+    try:
+        return hash_file(Path(path))
+    except MediaError as exc:
+        if exc.code == "file_vanished":
+            return None
+        raise ItemError("unreadable_file", exc.detail) from exc
+
+
+def verify_report(service: JobService, job_id: str, *, limit: int = 10_000) -> dict[str, Any]:
+    """The findings of a verify job: counts and the files per problem."""
+    progress = service.progress(job_id)
+    failed = service.items(job_id, states=["failed"], limit=limit)
+    with read_session(service.session_factory) as session:
+        roots = {r.id: r.path for r in session.execute(select(sources))}
+    findings: dict[str, list[dict[str, Any]]] = {code: [] for code in PROBLEM_CODES}
+    for item in failed:
+        source_id, stored = item["item_key"].split(":", 1)
+        entry = {
+            "path": os.path.join(roots.get(int(source_id), "?"), paths.display(stored)),
+            "message": item["error_message"],
+        }
+        findings.setdefault(item["error_code"], []).append(entry)
+    by_state = progress["by_state"]
+    return {
+        "job": service.get(job_id),
+        "checked": progress["done"],
+        "ok": by_state.get("succeeded", 0),
+        **{"changed" if k == "content_changed" else k: v for k, v in findings.items()},
+    }

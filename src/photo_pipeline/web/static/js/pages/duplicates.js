@@ -1,0 +1,153 @@
+// Duplicates: exact groups (one content, several paths) and near-duplicate groups
+// side by side, the suggested keeper marked. Choosing keepers records a decision;
+// no file is touched.
+
+import { accessToken, get, post, withAccessToken } from "../api.js";
+import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } from "../components.js";
+import { fill, h } from "../dom.js";
+import { bytes, count, localTime, plural } from "../format.js";
+
+export function render(main) {
+  const exact = h("section.dup-section", { "aria-labelledby": "exact-title" });
+  const near = h("section.dup-section.near", { "aria-labelledby": "near-title" });
+  const tabs = h("div.segmented.dup-tabs", { role: "group", "aria-label": "Show" });
+  fill(main,
+    pageHeader("Duplicates", "Review what the library found. Recording a decision deletes nothing."),
+    tabs, h("div.dup-body", {}, spinner()));
+  load();
+
+  async function load() {
+    try {
+      await accessToken();
+      const answer = await get("/api/duplicates");
+      const exactGroups = answer.exact || [];
+      const nearGroups = answer.near || [];
+      fill(exact,
+        h("h2#exact-title", {}, "Exact duplicates ", h("span.count-pill", {}, count(exactGroups.length))),
+        h("p.subtitle", {}, "The same content at several paths."),
+        exactGroups.length
+          ? h("div.dup-list", {}, ...exactGroups.map(exactGroup))
+          : emptyState("No exact duplicates", "Every file's content is unique."));
+      fill(near,
+        h("h2#near-title", {}, "Near duplicates ", h("span.count-pill", {}, count(nearGroups.length))),
+        h("p.subtitle", {}, "Similar-looking photos: bursts, edits, re-saves. The suggested keeper is marked."),
+        nearGroups.length
+          ? h("div.dup-list", {}, ...nearGroups.map(nearGroup))
+          : emptyState("No near duplicates", "Run an import (it ends with a similar job) to look for them."));
+      let current = nearGroups.length && !exactGroups.length ? "near" : "exact";
+      const show = (which) => {
+        current = which;
+        for (const b of tabs.children) b.setAttribute("aria-pressed", String(b.dataset.tab === which));
+        fill(main.querySelector(".dup-body"), which === "exact" ? exact : near);
+      };
+      fill(tabs,
+        h("button.segment", { type: "button", dataset: { tab: "exact" }, onclick: () => show("exact") },
+          "Exact", h("span.segment-count", {}, count(exactGroups.length))),
+        h("button.segment", { type: "button", dataset: { tab: "near" }, onclick: () => show("near") },
+          "Near", h("span.segment-count", {}, count(nearGroups.length))));
+      show(current);
+    } catch (error) {
+      fill(main.querySelector(".dup-body"), inlineProblem(error));
+    }
+  }
+}
+
+function decisionText(decision) {
+  if (!decision) return null;
+  const keep = decision.keep || [];
+  return `Decision recorded: keep ${keep.length === 1 ? "1" : count(keep.length)}${decision.decided_at ? ` (${decision.decided_at.slice(0, 10)})` : ""}`;
+}
+
+function decisionForm(group, choices, { legend }) {
+  // choices: [{value, label: Node, preselected}]
+  const status = h("p.form-status", { role: "status" }, decisionText(group.decision) || "");
+  const kept = new Set((group.decision?.keep || []).map(String));
+  const boxes = choices.map((choice, n) => {
+    const id = `${group.key}-${n}`.replace(/[^a-zA-Z0-9_-]/g, "_");
+    const checked = kept.size ? kept.has(String(choice.value)) : choice.preselected;
+    const input = h("input", { type: "checkbox", id, value: String(choice.value), checked });
+    return { input, node: h(`label.choice${choice.keeper ? ".keeper" : ""}`, { for: id }, input, choice.label) };
+  });
+  const button = h("button.button.primary.small", { type: "submit" }, group.decision ? "Update decision" : "Keep selected");
+  const form = h("form.dup-form", {
+    dataset: { group: group.key },
+    onsubmit: async (event) => {
+      event.preventDefault();
+      const keep = boxes.filter((b) => b.input.checked).map((b) => b.input.value);
+      if (!keep.length) {
+        fill(status, inlineProblem({ code: "nothing_kept", detail: "keep at least one" }));
+        return;
+      }
+      button.disabled = true;
+      try {
+        const answer = await post("/api/duplicates/decisions", { group: group.key, keep });
+        group.decision = answer;
+        fill(status, decisionText(answer) || "Decision recorded");
+        form.classList.add("decided");
+        button.textContent = "Update decision";
+      } catch (error) {
+        fill(status, inlineProblem(error));
+      } finally {
+        button.disabled = false;
+      }
+    },
+  },
+  h("fieldset", {}, h("legend.visually-hidden", {}, legend), h("div.choices", {}, ...boxes.map((b) => b.node))),
+  h("div.dup-form-foot", {}, status, button));
+  if (group.decision) form.classList.add("decided");
+  return form;
+}
+
+function thumb(url, alt) {
+  const src = withAccessToken(url);
+  const placeholder = () => h("span.thumb.placeholder", {}, "No thumbnail yet");
+  if (!src) return placeholder();
+  const img = h("img.thumb", { src, alt, loading: "lazy", decoding: "async", width: 256, height: 256 });
+  img.addEventListener("error", () => img.replaceWith(placeholder()), { once: true });
+  return img;
+}
+
+function exactGroup(group) {
+  group.key = group.group || `exact:${group.asset_id}`;
+  const files = group.files || [];
+  const card = h("article.card.dup-group.exact", { dataset: { group: group.key } },
+    h("div.dup-preview", {}, thumb(group.thumbnail_url || `/api/assets/${group.asset_id}/thumbnail`, "")),
+    h("div.dup-main", {},
+      h("h3", {}, plural(files.length, "copy", "copies"), " of one photo ",
+        h("span.muted", {}, `· ${bytes(group.size)} each`)),
+      decisionForm(group, files.map((file, n) => ({
+        // A member is named by its full path: the source folder, then the file in it.
+        value: joinPath(file.source, file.path),
+        preselected: n === 0,
+        label: h("span.choice-text", {}, pathView(joinPath(file.source, file.path))),
+      })), { legend: "Paths to keep" })));
+  return card;
+}
+
+function nearGroup(group) {
+  const keeperId = group.keeper ?? group.keeper_id ?? group.group_id;
+  group.key = group.group || `near:${keeperId}`;
+  const assets = group.assets || [];
+  return h("article.card.dup-group.near", { dataset: { group: group.key } },
+    h("h3", {}, plural(assets.length, "similar photo"), h("span.muted", {}, ` · group ${keeperId}`)),
+    decisionForm(group, assets.map((asset) => {
+      const id = asset.asset_id ?? asset.id;
+      const keeper = asset.keep ?? id === keeperId;
+      return {
+        value: String(id),
+        keeper,
+        preselected: keeper,
+        label: h("span.near-asset", { dataset: { assetId: id } },
+          thumb(asset.thumbnail_url || `/api/assets/${id}/thumbnail`, `Photo ${id}`),
+          h("span.near-facts", {},
+            keeper
+              ? h("span.keeper-badge", {}, "Suggested keeper")
+              : h("span.distance-badge", { title: "Hamming distance of the perceptual hashes" },
+                asset.distance ? `Distance ${asset.distance}` : "Looks identical"),
+            h("span", {}, localTime(asset.taken_local)),
+            h("span.muted", {}, [asset.width && `${asset.width}×${asset.height}`, asset.format]
+              .filter(Boolean).join(" · ")),
+            asset.files?.[0] ? pathView(joinPath(asset.files[0].source, asset.files[0].path), { className: "muted" }) : null)),
+      };
+    }), { legend: "Photos to keep" }));
+}

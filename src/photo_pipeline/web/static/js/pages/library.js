@@ -1,0 +1,262 @@
+// Library: a thumbnail grid paged by cursor as you scroll (lazy images, cheap
+// off-screen tiles), filters, and an asset view with the preview and metadata.
+
+import { accessToken, get, withAccessToken } from "../api.js";
+import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } from "../components.js";
+import { debounce, fill, h } from "../dom.js";
+import { bytes, count, localTime, plural, takenSource, when } from "../format.js";
+
+const PAGE = 120;
+const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place"];
+
+export function render(main, _params, query) {
+  const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || ""]));
+  const pageSize = Math.min(500, Math.max(1, Number(query.get("limit")) || PAGE));
+  const grid = h("ul.gallery", { "aria-label": "Photos" });
+  const status = h("p.gallery-status.muted", { role: "status", "aria-live": "polite" });
+  const sentinel = h("div.sentinel", { "aria-hidden": "true" });
+  const holder = h("div.gallery-holder", {}, grid, sentinel);
+  const viewer = assetViewer();
+  let cursor = null;
+  let done = false;
+  let loading = false;
+  let generation = 0;
+  const assets = [];
+
+  fill(main,
+    pageHeader("Library", "Every unique photo, in the order it was taken."),
+    filterForm(filters, (next) => {
+      Object.assign(filters, next);
+      const url = new URL(location.href);
+      for (const [k, v] of Object.entries(filters)) {
+        if (v) url.searchParams.set(k, v);
+        else url.searchParams.delete(k);
+      }
+      history.replaceState(null, "", url);
+      reset();
+    }),
+    h("div.gallery-bar", {}, status),
+    holder,
+    viewer.dialog);
+
+  async function loadPage() {
+    if (loading || done) return;
+    loading = true;
+    const ticket = generation;
+    if (!assets.length) fill(status, spinner("Loading photos…"));
+    try {
+      await accessToken(); // image URLs need it
+      const page = await get("/api/assets", { ...filters, cursor, limit: pageSize });
+      if (ticket !== generation) return;
+      cursor = page.next_cursor;
+      done = !cursor;
+      for (const asset of page.assets) {
+        grid.append(tile(asset, assets.length));
+        assets.push(asset);
+      }
+      showStatus();
+    } catch (error) {
+      if (ticket === generation) fill(status, inlineProblem(error));
+      done = true;
+    } finally {
+      if (ticket === generation) loading = false;
+    }
+    // Still room on screen: fetch on until the sentinel is pushed out of view.
+    if (!done && ticket === generation && sentinel.getBoundingClientRect().top < innerHeight + 800) loadPage();
+  }
+
+  function showStatus() {
+    if (!assets.length) {
+      const filtered = Object.values(filters).some(Boolean);
+      fill(status, emptyState(
+        filtered ? "No photos match these filters" : "The library is empty",
+        filtered ? "Clear a filter to see more." : "Import a folder on the Jobs page to fill it.",
+      ));
+      return;
+    }
+    fill(status, done ? plural(assets.length, "photo") : `${count(assets.length)} photos loaded · scroll for more`);
+  }
+
+  function tile(asset, index) {
+    const src = withAccessToken(asset.thumbnail_url);
+    const camera = [asset.make, asset.model].filter(Boolean).join(" ");
+    const label = `${localTime(asset.taken_local)}${camera ? `, ${camera}` : ""}`;
+    return h("li.tile", { dataset: { assetId: asset.id } },
+      h("button.tile-button", { type: "button", "aria-label": `Open photo: ${label}`, onclick: () => viewer.open(assets, index) },
+        src
+          ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
+          : h("span.thumb.placeholder", {}, "Not rendered yet"),
+        h("span.tile-caption", {}, h("span.tile-date", {}, localTime(asset.taken_local)),
+          camera ? h("span.tile-camera", {}, camera) : null)));
+  }
+
+  function reset() {
+    generation += 1;
+    assets.length = 0;
+    cursor = null;
+    done = false;
+    loading = false;
+    fill(grid);
+    loadPage();
+  }
+
+  const observer = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) loadPage();
+  }, { rootMargin: "800px 0px" });
+  observer.observe(sentinel);
+  loadPage();
+  return () => {
+    observer.disconnect();
+    viewer.close();
+  };
+}
+
+function filterForm(values, apply) {
+  const field = (name, label, input) => h("div.field", {}, h("label", { for: `filter-${name}` }, label), input);
+  const inputs = {
+    taken_from: h("input#filter-taken_from", { type: "date", name: "taken_from", value: values.taken_from }),
+    taken_to: h("input#filter-taken_to", { type: "date", name: "taken_to", value: values.taken_to }),
+    camera: h("input#filter-camera", { type: "search", name: "camera", value: values.camera, placeholder: "Make or model" }),
+    place: h("input#filter-place", { type: "search", name: "place", value: values.place, placeholder: "City or country" }),
+    has_gps: select("has_gps", values.has_gps, [["", "Any"], ["true", "With GPS"], ["false", "Without GPS"]]),
+    duplicates: select("duplicates", values.duplicates, [["", "All photos"], ["exact", "Exact duplicates"], ["near", "Near duplicates"]]),
+  };
+  const read = () => Object.fromEntries(Object.entries(inputs).map(([k, el]) => [k, el.value.trim()]));
+  const later = debounce(() => apply(read()), 350);
+  for (const el of Object.values(inputs)) {
+    el.addEventListener(el.tagName === "SELECT" || el.type === "date" ? "change" : "input", later);
+  }
+  const form = h("form.card.filters", {
+    role: "search", "aria-label": "Filter photos",
+    onsubmit: (event) => { event.preventDefault(); apply(read()); },
+  },
+  field("taken_from", "Taken from", inputs.taken_from),
+  field("taken_to", "Taken to", inputs.taken_to),
+  field("camera", "Camera", inputs.camera),
+  field("place", "Place", inputs.place),
+  field("has_gps", "Location", inputs.has_gps),
+  field("duplicates", "Duplicates", inputs.duplicates),
+  h("div.field.filter-actions", {},
+    h("button.button.ghost", {
+      type: "button",
+      onclick: () => { for (const el of Object.values(inputs)) el.value = ""; apply(read()); },
+    }, "Clear")));
+  return form;
+}
+
+function select(name, value, options) {
+  return h(`select#filter-${name}`, { name },
+    ...options.map(([v, text]) => h("option", { value: v, selected: v === value }, text)));
+}
+
+// ── the asset view ───────────────────────────────────────────────────────────
+function assetViewer() {
+  const body = h("div.viewer-body");
+  const title = h("h2#viewer-title.viewer-title");
+  const prev = h("button.button.ghost.small", { type: "button", "aria-label": "Previous photo", onclick: () => step(-1) }, "← Previous");
+  const next = h("button.button.ghost.small", { type: "button", "aria-label": "Next photo", onclick: () => step(1) }, "Next →");
+  const closeButton = h("button.button.small", { type: "button", onclick: () => dialog.close() }, "Close");
+  const dialog = h("dialog.viewer", { "aria-labelledby": "viewer-title" },
+    h("div.viewer-head", {}, title, h("div.viewer-nav", {}, prev, next, closeButton)),
+    body);
+  let list = [];
+  let index = 0;
+  let ticket = 0;
+  dialog.addEventListener("keydown", (event) => {
+    if (event.target.closest("input, select, textarea")) return;
+    if (event.key === "ArrowLeft") step(-1);
+    if (event.key === "ArrowRight") step(1);
+  });
+  dialog.addEventListener("click", (event) => {
+    if (event.target === dialog) dialog.close(); // the backdrop
+  });
+
+  function step(delta) {
+    const target = index + delta;
+    if (target < 0 || target >= list.length) return;
+    show(target);
+  }
+
+  async function show(at) {
+    index = at;
+    const summary = list[at];
+    const mine = ++ticket;
+    prev.disabled = at === 0;
+    next.disabled = at === list.length - 1;
+    title.textContent = localTime(summary.taken_local);
+    fill(body, spinner());
+    try {
+      const asset = await get(`/api/assets/${encodeURIComponent(summary.id)}`);
+      if (mine !== ticket) return;
+      fill(body, assetDetail({ ...summary, ...asset }));
+    } catch (error) {
+      if (mine === ticket) fill(body, inlineProblem(error));
+    }
+  }
+
+  return {
+    dialog,
+    open(assets, at) {
+      list = assets;
+      if (!dialog.open) dialog.showModal();
+      show(at);
+    },
+    close() {
+      if (dialog.open) dialog.close();
+    },
+  };
+}
+
+function assetDetail(asset) {
+  const preview = withAccessToken(asset.preview_url) || withAccessToken(asset.thumbnail_url);
+  const camera = [asset.make, asset.model].filter(Boolean).join(" ");
+  const place = [asset.city, asset.region, asset.country].filter(Boolean).join(", ");
+  const files = asset.files || [];
+  const row = (name, value) => value === null || value === undefined || value === ""
+    ? null
+    : h("div.fact", {}, h("dt", {}, name), h("dd", {}, value));
+  return h("div.asset", { dataset: { assetId: asset.id } },
+    h("figure.asset-preview", {},
+      preview
+        ? h("img.preview", { src: preview, alt: `Photo taken ${localTime(asset.taken_local)}` })
+        : h("div.preview.placeholder", {}, "No preview rendered yet")),
+    h("div.asset-meta", {},
+      h("section", { "aria-label": "Capture" },
+        h("h3", {}, "Capture"),
+        h("dl.facts.single", {},
+          row("Taken", h("span.taken", { dataset: { takenLocal: asset.taken_local || "" } }, localTime(asset.taken_local))),
+          row("Date from", h("span.taken-source", {}, takenSource(asset.taken_source))),
+          row("Time zone", asset.tz_name
+            ? `${asset.tz_name}${asset.tz_source ? ` (from ${TZ_SOURCES[asset.tz_source] || asset.tz_source})` : ""}`
+            : "Floating (no zone known)"),
+          row("UTC", asset.taken_utc ? when(asset.taken_utc) : null),
+          row("Place", place || null),
+          row("GPS", asset.gps_latitude !== null && asset.gps_latitude !== undefined
+            ? `${Number(asset.gps_latitude).toFixed(5)}, ${Number(asset.gps_longitude).toFixed(5)}` : "None"))),
+      h("section", { "aria-label": "Camera" },
+        h("h3", {}, "Camera"),
+        h("dl.facts.single", {},
+          row("Camera", camera || "Unknown"),
+          row("Lens", asset.lens),
+          row("Focal length", asset.focal_length_mm ? `${asset.focal_length_mm} mm` : null),
+          row("Aperture", asset.f_number ? `ƒ/${asset.f_number}` : null),
+          row("Exposure", asset.exposure_seconds ? exposure(asset.exposure_seconds) : null),
+          row("ISO", asset.iso),
+          row("Size", asset.width ? `${asset.width} × ${asset.height} px` : null),
+          row("Format", asset.format),
+          row("File size", asset.size ? bytes(asset.size) : null))),
+      h("section", { "aria-label": "Files" },
+        h("h3", {}, `Files (${files.length})`),
+        files.length
+          ? h("ul.file-list", {}, ...files.map((file) => h("li", {},
+            pathView(joinPath(file.source, file.path)),
+            file.state && file.state !== "present" ? h("span.badge", {}, file.state) : null)))
+          : h("p.muted", {}, "No files recorded")),
+      h("p.hash.muted", {}, h("span", {}, "Content hash "), h("code", {}, asset.content_hash || "—"))));
+}
+
+const TZ_SOURCES = { exif_offset: "the EXIF offset", gps_timezone: "the GPS position", utc: "the GPS clock", floating: "no zone" };
+
+function exposure(seconds) {
+  return seconds >= 1 ? `${seconds} s` : `1/${Math.round(1 / seconds)} s`;
+}

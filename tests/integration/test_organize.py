@@ -1,0 +1,471 @@
+"""organize end to end on real files: plan, copy, move, undo, collisions, sidecars,
+bad input, and the library lock."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+from photo_pipeline.cli import main
+from photo_pipeline.cli.common import library
+from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.jobs.context import LeaseLost
+from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.jobs.workers import WorkerRegistry
+from photo_pipeline.media import DEFAULT_MAX_PIXELS, hash_file
+from photo_pipeline.pipeline import organize, scan
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.template import TemplateError
+from photo_pipeline.pipeline.template import parse as parse_template
+from tests.factories import photos
+
+TEMPLATE = "{taken:%Y}/{taken:%Y-%m-%d}/{original_name}.{ext}"
+
+
+def run_worker(session_factory, *types: str) -> None:
+    config = WorkerConfig(job_types=types, burst=True, executor="thread", poll_seconds=0.05)
+    Worker(JobService(session_factory), WorkerRegistry(session_factory), registry, config).run()
+
+
+def scan_folders(session_factory, *folders: Path) -> None:
+    """Catalogue folders with the scan job alone (no renders: not what this tests)."""
+    service = JobService(session_factory)
+    jobs = []
+    for folder in folders:
+        source = Catalog(session_factory).add_source(folder)
+        jobs.append(
+            service.enqueue(
+                scan.JOB_TYPE,
+                lock=scan.lock_for(source["id"]),
+                params={
+                    "sources": [{"id": source["id"], "path": source["path"]}],
+                    "max_pixels": DEFAULT_MAX_PIXELS,
+                },
+            )
+        )
+    run_worker(session_factory, scan.JOB_TYPE)
+    assert all(service.get(j["id"])["state"] == JobState.SUCCEEDED for j in jobs)
+
+
+def run_organize(session_factory, dest: Path, **kwargs) -> dict:
+    service = JobService(session_factory)
+    job = organize.start_organize(service, dest, kwargs.pop("template", TEMPLATE), **kwargs)
+    run_worker(session_factory, organize.JOB_TYPE, organize.UNDO_JOB_TYPE)
+    return service.get(job["id"])
+
+
+def tree(root: Path) -> dict[str, tuple[str, int]]:
+    """Relative path -> (content hash, mtime) of every file below ``root``."""
+    found = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            found[str(path.relative_to(root))] = (hash_file(path), path.stat().st_mtime_ns)
+    return found
+
+
+def hashes(root: Path) -> set[str]:
+    return {h for h, _ in tree(root).values()}
+
+
+def build_library(root: Path) -> None:
+    """Photos of three days, a RAW+JPEG pair with sidecars, an exact duplicate and
+    two different photos with one name."""
+    for n in range(6):
+        photos.jpeg(
+            root / f"card/IMG_{n:04d}.jpg",
+            size=(32, 24),
+            seed=n,
+            taken=f"2023:07:{14 + n % 3:02d} 10:{n:02d}:00",
+        )
+    photos.dng(root / "card/IMG_0100.dng", seed=100, taken="2023:07:14 11:00:00")
+    photos.jpeg(root / "card/IMG_0100.JPG", size=(32, 24), seed=101, taken="2023:07:14 11:00:00")
+    (root / "card/IMG_0100.xmp").write_text("<x:xmpmeta>rating 5</x:xmpmeta>")
+    photos.jpeg(root / "phone/IMG_7.jpg", size=(32, 24), seed=7, taken="2022:01:02 03:04:05")
+    (root / "phone/IMG_7.AAE").write_text("<plist>adjustments</plist>")
+    # An exact duplicate under the same name elsewhere, and a different photo with it.
+    (root / "backup").mkdir()
+    (root / "backup/IMG_7.jpg").write_bytes((root / "phone/IMG_7.jpg").read_bytes())
+    photos.jpeg(root / "other/IMG_7.jpg", size=(32, 24), seed=77, taken="2022:01:02 03:04:05")
+    (root / "notes.txt").write_text("not a photo")
+
+
+@pytest.fixture
+def source(tmp_path, session_factory) -> Path:
+    root = tmp_path / "photos"
+    build_library(root)
+    scan_folders(session_factory, root)
+    return root
+
+
+def plan_by_source(plan: dict, root: Path) -> dict[str, dict]:
+    return {str(Path(e["source"]).relative_to(root)): e for e in plan["entries"]}
+
+
+def test_plan_layout_collisions_and_sidecars(session_factory, source, tmp_path):
+    dest = tmp_path / "organized"
+    plan = organize.plan_organize(session_factory, dest, TEMPLATE)
+    assert not dest.exists(), "a dry run touched the destination"
+    entries = plan_by_source(plan, source)
+    target = {k: str(Path(e["destination"]).relative_to(dest)) for k, e in entries.items()}
+    assert target["card/IMG_0000.jpg"] == "2023/2023-07-14/IMG_0000.jpg"
+    assert target["card/IMG_0001.jpg"] == "2023/2023-07-15/IMG_0001.jpg"
+    # The RAW names the pair; its JPEG and sidecar follow it.
+    assert target["card/IMG_0100.dng"] == "2023/2023-07-14/IMG_0100.dng"
+    assert target["card/IMG_0100.JPG"] == "2023/2023-07-14/IMG_0100.jpg"
+    assert target["card/IMG_0100.xmp"] == "2023/2023-07-14/IMG_0100.xmp"
+    assert [entries[k]["kind"] for k in ("card/IMG_0100.JPG", "card/IMG_0100.xmp")] == [
+        "companion",
+        "sidecar",
+    ]
+    # Three IMG_7.jpg: one planned, its exact copy skipped, a different one renamed
+    # (with its own sidecar only where it belongs).
+    sevens = {k: (target[k], entries[k]["action"], entries[k]["reason"]) for k in target}
+    assert sevens["backup/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7.jpg", "copy", None)
+    assert sevens["phone/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7.jpg", "skip", "duplicate")
+    assert sevens["other/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7-2.jpg", "copy", "renamed")
+    # A photo that stays keeps its sidecar with it.
+    assert sevens["phone/IMG_7.AAE"] == ("2022/2022-01-02/IMG_7.AAE", "skip", "photo_skipped")
+    assert "notes.txt" not in entries
+    assert plan["summary"]["actions"] == {"copy": 11, "skip": 2}
+    assert plan["summary"]["reasons"] == {"duplicate": 1, "photo_skipped": 1, "renamed": 1}
+
+
+def candidate(path: str, content: str, *, photo: bool = True, fmt: str = "jpeg", **values):
+    name = path.rsplit("/", 1)[-1]
+    values = {"taken": "2024-02-03T04:05:06", "original_name": name.split(".")[0], **values}
+    values.setdefault("ext", name.rsplit(".", 1)[-1].lower())
+    return organize.Candidate(
+        None, 1, "/src", path, content, 1, photo, fmt if photo else None, values
+    )
+
+
+def test_build_plan_is_a_pure_function_of_its_inputs():
+    candidates = [
+        candidate("a/IMG_1.CR2", "raw", fmt="cr2"),
+        candidate("a/IMG_1.JPG", "jpg"),
+        candidate("a/IMG_1.JPG.xmp", "x1", photo=False),
+        candidate("a/IMG_1.xmp", "x2", photo=False),
+        candidate("a/orphan.xmp", "x3", photo=False),
+        candidate("b/img_1.cr2", "other raw", fmt="cr2"),
+    ]
+    template = parse_template("{taken:%Y}/{original_name}.{ext}")
+    plan = organize.build_plan(candidates, template, move=True, existing=lambda _: None)
+    assert plan == organize.build_plan(candidates, template, move=True, existing=lambda _: None)
+    assert [(e.candidate.path, e.kind, e.action, e.reason, e.dest_path) for e in plan] == [
+        ("a/IMG_1.CR2", "photo", "move", None, "2024/IMG_1.cr2"),
+        ("a/IMG_1.JPG", "companion", "move", None, "2024/IMG_1.jpg"),
+        ("a/IMG_1.JPG.xmp", "sidecar", "move", None, "2024/IMG_1.jpg.xmp"),
+        ("a/IMG_1.xmp", "sidecar", "move", None, "2024/IMG_1.xmp"),
+        # Differs from a planned name only in case: one file on many filesystems.
+        ("b/img_1.cr2", "photo", "move", "renamed", "2024/img_1-2.cr2"),
+    ]
+    # One name of the group held by other content: the whole group moves on together.
+    held = {"2024/IMG_1.xmp": "someone else's"}
+    plan = organize.build_plan(candidates[:4], template, move=False, existing=held.get)
+    assert [(e.action, e.reason, e.dest_path) for e in plan] == [
+        ("copy", "renamed", "2024/IMG_1-2.cr2"),
+        ("copy", "renamed", "2024/IMG_1-2.jpg"),
+        ("copy", "renamed", "2024/IMG_1-2.jpg.xmp"),
+        ("copy", "renamed", "2024/IMG_1-2.xmp"),
+    ]
+
+
+def test_copy_places_verified_files_and_catalogues_them(session_factory, source, tmp_path):
+    dest = tmp_path / "organized"
+    before = tree(source)
+    plan = organize.plan_organize(session_factory, dest, TEMPLATE)
+    job = run_organize(session_factory, dest)
+    assert job["state"] == JobState.SUCCEEDED
+    assert tree(source) == before, "copy changed an original"
+    placed = tree(dest)
+    for entry in plan["entries"]:
+        if entry["action"] == "copy":
+            relative = str(Path(entry["destination"]).relative_to(dest))
+            content, mtime = placed.pop(relative)
+            assert content == entry["content_hash"]
+            assert mtime == before[str(Path(entry["source"]).relative_to(source))][1]
+    assert placed == {}, f"unplanned files in the destination: {placed}"
+    # The copies are catalogued in the destination (now a source), and rescanning
+    # both finds nothing new, changed or gone among the photos.
+    catalog = Catalog(session_factory)
+    rows = {(f["source_path"], f["path"]): f for f in catalog.files()}
+    assert rows[(str(dest), "2023/2023-07-14/IMG_0000.jpg")]["state"] == "present"
+    scan_folders(session_factory, source, dest)
+    after = {(f["source_path"], f["path"]): f for f in catalog.files()}
+    assert {k: v["state"] for k, v in after.items() if v["asset_id"]} == {
+        k: v["state"] for k, v in rows.items() if v["asset_id"]
+    }
+    report = organize.organize_report(session_factory, job["id"])
+    assert report["states"] == {"done": 11, "skipped": 2}
+    # Organizing again copies nothing: everything is already there.
+    again = organize.plan_organize(session_factory, dest, TEMPLATE)
+    assert again["summary"]["actions"] == {"skip": 13}
+    assert again["summary"]["reasons"]["exists"] == 11
+
+
+def test_move_then_undo_restores_the_tree_and_catalogue(session_factory, source, tmp_path):
+    dest = tmp_path / "organized"
+    before = tree(source)
+    catalog = Catalog(session_factory)
+    rows_before = {(f["source_path"], f["path"]): f["asset_id"] for f in catalog.files()}
+    job = run_organize(session_factory, dest, move=True)
+    assert job["state"] == JobState.SUCCEEDED
+    left = tree(source)
+    # Only what was not moved stays: the duplicate with its sidecar, and the file
+    # that is no photo.
+    stayed = {"phone/IMG_7.jpg", "phone/IMG_7.AAE", "notes.txt"}
+    assert set(left) == stayed
+    not_photos = {"phone/IMG_7.AAE", "notes.txt"}  # the duplicate's content is there
+    assert hashes(dest) == {h for p, (h, _) in before.items() if p not in not_photos}
+    # The catalogue followed the files: a rescan of the old source marks nothing missing.
+    scan_folders(session_factory, source)
+    assert not [f for f in catalog.files() if f["state"] == "missing"]
+    assert {f["path"] for f in catalog.files() if f["source_path"] == str(dest)} >= {
+        "2023/2023-07-14/IMG_0100.dng",
+        "2023/2023-07-14/IMG_0100.xmp",
+    }
+
+    undo = organize.start_undo(JobService(session_factory), job["id"])
+    assert organize.start_undo(JobService(session_factory), job["id"])["id"] == undo["id"]
+    run_worker(session_factory, organize.UNDO_JOB_TYPE)
+    assert JobService(session_factory).get(undo["id"])["state"] == JobState.SUCCEEDED
+    assert tree(source) == before, "undo did not restore the original tree"
+    assert tree(dest) == {}
+    assert [p for p in dest.rglob("*")] == [], "undo left folders behind"
+    scan_folders(session_factory, source)
+    rows_after = {(f["source_path"], f["path"]): f["asset_id"] for f in catalog.files()}
+    assert rows_after == rows_before
+    assert not [f for f in catalog.files() if f["state"] == "missing"]
+
+
+def test_existing_files_are_skipped_or_never_overwritten(session_factory, source, tmp_path):
+    dest = tmp_path / "organized"
+    (dest / "2023/2023-07-14").mkdir(parents=True)
+    identical = dest / "2023/2023-07-14/IMG_0000.jpg"
+    identical.write_bytes((source / "card/IMG_0000.jpg").read_bytes())
+    stranger = dest / "2023/2023-07-15/IMG_0001.jpg"
+    stranger.parent.mkdir()
+    stranger.write_bytes(b"someone else's file")
+    plan = plan_by_source(organize.plan_organize(session_factory, dest, TEMPLATE), source)
+    assert (plan["card/IMG_0000.jpg"]["action"], plan["card/IMG_0000.jpg"]["reason"]) == (
+        "skip",
+        "exists",
+    )
+    assert plan["card/IMG_0001.jpg"]["destination"] == str(dest / "2023/2023-07-15/IMG_0001-2.jpg")
+    run_organize(session_factory, dest, move=True)
+    assert stranger.read_bytes() == b"someone else's file"
+    assert (source / "card/IMG_0000.jpg").exists(), "a skipped file's source was removed"
+    assert (
+        hash_file(dest / "2023/2023-07-15/IMG_0001-2.jpg")
+        == plan["card/IMG_0001.jpg"]["content_hash"]
+    )
+
+
+def test_a_source_changed_after_the_scan_is_not_copied(session_factory, source, tmp_path):
+    dest = tmp_path / "organized"
+    changed = source / "card/IMG_0002.jpg"
+    changed.write_bytes(changed.read_bytes() + b"edited after the scan")
+    edited = changed.read_bytes()
+    job = run_organize(session_factory, dest, move=True)
+    failed = JobService(session_factory).items(job["id"], states=["failed"])
+    assert [(i["item_key"].split(":", 1)[1], i["error_code"]) for i in failed] == [
+        ("card/IMG_0002.jpg", "content_changed")
+    ]
+    assert changed.read_bytes() == edited
+    assert not (dest / "2023/2023-07-16/IMG_0002.jpg").exists()
+    assert (dest / "2023/2023-07-16/IMG_0005.jpg").exists()
+    report = organize.organize_report(session_factory, job["id"])
+    assert [p["reason"] for p in report["problems"] if p["state"] == "failed"] == [
+        "content_changed"
+    ]
+
+
+def test_disk_full_fails_items_and_leaves_no_half_files(
+    session_factory, source, tmp_path, monkeypatch
+):
+    dest = tmp_path / "organized"
+    real_write = os.write
+
+    def full_disk(fd: int, data) -> int:
+        if ".pp-organize-" in os.readlink(f"/proc/self/fd/{fd}"):
+            real_write(fd, bytes(data[:7]))  # a partial write, then no space
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full_disk)
+    before = tree(source)
+    job = run_organize(session_factory, dest)
+    monkeypatch.undo()
+    items = JobService(session_factory).items(job["id"])
+    assert job["state"] == JobState.SUCCEEDED  # bad items fail, not the job
+    assert {i["error_code"] for i in items} == {"disk_full"} and len(items) == 11
+    assert tree(source) == before
+    assert tree(dest) == {}, "a half-written or temp file was left behind"
+    # With space again, organizing again places everything.
+    run_organize(session_factory, dest)
+    assert len(tree(dest)) == 11
+
+
+@pytest.fixture
+def tiny_filesystem(tmp_path):
+    """A 16 KiB tmpfs: a real full disk, and another filesystem (moves must copy)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    command = ["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)]
+    mounted = subprocess.run(command, capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_move_onto_a_small_full_filesystem_loses_nothing(
+    session_factory, source, tiny_filesystem
+):
+    before = tree(source)
+    job = run_organize(session_factory, tiny_filesystem, move=True)
+    items = JobService(session_factory).items(job["id"])
+    codes = [i["error_code"] for i in items]
+    assert "disk_full" in codes and None in codes, codes  # some fitted, some did not
+    placed = tree(tiny_filesystem)
+    assert not [p for p in placed if "/.pp-" in f"/{p}"], "a temp file was left behind"
+    for item in items:
+        relative = item["item_key"].split(":", 1)[1]
+        if item["error_code"] is None:
+            assert relative not in tree(source), f"{relative} was moved but its source stayed"
+        else:
+            assert tree(source)[relative] == before[relative], f"{relative} was lost"
+    # Every original is in exactly one of the two places, unchanged.
+    assert {h for h, _ in placed.values()} | {h for h, _ in tree(source).values()} == {
+        h for h, _ in before.values()
+    }
+
+
+def test_bad_destinations_and_templates_are_refused(session_factory, source, tmp_path):
+    service = JobService(session_factory)
+    cases = {
+        source / "card/organized": "destination_inside_source",
+        source / "card/IMG_0000.jpg": "destination_not_a_folder",
+        tmp_path: "destination_contains_source",
+    }
+    for dest, code in cases.items():
+        with pytest.raises(organize.OrganizeError) as refused:
+            organize.plan_organize(session_factory, dest, TEMPLATE)
+        assert refused.value.code == code
+        with pytest.raises(organize.OrganizeError):
+            organize.start_organize(service, dest, TEMPLATE)
+    for template, code in {
+        "../{taken:%Y}/{original_name}.{ext}": "template_escapes",
+        "/etc/{original_name}": "template_escapes",
+        "{taken:%Y}/{nope}.{ext}": "invalid_template",
+    }.items():
+        with pytest.raises(TemplateError) as refused:
+            organize.start_organize(service, tmp_path / "out", template)
+        assert refused.value.code == code
+    assert service.list_jobs() == [j for j in service.list_jobs() if j["job_type"] == "scan"]
+
+
+def test_a_blocked_folder_fails_its_items_and_loses_nothing(session_factory, source, tmp_path):
+    dest = tmp_path / "organized"
+    dest.mkdir()
+    (dest / "2022").write_text("a file where a folder is needed")
+    before = tree(source)
+    job = run_organize(session_factory, dest, move=True)
+    failed = JobService(session_factory).items(job["id"], states=["failed"])
+    assert {i["error_code"] for i in failed} == {"destination_unwritable"}
+    assert {i["item_key"].split(":", 1)[1] for i in failed} == {
+        "backup/IMG_7.jpg",
+        "other/IMG_7.jpg",
+    }
+    for name in ("backup/IMG_7.jpg", "other/IMG_7.jpg", "phone/IMG_7.jpg"):
+        assert tree(source)[name] == before[name]
+    assert (dest / "2022").read_text() == "a file where a folder is needed"
+
+
+def test_a_worker_that_lost_its_lease_cannot_write_the_journal(session_factory, tmp_path):
+    service = JobService(session_factory)
+    job = organize.start_organize(service, tmp_path / "a", TEMPLATE)
+    claimed = service.claim([organize.JOB_TYPE], "worker-1", lease_seconds=60)
+    stale = (job["id"], claimed["fencing_token"] - 1)
+    with pytest.raises(LeaseLost):
+        organize.Journal(session_factory, job["id"], stale).write_plan([])
+    current = (job["id"], claimed["fencing_token"])
+    organize.Journal(session_factory, job["id"], current).write_plan([])
+
+
+def test_a_second_organize_is_refused_naming_the_running_job(session_factory, source, tmp_path):
+    service = JobService(session_factory)
+    first = organize.start_organize(service, tmp_path / "a", TEMPLATE, move=True)
+    claimed = service.claim([organize.JOB_TYPE], "worker-1", lease_seconds=60)
+    assert claimed["id"] == first["id"] and claimed["state"] == JobState.RUNNING
+    for attempt in (
+        lambda: organize.start_organize(service, tmp_path / "b", TEMPLATE),
+        lambda: organize.start_undo(service, first["id"]),
+    ):
+        with pytest.raises(organize.LibraryBusy) as refused:
+            attempt()
+        assert refused.value.code == "lock_held"
+        assert first["id"] in refused.value.detail
+        assert [b["id"] for b in refused.value.blockers] == [first["id"]]
+
+
+@pytest.fixture
+def cli(db_url, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PHOTO_PIPELINE_DATABASE_URL", db_url)
+    monkeypatch.setenv("PHOTO_PIPELINE_HOME", str(tmp_path / "home"))
+    library.cache_clear()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["photo-pipeline", *args])
+        try:
+            main()
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    yield run
+    if library.cache_info().currsize:
+        library().close()
+    library.cache_clear()
+
+
+def test_cli_dry_run_organize_undo_and_lock_held(cli, session_factory, source, tmp_path):
+    dest = str(tmp_path / "organized")
+    code, out, _ = cli("organize", "--dest", dest, "--template", TEMPLATE, "--dry-run", "--json")
+    assert code == 0
+    assert json.loads(out) == organize.plan_organize(session_factory, dest, TEMPLATE)
+    code, out, _ = cli("organize", "--dest", dest, "--template", TEMPLATE, "--dry-run")
+    assert code == 0 and "11 copy" in out and "1 duplicate" in out
+
+    code, _, err = cli("organize", "--dest", dest, "--template", "../{original_name}.{ext}")
+    assert code == 2 and "template_escapes" in err
+    code, _, err = cli("organize", "--dest", str(source / "card"), "--dry-run")
+    assert code == 2 and "destination_inside_source" in err
+
+    code, out, _ = cli("organize", "--dest", dest, "--template", TEMPLATE, "--move", "--json")
+    queued = json.loads(out)["job"]
+    code, _, err = cli("organize", "--dest", dest, "--json")
+    assert code == 2 and "lock_held" in err and queued["id"] in err
+    code, _, err = cli("verify")
+    assert code == 2 and "lock_held" in err and queued["id"] in err
+
+    before = tree(source)
+    code, out, _ = cli("job", "wait", queued["id"], "--json")
+    assert code == 0
+    assert set(tree(source)) == {"phone/IMG_7.jpg", "phone/IMG_7.AAE", "notes.txt"}
+    code, out, _ = cli("organize", "--undo", queued["id"], "--wait", "--json")
+    assert code == 0, out
+    shown = json.loads(out)
+    assert shown["job"]["state"] == "succeeded" and shown["report"]["states"]["undone"] == 11
+    assert tree(source) == before

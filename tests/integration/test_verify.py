@@ -1,0 +1,77 @@
+"""verify: re-hash the originals, report bit rot and missing files, change nothing."""
+
+from __future__ import annotations
+
+import json
+
+from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.pipeline import organize
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.verify import start_verify, verify_report
+from tests.factories import photos
+from tests.integration.test_organize import cli, run_worker, scan_folders, tree  # noqa: F401
+
+
+def build(root) -> None:
+    for n in range(8):
+        photos.jpeg(root / f"day/IMG_{n}.jpg", size=(24, 16), seed=n)
+    (root / "day/notes.txt").write_text("no photo: not verified")
+
+
+def flip_one_bit(path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+def test_verify_reports_bit_rot_and_missing_files(session_factory, tmp_path):
+    root = tmp_path / "photos"
+    build(root)
+    scan_folders(session_factory, root)
+    flip_one_bit(root / "day/IMG_2.jpg")
+    (root / "day/IMG_5.jpg").unlink()
+    before = tree(root)
+    rows_before = Catalog(session_factory).files()
+
+    service = JobService(session_factory)
+    job = start_verify(service)
+    run_worker(session_factory, "verify")
+    report = verify_report(service, job["id"])
+    assert report["job"]["state"] == JobState.SUCCEEDED
+    assert (report["checked"], report["ok"]) == (8, 6)
+    assert [f["path"] for f in report["changed"]] == [str(root / "day/IMG_2.jpg")]
+    assert [f["path"] for f in report["missing"]] == [str(root / "day/IMG_5.jpg")]
+    assert report["unreadable_file"] == []
+    # Verify only reports: files and catalogue are as they were.
+    assert tree(root) == before
+    assert Catalog(session_factory).files() == rows_before
+
+
+def test_verify_takes_the_library_lock(session_factory, tmp_path):
+    service = JobService(session_factory)
+    first = start_verify(service)
+    for attempt in (
+        lambda: start_verify(service),
+        lambda: organize.start_organize(service, tmp_path / "out", organize.DEFAULT_TEMPLATE),
+    ):
+        try:
+            attempt()
+        except organize.LibraryBusy as refused:
+            assert refused.code == "lock_held" and first["id"] in refused.detail
+        else:
+            raise AssertionError("a second library job was accepted")
+
+
+def test_verify_command(cli, session_factory, tmp_path):  # noqa: F811
+    root = tmp_path / "photos"
+    build(root)
+    scan_folders(session_factory, root)
+    code, out, _ = cli("verify", "--wait", "--json")
+    assert code == 0, out
+    clean = json.loads(out)
+    assert (clean["checked"], clean["ok"], clean["changed"], clean["missing"]) == (8, 8, [], [])
+
+    flip_one_bit(root / "day/IMG_0.jpg")
+    code, out, _ = cli("verify", "--wait")
+    assert code == 1
+    assert "1 changed" in out and f"changed {root / 'day/IMG_0.jpg'}" in out
