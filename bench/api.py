@@ -56,7 +56,7 @@ def start_server(home: Path, port: int, database_url: str | None) -> subprocess.
         [sys.executable, "-m", "photo_pipeline", "serve", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=(home.parent / "server.log").open("w"),
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -193,6 +193,9 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             asyncio.run(fan_out(base, root / "photos", args.streams))
             asyncio.run(reads(base, args.clients, args.requests))
+        except Exception:
+            print((root / "server.log").read_text()[-3000:], file=sys.stderr)
+            raise
         finally:
             server.terminate()
             server.wait(60)

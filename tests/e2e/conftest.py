@@ -43,7 +43,9 @@ def require_chromium() -> None:
     pytest.skip(error)
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API keeps an event loop running in
+# the main thread while it is open, which later tests' asyncio.run() would trip on.
+@pytest.fixture(scope="module")
 def browser():
     require_chromium()
     from playwright.sync_api import sync_playwright

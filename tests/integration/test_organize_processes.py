@@ -102,12 +102,16 @@ def test_kill_9_during_a_move_resumes_without_loss_and_undo_restores(
     stranger.write_bytes(b"not ours")
 
     service = JobService(session_factory)
+    dry_run = organize.plan_organize(session_factory, dest, TEMPLATE, move=True)
+    moves = dry_run["summary"]["actions"]["move"]
     # hard_links=False: every file goes through temp file + fsync + verify + link.
     job = organize.start_organize(
         service, dest, TEMPLATE, move=True, max_attempts=100, hard_links=False
     )
     for round_ in range(KILLS):
-        target = succeeded(service, job["id"]) + rng.randint(0, 12)
+        # Capped, so that the job is still mid-way at the last kill (a worker that
+        # has nothing left to reach is killed right after it starts: a moment too).
+        target = min(succeeded(service, job["id"]) + rng.randint(0, 10), moves - 30)
         worker = spawn_worker(rng.choice([1, 3, 10]))
         wait_until(
             lambda target=target: succeeded(service, job["id"]) >= target,
@@ -120,6 +124,7 @@ def test_kill_9_during_a_move_resumes_without_loss_and_undo_restores(
                 organize.start_organize(service, tmp_path / "elsewhere", TEMPLATE)
             assert refused.value.code == "lock_held" and job["id"] in refused.value.detail
     total = service.progress(job["id"])["total"]
+    assert total == moves  # the job journalled the plan the dry run showed
     assert succeeded(service, job["id"]) < total, f"finished before the last kill (seed {seed})"
 
     last = spawn_worker(10, burst=True)

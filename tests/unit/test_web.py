@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -29,7 +30,9 @@ class Client:
             async with httpx.AsyncClient(transport=transport, base_url="http://ui") as http:
                 return await http.get(path)
 
-        return asyncio.run(fetch())
+        # A thread of its own: the caller's thread may already run an event loop.
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, fetch()).result()
 
 
 @pytest.fixture

@@ -664,4 +664,5 @@ __all__ = [
     "plan_organize",
     "start_organize",
     "start_undo",
+    "undo_key",
 ]

@@ -2,7 +2,7 @@
 package data, no build step) served by the API app on the same origin.
 
 ``mount(app)`` serves ``index.html`` at ``/`` and at the app's client-side routes, and
-the files under ``/static/``. Every answer carries a strict Content-Security-Policy:
+the files under ``/static/``, each with a strict Content-Security-Policy:
 scripts and styles only from this origin, nothing inline, no framing.
 """
 
@@ -25,7 +25,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "default-src 'none'",
         "script-src 'self'",
         "style-src 'self'",
-        "img-src 'self' data:",
+        "img-src 'self'",
         "connect-src 'self'",
         "font-src 'self'",
         "manifest-src 'self'",

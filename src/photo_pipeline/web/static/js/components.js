@@ -14,7 +14,7 @@ export function stateBadge(state) {
 
 /** A progress bar with done/total, rate and ETA; ``update(job)`` redraws it. */
 export function progressView(job) {
-  const bar = h("progress.bar", { max: 1, value: 0 });
+  const bar = h("progress.bar", { max: 1, value: 0, "aria-label": `Progress of ${job.type} ${shortId(job.id)}` });
   const label = h("span.progress-label");
   const detail = h("span.progress-detail");
   const root = h("div.progress", {}, bar, h("div.progress-text", {}, label, detail));

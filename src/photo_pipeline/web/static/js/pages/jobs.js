@@ -179,8 +179,9 @@ function importForm() {
       try {
         const job = await post("/api/jobs", { type: "import", params: { paths: [path] } });
         store.put(job);
-        fill(status, "Import queued: ", h("a", { href: `/jobs/${job.id}`, dataset: { link: "" } },
-          `${job.type} ${shortId(job.id)}`), ".");
+        // The answer is the chain's last job (scan → render → similar).
+        fill(status, "Import queued: its jobs appear below, ending with ",
+          h("a", { href: `/jobs/${job.id}`, dataset: { link: "" } }, `${job.type} ${shortId(job.id)}`), ".");
         input.value = "";
       } catch (error) {
         fill(status, inlineProblem(error));

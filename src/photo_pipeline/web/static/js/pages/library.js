@@ -183,6 +183,8 @@ function assetViewer() {
     const mine = ++ticket;
     prev.disabled = at === 0;
     next.disabled = at === list.length - 1;
+    // A disabled button drops focus out of the dialog: keep it inside, for the arrows.
+    if (document.activeElement?.disabled || !dialog.contains(document.activeElement)) closeButton.focus();
     title.textContent = localTime(summary.taken_local);
     fill(body, spinner());
     try {
@@ -200,6 +202,7 @@ function assetViewer() {
       list = assets;
       if (!dialog.open) dialog.showModal();
       show(at);
+      closeButton.focus();
     },
     close() {
       if (dialog.open) dialog.close();

@@ -181,7 +181,7 @@ export function render(main) {
     try {
       const [organizes, undos] = await Promise.all([
         get("/api/jobs", { type: "organize", limit: 20 }),
-        get("/api/jobs", { type: ["organize_undo", "organize.undo"], limit: 50 }).catch(() => ({ jobs: [] })),
+        get("/api/jobs", { type: "organize.undo", limit: 50 }).catch(() => ({ jobs: [] })),
       ]);
       const undone = new Map(undos.jobs.map((u) => [u.params?.organize_job_id || u.params?.job_id, u]));
       for (const job of [...organizes.jobs, ...undos.jobs]) store.put(job);
