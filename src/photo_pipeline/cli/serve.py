@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Annotated
 
 import typer
@@ -30,12 +31,16 @@ def serve(
     import uvicorn
 
     from photo_pipeline.api import create_app
-    from photo_pipeline.api.auth import TOKEN_FILE
+    from photo_pipeline.api.auth import TOKEN_FILE, load_or_create_token
 
     lib = library()
     application = create_app(lib, embedded_workers=workers_embedded)
     where = "PHOTO_PIPELINE_TOKEN" if lib.settings.api_token else lib.settings.home / TOKEN_FILE
-    err_console.print(
-        f"photo-pipeline on http://{host}:{port}/  (API token: {where})", highlight=False
-    )
+    err_console.print(f"photo-pipeline on http://{host}:{port}/", highlight=False)
+    if sys.stderr.isatty() and not lib.settings.api_token:
+        # On the user's own terminal, the token to sign in with (never into logs).
+        token = load_or_create_token(lib.settings.home, None)
+        err_console.print(f"sign in with the API token {token}  (kept in {where})", highlight=False)
+    else:
+        err_console.print(f"the API token is in {where}", highlight=False)
     uvicorn.run(application, host=host, port=port, log_level="info", access_log=False)
