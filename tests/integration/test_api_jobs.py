@@ -83,6 +83,8 @@ def test_list_filters_and_pages_with_a_cursor(api, tmp_path):
         cancelled = http.get("/api/jobs", params={"state": "cancelled"}).json()
         by_type = http.get("/api/jobs", params={"type": "scan"}).json()
     paged = [j["id"] for page in (first, second, third) for j in page["jobs"]]
+    newest = api.library.service.events(ids[0])[-1]["seq"]  # the cancel came last
+    assert first["last_event_seq"] == newest
     assert paged == ids[::-1]
     assert third["next_cursor"] is None
     assert [j["id"] for j in cancelled["jobs"]] == [ids[0]]

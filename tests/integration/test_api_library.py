@@ -131,6 +131,8 @@ def test_duplicates_and_decisions(api, tmp_path):
         near = groups["near"][0]
         keeper = near["assets"][0]
         assert keeper["keep"] and keeper["asset_id"] == near["keeper"]
+        for url in [groups["exact"][0]["thumbnail_url"], keeper["thumbnail_url"]]:
+            assert http.get(url).headers["content-type"] == "image/webp"
         assert near["decision"] is None
 
         decided = http.post(

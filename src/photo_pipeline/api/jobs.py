@@ -21,6 +21,7 @@ from photo_pipeline.api.models import (
 from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
 from photo_pipeline.api.state import api_state
 from photo_pipeline.jobs import ItemState, JobNotFound, JobState
+from photo_pipeline.jobs.events import EventFeed
 from photo_pipeline.pipeline.library import Library
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"], responses=PROBLEM_RESPONSES)
@@ -79,12 +80,15 @@ def list_jobs(
 ) -> JobPage:
     """Newest first. ``next_cursor`` pages on to older jobs."""
     lib = api_state(request).library
+    last_event_seq = EventFeed(lib.sessions).last_seq()  # before the page: overlap, no gap
     page = lib.service.list_jobs(states=state, job_types=type, before=cursor, limit=limit + 1)
     more = len(page) > limit
     page = page[:limit]
     chains = lib.service.prerequisites(j["id"] for j in page)
     jobs = [job_out(j, chains[j["id"]], lib.service.progress(j["id"])) for j in page]
-    return JobPage(jobs=jobs, next_cursor=page[-1]["id"] if more else None)
+    return JobPage(
+        jobs=jobs, next_cursor=page[-1]["id"] if more else None, last_event_seq=last_event_seq
+    )
 
 
 @router.get("/{job_id}", response_model=Job)

@@ -162,23 +162,21 @@ def duplicates(request: Request) -> Duplicates:
     """Exact duplicates (one content, several files) and near-duplicate groups (the
     suggested keeper first), each with the decision recorded on it, if any."""
     lib = api_state(request).library
-    decisions = Browser(lib.sessions).decisions()
-    exact = [
-        {
-            **group,
-            "group": f"exact:{group['asset_id']}",
-            "decision": decisions.get(f"exact:{group['asset_id']}"),
-        }
-        for group in Catalog(lib.sessions).duplicates()
-    ]
-    near = [
-        {
-            **group,
-            "group": f"near:{group['keeper']}",
-            "decision": decisions.get(f"near:{group['keeper']}"),
-        }
-        for group in near_duplicate_groups(lib.sessions)
-    ]
+    browser = Browser(lib.sessions)
+    decisions = browser.decisions()
+    exact = Catalog(lib.sessions).duplicates()
+    near = near_duplicate_groups(lib.sessions)
+    ids = [g["asset_id"] for g in exact] + [a["asset_id"] for g in near for a in g["assets"]]
+    versions = browser.rendition_versions(ids)
+    for group in exact:
+        group["group"] = key = f"exact:{group['asset_id']}"
+        group["decision"] = decisions.get(key)
+        group.update(_urls(group["asset_id"], versions.get(group["asset_id"], {})))
+    for group in near:
+        group["group"] = key = f"near:{group['keeper']}"
+        group["decision"] = decisions.get(key)
+        for asset in group["assets"]:
+            asset.update(_urls(asset["asset_id"], versions.get(asset["asset_id"], {})))
     return Duplicates(exact=exact, near=near)
 
 

@@ -48,6 +48,10 @@ class Job(BaseModel):
 class JobPage(BaseModel):
     jobs: list[Job]
     next_cursor: str | None = Field(description="Pass as ?cursor= for the next, older page.")
+    last_event_seq: int = Field(
+        description="The event log's newest sequence number before this page was read: "
+        "stream with ?after= it to follow what happens next."
+    )
 
 
 class Item(BaseModel):

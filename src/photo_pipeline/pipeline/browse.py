@@ -158,6 +158,11 @@ class Browser:
             )
         return found
 
+    def rendition_versions(self, asset_ids: list[int]) -> dict[int, dict[str, str]]:
+        """Each asset's renditions by kind with their settings fingerprint."""
+        with read_session(self._session_factory) as session:
+            return _rendition_versions(asset_ids, session)
+
     # ── duplicate decisions ────────────────────────────────────────────────────
     def decisions(self) -> dict[str, dict[str, Any]]:
         with read_session(self._session_factory) as session:

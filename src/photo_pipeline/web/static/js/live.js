@@ -188,12 +188,3 @@ function scheduleRetry() {
   retryTimer = setTimeout(open, retryDelay);
   retryDelay = Math.min(retryDelay * 2, 30_000);
 }
-
-/** A seq at or before "now", cheap to find: the newest event of the newest job. */
-export async function recentSeq(newestJobId) {
-  if (!newestJobId) return 0;
-  const events = await get(`/api/jobs/${encodeURIComponent(newestJobId)}/events`, {
-    limit: 1000,
-  });
-  return events.length ? events[events.length - 1].seq : 0;
-}

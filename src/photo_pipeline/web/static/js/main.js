@@ -3,7 +3,7 @@
 import { ApiProblem, UNAUTHORIZED, get, session } from "./api.js";
 import { clearProblems } from "./components.js";
 import { fill, h } from "./dom.js";
-import { connect, disconnect, onStatus, recentSeq } from "./live.js";
+import { connect, disconnect, onStatus } from "./live.js";
 import * as duplicates from "./pages/duplicates.js";
 import * as job from "./pages/job.js";
 import * as jobs from "./pages/jobs.js";
@@ -111,7 +111,8 @@ async function start() {
   header.hidden = false;
   try {
     const newest = await get("/api/jobs", { limit: 1 });
-    connect(await recentSeq(newest.jobs[0]?.id));
+    // Pages load what exists now; the stream carries what happens after.
+    connect(newest.last_event_seq);
   } catch (problem) {
     if (problem.status === 401) return; // the sign-in is showing again
     connect(0);
