@@ -3,35 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
-from photo_pipeline.cli import main
 from photo_pipeline.cli.common import library
 from photo_pipeline.jobs import JobService, JobState
-
-
-@pytest.fixture
-def cli(db_url, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("PHOTO_PIPELINE_DATABASE_URL", db_url)
-    monkeypatch.setenv("PHOTO_PIPELINE_HOME", str(tmp_path / "home"))
-    library.cache_clear()
-
-    def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["photo-pipeline", *args])
-        try:
-            main()
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else 1
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    yield run
-    if library.cache_info().currsize:
-        library().close()
-    library.cache_clear()
 
 
 @pytest.fixture

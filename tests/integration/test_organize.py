@@ -7,14 +7,11 @@ import errno
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
-from photo_pipeline.cli import main
-from photo_pipeline.cli.common import library
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.context import LeaseLost
 from photo_pipeline.jobs.handlers import registry
@@ -416,28 +413,6 @@ def test_a_second_organize_is_refused_naming_the_running_job(session_factory, so
         assert refused.value.code == "lock_held"
         assert first["id"] in refused.value.detail
         assert [b["id"] for b in refused.value.blockers] == [first["id"]]
-
-
-@pytest.fixture
-def cli(db_url, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("PHOTO_PIPELINE_DATABASE_URL", db_url)
-    monkeypatch.setenv("PHOTO_PIPELINE_HOME", str(tmp_path / "home"))
-    library.cache_clear()
-
-    def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["photo-pipeline", *args])
-        try:
-            main()
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else 1
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    yield run
-    if library.cache_info().currsize:
-        library().close()
-    library.cache_clear()
 
 
 def test_cli_dry_run_organize_undo_and_lock_held(cli, session_factory, source, tmp_path):
