@@ -1,5 +1,6 @@
-// Library: a thumbnail grid paged by cursor as you scroll (lazy images, cheap
-// off-screen tiles), filters, and an asset view with the preview and metadata.
+// Library: a virtualised thumbnail grid paged by cursor as you scroll (only the
+// rows near the viewport are in the DOM), filters, and an asset view with the
+// preview and metadata.
 
 import { accessToken, get, withAccessToken } from "../api.js";
 import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } from "../components.js";
@@ -7,6 +8,9 @@ import { debounce, fill, h } from "../dom.js";
 import { bytes, count, localTime, plural, takenSource, when } from "../format.js";
 
 const PAGE = 120;
+const MIN_TILE = 170; // px, as .gallery's grid-template-columns in app.css
+const GAP = 14; // px, .gallery's gap
+const CAPTION_GUESS = 56; // px, until a rendered tile is measured
 const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place"];
 
 export function render(main, _params, query) {
@@ -14,14 +18,19 @@ export function render(main, _params, query) {
   const pageSize = Math.min(500, Math.max(1, Number(query.get("limit")) || PAGE));
   const grid = h("ul.gallery", { "aria-label": "Photos" });
   const status = h("p.gallery-status.muted", { role: "status", "aria-live": "polite" });
-  const sentinel = h("div.sentinel", { "aria-hidden": "true" });
-  const holder = h("div.gallery-holder", {}, grid, sentinel);
+  // The holder is as tall as every loaded row; the grid inside holds only the rows
+  // near the viewport, moved down to where they belong.
+  const holder = h("div.gallery-holder", {}, grid);
   const viewer = assetViewer();
   let cursor = null;
   let done = false;
   let loading = false;
   let generation = 0;
   const assets = [];
+  let columns = 1;
+  let rowHeight = 0; // a tile's height plus the gap, measured from a rendered tile
+  let shown = { first: 0, last: -1 }; // indexes of the assets whose tiles are in the grid
+  let frame = 0;
 
   fill(main,
     pageHeader("Library", "Every unique photo, in the order it was taken."),
@@ -50,10 +59,7 @@ export function render(main, _params, query) {
       if (ticket !== generation) return;
       cursor = page.next_cursor;
       done = !cursor;
-      for (const asset of page.assets) {
-        grid.append(tile(asset, assets.length));
-        assets.push(asset);
-      }
+      assets.push(...page.assets);
       showStatus();
     } catch (error) {
       if (ticket === generation) fill(status, inlineProblem(error));
@@ -61,8 +67,8 @@ export function render(main, _params, query) {
     } finally {
       if (ticket === generation) loading = false;
     }
-    // Still room on screen: fetch on until the sentinel is pushed out of view.
-    if (!done && ticket === generation && sentinel.getBoundingClientRect().top < innerHeight + 800) loadPage();
+    // At once, not next frame: the page grows before anyone scrolls to its new end.
+    if (ticket === generation) renderVisible(); // and it fetches on while the end is near
   }
 
   function showStatus() {
@@ -77,6 +83,53 @@ export function render(main, _params, query) {
     fill(status, done ? plural(assets.length, "photo") : `${count(assets.length)} photos loaded · scroll for more`);
   }
 
+  function schedule() {
+    if (!frame) frame = requestAnimationFrame(renderVisible);
+  }
+
+  // Render the rows within a screen of the viewport; nodes already in the grid stay
+  // (a focused tile keeps its focus, a loaded image its pixels).
+  function renderVisible() {
+    cancelAnimationFrame(frame);
+    frame = 0;
+    const width = holder.clientWidth;
+    const nextColumns = Math.max(1, Math.floor((width + GAP) / (MIN_TILE + GAP)));
+    if (nextColumns !== columns) {
+      columns = nextColumns;
+      grid.style.gridTemplateColumns = `repeat(${columns}, minmax(0, 1fr))`;
+    }
+    const rowGuess = rowHeight || (width - GAP * (columns - 1)) / columns + CAPTION_GUESS + GAP;
+    const rows = Math.ceil(assets.length / columns);
+    holder.style.height = `${Math.max(0, rows * rowGuess - GAP)}px`;
+    const top = -holder.getBoundingClientRect().top;
+    const firstRow = Math.max(0, Math.floor((top - innerHeight) / rowGuess));
+    const lastRow = Math.min(rows - 1, Math.floor((top + 2 * innerHeight) / rowGuess));
+    const first = firstRow * columns;
+    const last = Math.min(assets.length - 1, (lastRow + 1) * columns - 1);
+    if (first !== shown.first || last !== shown.last) {
+      if (last < shown.first || first > shown.last) {
+        fill(grid);
+        shown = { first, last: first - 1 };
+      }
+      while (shown.first < first && grid.firstChild) { grid.firstChild.remove(); shown.first += 1; }
+      while (shown.last > last && grid.lastChild) { grid.lastChild.remove(); shown.last -= 1; }
+      const before = [];
+      for (let i = first; i < shown.first; i += 1) before.push(tile(assets[i], i));
+      grid.prepend(...before);
+      const after = [];
+      for (let i = shown.last + 1; i <= last; i += 1) after.push(tile(assets[i], i));
+      grid.append(...after);
+      shown = { first, last };
+    }
+    grid.style.top = `${firstRow * rowGuess}px`; // not a transform: it would paint differently
+    const measured = grid.firstElementChild ? grid.firstElementChild.getBoundingClientRect().height + GAP : 0;
+    if (measured && Math.abs(measured - rowHeight) > 0.01) {
+      rowHeight = measured;
+      schedule(); // place the rows again with the true height
+    }
+    if (!done && !loading && lastRow >= rows - 1 - Math.ceil(innerHeight / rowGuess)) loadPage();
+  }
+
   function tile(asset, index) {
     const src = withAccessToken(asset.thumbnail_url);
     const camera = [asset.make, asset.model].filter(Boolean).join(" ");
@@ -86,8 +139,9 @@ export function render(main, _params, query) {
         src
           ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
           : h("span.thumb.placeholder", {}, "Not rendered yet"),
+        // Always two caption lines: every tile is as tall as the row height.
         h("span.tile-caption", {}, h("span.tile-date", {}, localTime(asset.taken_local)),
-          camera ? h("span.tile-camera", {}, camera) : null)));
+          h("span.tile-camera", {}, camera || "\u00a0"))));
   }
 
   function reset() {
@@ -97,16 +151,20 @@ export function render(main, _params, query) {
     done = false;
     loading = false;
     fill(grid);
+    shown = { first: 0, last: -1 };
     loadPage();
   }
 
-  const observer = new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting)) loadPage();
-  }, { rootMargin: "800px 0px" });
-  observer.observe(sentinel);
+  // The holder's width changes with the window and with a scrollbar appearing.
+  const resized = new ResizeObserver(schedule);
+  resized.observe(holder);
+  addEventListener("scroll", schedule, { passive: true });
   loadPage();
   return () => {
-    observer.disconnect();
+    removeEventListener("scroll", schedule);
+    resized.disconnect();
+    cancelAnimationFrame(frame);
+    generation += 1;
     viewer.close();
   };
 }
