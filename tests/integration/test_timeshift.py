@@ -19,7 +19,6 @@ from photo_pipeline.pipeline import timeshift
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos
-from tests.integration.test_cli import cli  # noqa: F401  (the command-line fixture)
 
 PARIS = (48.8566, 2.3522, 35.0)
 
@@ -172,7 +171,7 @@ def test_bad_requests_are_refused_with_codes(library, session_factory):
         assert session.execute(select(assets.c.id)).first() is not None
 
 
-def test_command_line(cli, tmp_path):  # noqa: F811  (cli: the imported fixture)
+def test_command_line(cli, tmp_path):
     root = tmp_path / "photos"
     for n, (name, (model, taken, offset, gps)) in enumerate(LIBRARY.items()):
         photos.jpeg(root / name, size=(32, 24), seed=n, subsec=None, make="Canon",

@@ -9,7 +9,7 @@ from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 from tests.factories import photos
-from tests.integration.test_organize import cli, run_worker, scan_folders, tree  # noqa: F401
+from tests.integration.test_organize import run_worker, scan_folders, tree
 
 
 def build(root) -> None:
@@ -62,7 +62,7 @@ def test_verify_takes_the_library_lock(session_factory, tmp_path):
             raise AssertionError("a second library job was accepted")
 
 
-def test_verify_command(cli, session_factory, tmp_path):  # noqa: F811
+def test_verify_command(cli, session_factory, tmp_path):
     root = tmp_path / "photos"
     build(root)
     scan_folders(session_factory, root)

@@ -24,6 +24,12 @@ console = Console()
 err_console = Console(stderr=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+WaitOption = Annotated[
+    bool,
+    typer.Option(
+        "--wait", help="Run to the end with progress bars (in-process when no worker is running)."
+    ),
+]
 
 # Exit codes (also in the README).
 EXIT_OK = 0

@@ -12,6 +12,7 @@ from photo_pipeline.cli.common import (
     EXIT_JOB_DID_NOT_SUCCEED,
     EXIT_REFUSED,
     JsonOption,
+    WaitOption,
     app,
     console,
     err_console,
@@ -24,12 +25,6 @@ from photo_pipeline.pipeline import organize as organizing
 from photo_pipeline.pipeline.template import DEFAULT_TEMPLATE
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 
-WaitOption = Annotated[
-    bool,
-    typer.Option(
-        "--wait", help="Run to the end with progress bars (in-process when no worker is running)."
-    ),
-]
 _SHOWN = 40
 
 

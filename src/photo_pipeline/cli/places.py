@@ -10,6 +10,7 @@ from rich.table import Table
 from photo_pipeline.cli.common import (
     EXIT_JOB_DID_NOT_SUCCEED,
     JsonOption,
+    WaitOption,
     app,
     console,
     library,
@@ -19,13 +20,6 @@ from photo_pipeline.cli.progress import wait_for_jobs
 from photo_pipeline.jobs import JobState
 from photo_pipeline.pipeline import places as places_job
 from photo_pipeline.pipeline import timeshift as shifts
-
-WaitOption = Annotated[
-    bool,
-    typer.Option(
-        "--wait", help="Run to the end with progress bars (in-process when no worker is running)."
-    ),
-]
 
 
 @app.command()

@@ -10,6 +10,7 @@ from photo_pipeline.cli.common import (
     EXIT_JOB_DID_NOT_SUCCEED,
     EXIT_REFUSED,
     JsonOption,
+    WaitOption,
     app,
     console,
     err_console,
@@ -20,14 +21,6 @@ from photo_pipeline.cli.progress import wait_for_jobs
 from photo_pipeline.jobs import JobState
 from photo_pipeline.pipeline.render import enqueue_render, render_settings
 from photo_pipeline.pipeline.similar import enqueue_similar
-
-WaitOption = Annotated[
-    bool,
-    typer.Option(
-        "--wait",
-        help="Run to the end with a progress bar (in-process when no worker is running).",
-    ),
-]
 
 
 def _refuse(exc: ValueError) -> typer.Exit:
