@@ -85,7 +85,8 @@ def list_jobs(
     more = len(page) > limit
     page = page[:limit]
     chains = lib.service.prerequisites(j["id"] for j in page)
-    jobs = [job_out(j, chains[j["id"]], lib.service.progress(j["id"])) for j in page]
+    counts = lib.service.progress_of(j["id"] for j in page)
+    jobs = [job_out(j, chains[j["id"]], counts[j["id"]]) for j in page]
     return JobPage(
         jobs=jobs, next_cursor=page[-1]["id"] if more else None, last_event_seq=last_event_seq
     )

@@ -466,17 +466,28 @@ class JobService:
         """Item counts from the durable item rows: total, done, and per state."""
         with read_session(self._session_factory) as session:
             require_job(session, job_id)
-            by_state = {
-                state: count
-                for state, count in session.execute(
-                    select(job_items.c.state, func.count())
-                    .where(job_items.c.job_id == job_id)
-                    .group_by(job_items.c.state)
-                )
+        return self.progress_of([job_id])[job_id]
+
+    def progress_of(self, job_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``progress`` of many jobs in one query (unknown ids count as empty)."""
+        ids = list(job_ids)
+        by_job: dict[str, dict[str, int]] = {job_id: {} for job_id in ids}
+        query = (
+            select(job_items.c.job_id, job_items.c.state, func.count())
+            .where(job_items.c.job_id.in_(ids))
+            .group_by(job_items.c.job_id, job_items.c.state)
+        )
+        with read_session(self._session_factory) as session:
+            for job_id, state, count in session.execute(query):
+                by_job[job_id][state] = count
+        return {
+            job_id: {
+                "total": sum(by_state.values()),
+                "done": sum(n for state, n in by_state.items() if state in ITEM_DONE_STATES),
+                "by_state": by_state,
             }
-        total = sum(by_state.values())
-        done = sum(n for state, n in by_state.items() if state in ITEM_DONE_STATES)
-        return {"total": total, "done": done, "by_state": by_state}
+            for job_id, by_state in by_job.items()
+        }
 
     def items(
         self,
