@@ -80,6 +80,7 @@ ITEM_MOVES = {  # staying in the same state is always allowed (a no-op)
 ITEM_UNFINISHED = {"queued", "running"}
 
 BASE_SECONDS, MAX_SECONDS = 1.0, 4.0  # retry backoff: after attempt n, wait [d/2, d]
+MAX_INTERRUPTIONS = 2  # crashes (dead worker, expired lease) a job survives
 JOB_TYPES = ["scan", "thumb"]
 LOCKS = [None, None, "L1", "L2"]
 IDEMPOTENCY_KEYS = [None, None, "K1", "K2"]
@@ -124,6 +125,7 @@ class ModelJob:
     item_errors: dict[str, str | None]  # item key -> error code of its last change
     state: str = "queued"
     attempts: int = 0
+    interruptions: int = 0
     fencing_token: int = 0
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
@@ -144,7 +146,11 @@ class CoordinatorMachine(RuleBasedStateMachine):
             self.factory,
             clock=self.clock,
             recover_every=None,
-            retry_policy=RetryPolicy(base_seconds=BASE_SECONDS, max_seconds=MAX_SECONDS),
+            retry_policy=RetryPolicy(
+                base_seconds=BASE_SECONDS,
+                max_seconds=MAX_SECONDS,
+                max_interruptions=MAX_INTERRUPTIONS,
+            ),
             rng=random.Random(0),
         )
         self.jobs: list[ModelJob] = []  # in enqueue order
@@ -199,19 +205,28 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if state in from_states:
                 job.items[key] = to_state
 
-    def move(self, job: ModelJob, target: str, *, retry: bool = True) -> None:
-        """Apply an allowed job move with its side effects on items and the lease."""
+    def move(
+        self, job: ModelJob, target: str, *, retry: bool = True, interrupted: bool = False
+    ) -> None:
+        """Apply an allowed job move with its side effects on items and the lease.
+        ``interrupted``: an infrastructure failure, which refunds the attempt and
+        spends one of ``MAX_INTERRUPTIONS``."""
         if target == "cancelling" and job.lease_owner is None:
             target = "cancelled"  # no worker would acknowledge: cancelled at once
         if target == "failed":
             self.move_items(job, {"running"}, "queued")  # interrupted items resume later
-            if retry and job.state != "cancelling" and job.attempts < job.max_attempts:
+            if interrupted:
+                job.attempts -= 1
+                job.interruptions += 1
+                if job.state != "cancelling" and job.interruptions < MAX_INTERRUPTIONS:
+                    target = "retry_queued"
+                    self.expect_backoff(job, job.interruptions)
+            elif retry and job.state != "cancelling" and job.attempts < job.max_attempts:
                 target = "retry_queued"
-                ceiling = min(MAX_SECONDS, BASE_SECONDS * 2 ** (job.attempts - 1))
-                low, high = timedelta(seconds=ceiling / 2), timedelta(seconds=ceiling)
-                job.retry_window = (self.now + low, self.now + high)
+                self.expect_backoff(job, job.attempts)
         elif target == "retry_queued":  # a manual retry of a failed job: one more attempt
             job.max_attempts = max(job.max_attempts, job.attempts + 1)
+            job.interruptions = 0
             job.run_after = self.now
         elif target == "cancelled":
             self.move_items(job, ITEM_UNFINISHED, "cancelled")
@@ -219,13 +234,19 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if target not in LEASED:
             job.lease_owner = job.lease_expires_at = None
 
+    def expect_backoff(self, job: ModelJob, count: int) -> None:
+        ceiling = min(MAX_SECONDS, BASE_SECONDS * 2 ** (count - 1))
+        low, high = timedelta(seconds=ceiling / 2), timedelta(seconds=ceiling)
+        job.retry_window = (self.now + low, self.now + high)
+
     # ── comparing with the database ─────────────────────────────────────────────────
     def match(self, job: ModelJob, row: Any) -> None:
         """Assert that a stored job (or a returned snapshot) equals the model's."""
         assert isinstance(row, dict), row
         assert row["id"] == job.id
-        fields = ["job_type", "state", "attempts", "max_attempts", "fencing_token",
-                  "lease_owner", "lease_expires_at", "priority", "idempotency_key"]  # fmt: skip
+        fields = ["job_type", "state", "attempts", "max_attempts", "interruptions",
+                  "fencing_token", "lease_owner", "lease_expires_at", "priority",
+                  "idempotency_key"]  # fmt: skip
         assert {f: row[f] for f in fields} == {f: getattr(job, f) for f in fields}, job
         assert row["lock_key"] == job.lock
         if job.retry_window is not None:
@@ -631,8 +652,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if j.state in LEASED and (j.lease_expires_at < self.now or j.lease_owner in dead)
         ]
         assert sorted(got) == sorted(j.id for j in stale)
-        for job in stale:  # an abandoned cancel finishes; running work has failed
-            self.move(job, "cancelled" if job.state == "cancelling" else "failed")
+        for job in stale:  # an abandoned cancel finishes; running work was interrupted
+            self.move(job, "cancelled" if job.state == "cancelling" else "failed", interrupted=True)
             self.match(job, self.service.get(job.id))
 
     @initialize()

@@ -4,6 +4,7 @@ have hit other queues."""
 import pytest
 
 from photo_pipeline.jobs import JobConflict, JobState
+from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.service import JobService
 
 S = JobState
@@ -52,20 +53,53 @@ def test_abandoned_cancellation_is_finished(service, clock):
     assert service.progress(job["id"])["by_state"] == {"cancelled": 2}
 
 
-def test_job_that_keeps_killing_its_worker_fails_after_max_attempts(service, clock):
+@pytest.mark.parametrize("crash", ["lease_expired", "worker_died"])
+def test_crashes_spend_interruptions_not_attempts(service, clock, crash):
+    """A worker that dies or stops heartbeating is not the handler's fault: the
+    attempt is refunded and the separate, larger interruption budget is spent."""
     job = service.enqueue("t", max_attempts=3)
-    for attempt in range(1, 4):
+    budget = RetryPolicy().max_interruptions
+    assert budget > 3
+    for n in range(1, budget + 1):
         clock.advance(seconds=3600)  # past any backoff
-        claimed = service.claim(["t"], f"w{attempt}", lease_seconds=10)
-        assert claimed["id"] == job["id"] and claimed["attempts"] == attempt
-        clock.advance(seconds=11)
-        service.recover_stale()
+        claimed = service.claim(["t"], f"w{n}", lease_seconds=10)
+        assert claimed["id"] == job["id"]
+        assert (claimed["attempts"], claimed["interruptions"]) == (1, n - 1)
+        if crash == "lease_expired":
+            clock.advance(seconds=11)
+            service.recover_stale()
+        else:
+            service.recover_stale(dead_workers=[f"w{n}"])
     final = service.get(job["id"])
     assert final["state"] == S.FAILED
-    assert final["attempts"] == 3
-    assert final["error_code"] == "lease_expired"
+    assert (final["attempts"], final["interruptions"]) == (0, budget)
+    assert final["error_code"] == crash
     clock.advance(seconds=3600)
-    assert service.claim(["t"], "w9") is None
+    assert service.claim(["t"], "w99") is None
+    # A manual retry brings a fresh budget.
+    assert service.retry(job["id"])["interruptions"] == 0
+
+
+def test_handler_failures_still_spend_attempts_after_crashes(service, clock):
+    job = running_job(service, max_attempts=2, lease=10)
+    clock.advance(seconds=11)
+    service.recover_stale()
+    clock.advance(seconds=3600)
+    claimed = service.claim(["t"], "w2")
+    failed = service.transition(
+        job["id"], S.FAILED, fencing_token=claimed["fencing_token"], error=("handler_error", "x")
+    )
+    assert (failed["state"], failed["attempts"], failed["interruptions"]) == (
+        S.RETRY_QUEUED,
+        1,
+        1,
+    )
+    clock.advance(seconds=3600)
+    claimed = service.claim(["t"], "w3")
+    failed = service.transition(
+        job["id"], S.FAILED, fencing_token=claimed["fencing_token"], error=("handler_error", "x")
+    )
+    assert (failed["state"], failed["attempts"]) == (S.FAILED, 2)
 
 
 def test_reclaimed_job_fences_out_the_old_owner(service, clock):

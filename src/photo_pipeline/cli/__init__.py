@@ -32,7 +32,9 @@ def main() -> None:
     try:
         app()
     except PhotoPipelineError as exc:
-        err_console.print(f"[red]error[/] {exc.code}: {exc.detail}", highlight=False)
+        err_console.print(
+            f"[red]error[/] {exc.code}: {exc.detail}", highlight=False, soft_wrap=True
+        )
         if isinstance(exc, JobNotFound):
             sys.exit(EXIT_NOT_FOUND)
         if isinstance(exc, DatabaseUnavailable):

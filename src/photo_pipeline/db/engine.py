@@ -12,6 +12,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from photo_pipeline.db.errors import unreachable
+
 # Writers wait this long for SQLite's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 # PostgreSQL ends a session that sits idle inside a transaction this long.
@@ -24,12 +26,16 @@ def create_database_engine(url: str, **kwargs: Any) -> Engine:
     """Create an engine for ``url`` with the per-backend settings the job system needs."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(url, **kwargs)
-    if parsed.get_backend_name() == "postgresql":
+        engine = _sqlite_engine(url, **kwargs)
+    elif parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return _postgres_engine(create_engine(parsed, pool_pre_ping=True, **kwargs))
-    raise ValueError(f"unsupported database URL {url!r}: use sqlite:/// or postgresql://")
+        engine = _postgres_engine(create_engine(parsed, pool_pre_ping=True, **kwargs))
+    else:
+        raise ValueError(f"unsupported database URL {url!r}: use sqlite:/// or postgresql://")
+    # A refused or broken connection becomes DatabaseUnavailable wherever it happens.
+    event.listen(engine, "handle_error", unreachable)
+    return engine
 
 
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:

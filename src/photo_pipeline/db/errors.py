@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from sqlalchemy import Index, UniqueConstraint
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 
 from photo_pipeline.db.schema import metadata
 from photo_pipeline.errors import PhotoPipelineError
@@ -50,6 +51,38 @@ class DatabaseUnavailable(PhotoPipelineError):
     status = 503
 
 
+# A connection refused, lost or not accepted yet: SQLSTATE class 08 (connection
+# exception), 57P01-57P03 (the server shutting down, crashed, or still starting),
+# 53300 (too many connections).
+_UNREACHABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+def unreachable(context: ExceptionContext) -> None:
+    """The engines' ``handle_error`` hook: a connection that could not be opened or
+    broke under a statement raises ``DatabaseUnavailable`` wherever it happens
+    (opening the library, migrations, any query), never the driver's error."""
+    if context.is_pre_ping:
+        return  # the pool replaces a dead pooled connection by itself
+    error = context.sqlalchemy_exception
+    sqlstate = str(getattr(context.original_exception, "sqlstate", None) or "")
+    lost = (
+        context.is_disconnect
+        or sqlstate.startswith("08")
+        or sqlstate in _UNREACHABLE_SQLSTATES
+        # No connection yet: connecting itself failed.
+        or (context.connection is None and isinstance(error, (OperationalError, InterfaceError)))
+    )
+    if lost:
+        raise DatabaseUnavailable("database_unavailable", _one_line(context.original_exception))
+
+
+def _one_line(exc: BaseException) -> str:
+    """The driver's message without its hints on further lines."""
+    return next(
+        (line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__
+    )
+
+
 # Deadlock and serialization failure: PostgreSQL rolled the transaction back, and
 # running it again from the start is safe.
 _TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
@@ -73,7 +106,7 @@ def transactional(method: Callable[P, T]) -> Callable[P, T]:
                 sqlstate = getattr(exc.orig, "sqlstate", None)
                 if sqlstate in _TRANSIENT_SQLSTATES and attempt < _ATTEMPTS:
                     continue
-                raise DatabaseUnavailable("database_unavailable", str(exc.orig)) from exc
+                raise DatabaseUnavailable("database_unavailable", _one_line(exc.orig)) from exc
         raise AssertionError("unreachable")
 
     return wrapper

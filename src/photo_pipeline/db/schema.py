@@ -87,6 +87,9 @@ jobs = Table(
     Column("waiting_for", Integer, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("max_attempts", Integer, nullable=False),
+    # Infrastructure failures (worker died, lease expired, database gone) since the
+    # last manual retry: they refund the attempt and spend this budget instead.
+    Column("interruptions", Integer, nullable=False, server_default=text("0")),
     Column("run_after", UTCDateTime, nullable=False),
     Column("lease_owner", String(200)),
     Column("lease_expires_at", UTCDateTime),

@@ -6,20 +6,29 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import random
 import signal
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
+from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.errors import JobError
 from photo_pipeline.jobs.handlers import HandlerRegistry
+from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.service import JobService, JobSnapshot
 from photo_pipeline.jobs.states import JobState
 from photo_pipeline.jobs.workers import WorkerRegistry, new_worker_id
 
 log = logging.getLogger("photo_pipeline.worker")
+
+# While the database is unreachable, try again after a capped, jittered backoff.
+RECONNECT = RetryPolicy(base_seconds=0.25, max_seconds=10.0)
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class Worker:
         self._done = threading.Event()
         self._current: JobContext | None = None
         self._signals = 0
+        self._rng = random.Random()
         self._log = logging.LoggerAdapter(log, {"worker_id": self.id})
 
     # ── control ────────────────────────────────────────────────────────────────
@@ -101,30 +111,40 @@ class Worker:
     # ── main loop ──────────────────────────────────────────────────────────────
     def run(self) -> int:
         """Work until stopped (or, in burst mode, until nothing is left). Returns the
-        process exit code: 0 on a clean stop."""
-        self._registry.register(self.id, self._types)
+        process exit code: 0 on a clean stop. An unreachable database is waited out
+        (capped backoff, one log line per outage), never a reason to exit."""
+        if not self._ride_out(lambda: self._registry.register(self.id, self._types)):
+            self._done.set()
+            return 0
         self._log.info(
             "worker started: types=%s concurrency=%s", self._types, self.config.concurrency
         )
         pool = self._make_pool()
         try:
             while not self._shutdown.is_set():
-                self._recover_dead_workers()
-                job = self._service.claim(
-                    self._types, self.id, lease_seconds=self.config.lease_seconds
-                )
-                if job is not None:
-                    self.run_job(job, pool)
+                try:
+                    self._recover_dead_workers()
+                    job = self._service.claim(
+                        self._types, self.id, lease_seconds=self.config.lease_seconds
+                    )
+                    if job is not None:
+                        self.run_job(job, pool)
+                        continue
+                    if self.config.burst and not self._work_left():
+                        break
+                    self._registry.beat(self.id)
+                except DatabaseUnavailable as exc:
+                    self._wait_for_database(exc)
                     continue
-                if self.config.burst and not self._work_left():
-                    break
-                self._registry.beat(self.id)
                 self._wake.wait(self.config.poll_seconds)
                 self._wake.clear()
         finally:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
-            self._registry.stop(self.id)
+            try:
+                self._registry.stop(self.id)
+            except DatabaseUnavailable:
+                self._log.warning("database unavailable: could not record this worker stopped")
             self._done.set()
             self._log.info("worker stopped")
         return 0
@@ -159,6 +179,9 @@ class Worker:
             ctx.log.warning("lease lost, job abandoned: %s", exc)
             return None
         except Exception as exc:
+            outage = database_outage(exc)
+            if outage is not None:
+                return self._hand_back_after_outage(ctx, outage)
             ctx.log.exception("handler failed")
             return self._fail(ctx, exc)
         finally:
@@ -196,11 +219,63 @@ class Worker:
                 fencing_token=ctx.fencing_token,
                 error=("handler_error", f"{type(exc).__name__}: {exc}"),
             )
+        except DatabaseUnavailable as outage:
+            return self._hand_back_after_outage(ctx, outage)
         except (JobError, LeaseLost) as error:
             ctx.log.warning("could not record the failure: %s", error)
             return None
         ctx.log.info("job %s", final["state"])
         return JobState(final["state"])
+
+    def _hand_back_after_outage(
+        self, ctx: JobContext, outage: DatabaseUnavailable
+    ) -> JobState | None:
+        """The database went away under the job: once it is back, hand the job back
+        as interrupted (the attempt refunded); the next claim resumes its items.
+        Should the lease run out first, recovery does the same."""
+        ctx.log.warning("database unavailable during the job: %s", outage.detail)
+        if not self._wait_for_database(outage, logged=True):
+            return None
+        try:
+            final = self._service.interrupt(
+                ctx.job_id,
+                fencing_token=ctx.fencing_token,
+                error=("database_unavailable", outage.detail),
+            )
+        except (JobError, DatabaseUnavailable) as error:
+            ctx.log.warning("could not hand the job back: %s", error)
+            return None
+        ctx.log.info("job handed back after the outage: %s", final["state"])
+        return JobState(final["state"])
+
+    def _wait_for_database(self, outage: DatabaseUnavailable, *, logged: bool = False) -> bool:
+        """Probe the database with a capped, jittered backoff until it answers (True)
+        or the worker is told to stop (False). One log line per outage, not one
+        traceback per attempt."""
+        if not logged:
+            self._log.warning("database unavailable, retrying with backoff: %s", outage.detail)
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            if self._shutdown.wait(RECONNECT.delay(attempt, self._rng).total_seconds()):
+                return False
+            try:
+                self._registry.beat(self.id)
+            except DatabaseUnavailable:
+                continue
+            self._log.warning("database reachable again after %.1f s", time.monotonic() - started)
+            return True
+
+    def _ride_out(self, action: Callable[[], Any]) -> bool:
+        """Run ``action`` once the database answers; False if stopped before."""
+        while True:
+            try:
+                action()
+                return True
+            except DatabaseUnavailable as exc:
+                if not self._wait_for_database(exc):
+                    return False
 
     def _unfinished(self, job_id: str) -> bool:
         progress = self._service.progress(job_id)
@@ -245,6 +320,7 @@ class _Heartbeat(threading.Thread):
 
     def run(self) -> None:
         ctx = self._ctx
+        unreachable = False
         while not self._stopped.wait(self._lease / 3):
             try:
                 state = self._service.renew_lease(
@@ -254,9 +330,15 @@ class _Heartbeat(threading.Thread):
                     fencing_token=ctx.fencing_token,
                 )
                 self._registry.beat(ctx.worker_id)
+            except DatabaseUnavailable as exc:
+                if not unreachable:  # once per outage
+                    ctx.log.warning("heartbeat: database unavailable: %s", exc.detail)
+                unreachable = True
+                continue
             except Exception:
                 ctx.log.exception("heartbeat failed; trying again")
                 continue
+            unreachable = False
             ctx.observe(state)
             if state is None:
                 ctx.log.warning("lease lost")
@@ -265,3 +347,16 @@ class _Heartbeat(threading.Thread):
     def stop(self) -> None:
         self._stopped.set()
         self.join()
+
+
+def database_outage(exc: BaseException) -> DatabaseUnavailable | None:
+    """The ``DatabaseUnavailable`` behind ``exc`` (itself, or what it was raised
+    from), if the failure was the database going away rather than the handler."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, DatabaseUnavailable):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

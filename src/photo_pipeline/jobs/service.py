@@ -403,6 +403,25 @@ class JobService:
             )
 
     @transactional
+    def interrupt(self, job_id: str, *, fencing_token: int, error: tuple[str, str]) -> JobSnapshot:
+        """Hand a leased job back after an infrastructure failure (e.g. the database
+        went away under it): the attempt is refunded and one interruption counted,
+        as when a worker dies. A job being cancelled is cancelled instead."""
+        error = check.error(error)
+        now = self._clock()
+        with write_session(self._session_factory) as session:
+            row = lock_job(session, job_id)
+            _check_fence(row, fencing_token)
+            if row.state == JobState.CANCELLING:
+                cancelled = ("cancelled", "cancelled on request")
+                return self._transitions.apply(
+                    session, row, JobState.CANCELLED, now, error=cancelled
+                )
+            return self._transitions.apply(
+                session, row, JobState.FAILED, now, error=error, interrupted=True
+            )
+
+    @transactional
     def cancel(self, job_id: str, *, reason: str | None = None) -> JobSnapshot:
         """Cancel: queued work at once; running work drains through ``cancelling``.
         Cancelling a job that is already cancelling changes nothing."""
@@ -517,9 +536,10 @@ class JobService:
         self, *, now: datetime | None = None, dead_workers: Iterable[str] = ()
     ) -> list[str]:
         """Recover jobs whose lease expired or whose worker is known to be dead: a
-        running job is re-queued with backoff (its interrupted items queued again)
-        or, out of attempts, failed; a cancelling job is cancelled. Returns the
-        recovered job ids."""
+        running job is re-queued (its interrupted items queued again) without
+        spending an attempt, after the backoff of its interruption count, or failed
+        once ``max_interruptions`` run out; a cancelling job is cancelled. Returns
+        the recovered job ids."""
         now = now or self._clock()
         # The registry's dead workers (found gone by any worker) void their leases too.
         owner_dead = or_(
@@ -543,12 +563,17 @@ class JobService:
                     if row.state == JobState.CANCELLING:
                         error = ("cancelled", "worker vanished while cancelling")
                         self._transitions.apply(session, row, JobState.CANCELLED, now, error=error)
-                    elif row.owner_dead:
-                        error = ("worker_died", f"worker {row.lease_owner} is gone")
-                        self._transitions.apply(session, row, JobState.FAILED, now, error=error)
                     else:
-                        error = ("lease_expired", f"worker {row.lease_owner} stopped heartbeating")
-                        self._transitions.apply(session, row, JobState.FAILED, now, error=error)
+                        # Not the handler's fault: the attempt is refunded and one
+                        # interruption counted (a crash loop still ends, later).
+                        error = (
+                            ("worker_died", f"worker {row.lease_owner} is gone")
+                            if row.owner_dead
+                            else ("lease_expired", f"worker {row.lease_owner} stopped heartbeating")
+                        )
+                        self._transitions.apply(
+                            session, row, JobState.FAILED, now, error=error, interrupted=True
+                        )
                     recovered.append(row.id)
             if len(stale) < _RECOVERY_BATCH:
                 break

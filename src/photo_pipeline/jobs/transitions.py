@@ -15,6 +15,7 @@ from photo_pipeline.jobs.errors import InvalidTransition, JobConflict, JobNotFou
 from photo_pipeline.jobs.events import write_event
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.states import (
+    ACTIVE_STATES,
     CLAIMABLE_STATES,
     FINISHED_STATES,
     LEASED_STATES,
@@ -42,9 +43,15 @@ class Transitions:
         error: tuple[str, str] | None = None,
         retry: bool = True,
         release: bool = False,
+        interrupted: bool = False,
     ) -> JobSnapshot:
         """Write ``row -> target`` with its side effects, conditional on the row being
-        exactly as read. The caller holds the row lock and has validated the move."""
+        exactly as read. The caller holds the row lock and has validated the move.
+
+        ``failed`` with ``release`` hands the job back (attempt refunded, runs at
+        once); with ``interrupted`` (an infrastructure failure) the attempt is
+        refunded too and one interruption counted, retried after the backoff of
+        that count until ``max_interruptions`` run out."""
         values: dict[str, Any] = {"state": target, "updated_at": now}
         events: list[tuple[str, str | None]] = [(f"state:{target}", error[1] if error else None)]
         if error is not None:
@@ -65,15 +72,24 @@ class Transitions:
                 target = values["state"] = JobState.RETRY_QUEUED
                 values.update(run_after=now, attempts=row.attempts - 1)
                 events.append((f"state:{target}", "released"))
+            elif interrupted:
+                interruptions = row.interruptions + 1
+                values.update(attempts=row.attempts - 1, interruptions=interruptions)
+                if not cancelled and interruptions < self._retry_policy.max_interruptions:
+                    target = values["state"] = JobState.RETRY_QUEUED
+                    run_after = now + self._retry_policy.delay(interruptions, self._rng)
+                    values["run_after"] = run_after
+                    events.append((f"state:{target}", f"retry at {run_after.isoformat()}"))
             elif retry and not cancelled and row.attempts < row.max_attempts:
                 target = values["state"] = JobState.RETRY_QUEUED
                 run_after = now + self._retry_policy.delay(row.attempts, self._rng)
                 values["run_after"] = run_after
                 events.append((f"state:{target}", f"retry at {run_after.isoformat()}"))
         if target is JobState.RETRY_QUEUED and row.state == JobState.FAILED:
-            # A manual retry grants one more attempt and runs as soon as possible.
+            # A manual retry grants one more attempt, a fresh interruption budget, and
+            # runs as soon as possible.
             values.update(max_attempts=max(row.max_attempts, row.attempts + 1), run_after=now)
-            values.update(error_code=None, error_message=None)
+            values.update(error_code=None, error_message=None, interruptions=0)
         if target is JobState.CANCELLED:
             cancel_items(session, row.id, now)
         if target in FINISHED_STATES:
@@ -96,6 +112,8 @@ class Transitions:
             self._release_dependents(session, row.id, now)
         elif row.has_dependents and target in (JobState.FAILED, JobState.CANCELLED):
             self._cancel_dependents(session, row.id, now)
+        elif row.has_dependents and target is JobState.RETRY_QUEUED:
+            self._revive_dependents(session, row.id, now)
         return snapshot(result)
 
     def _release_dependents(self, session: Session, job_id: str, now: datetime) -> None:
@@ -127,6 +145,73 @@ class Transitions:
             row = lock_job(session, dependent_id)
             if row.state in CLAIMABLE_STATES and row.waiting_for > 0:
                 self.apply(session, row, JobState.CANCELLED, now, error=error)
+
+    def _revive_dependents(self, session: Session, job_id: str, now: datetime) -> None:
+        """A prerequisite that runs again (a retry) queues again the jobs that were
+        cancelled because it had failed, and through them theirs, so that retrying
+        the scan of an import also brings back its render and similar.
+
+        The one way out of ``cancelled``, and only for that reason: a dependent is
+        left alone when another of its prerequisites is still failed or cancelled,
+        or when another active job holds its lock by now."""
+        dependent_ids = session.scalars(
+            select(job_prerequisites.c.job_id)
+            .where(job_prerequisites.c.prerequisite_id == job_id)
+            .order_by(job_prerequisites.c.job_id)
+        ).all()
+        for dependent_id in dependent_ids:
+            row = lock_job(session, dependent_id)
+            if row.state != JobState.CANCELLED or row.error_code != "prerequisite_failed":
+                continue
+            prerequisite_states = session.scalars(
+                select(jobs.c.state)
+                .join(job_prerequisites, job_prerequisites.c.prerequisite_id == jobs.c.id)
+                .where(job_prerequisites.c.job_id == dependent_id)
+            ).all()
+            if any(s in (JobState.FAILED, JobState.CANCELLED) for s in prerequisite_states):
+                continue
+            if row.lock_key is not None and _lock_taken(session, row.lock_key):
+                continue
+            waiting_for = sum(1 for s in prerequisite_states if s != JobState.SUCCEEDED)
+            revived = session.execute(
+                update(jobs)
+                .where(jobs.c.id == row.id, jobs.c.version == row.version)
+                .values(
+                    state=JobState.QUEUED,
+                    waiting_for=waiting_for,
+                    run_after=now,
+                    error_code=None,
+                    error_message=None,
+                    finished_at=None,
+                    interruptions=0,
+                    max_attempts=max(row.max_attempts, row.attempts + 1),
+                    updated_at=now,
+                    version=jobs.c.version + 1,
+                )
+            ).rowcount
+            if revived != 1:
+                raise JobConflict("concurrent_update", f"job {row.id} changed while being updated")
+            requeue_items(session, row.id, now, [ItemState.CANCELLED])
+            write_event(
+                session,
+                row.id,
+                f"state:{JobState.QUEUED}",
+                now,
+                message=f"prerequisite {job_id} retried",
+            )
+            if row.has_dependents:
+                self._revive_dependents(session, row.id, now)
+
+
+def _lock_taken(session: Session, lock: str) -> bool:
+    return (
+        session.scalar(
+            select(jobs.c.id)
+            .where(jobs.c.lock_key == lock, jobs.c.state.in_(ACTIVE_STATES))
+            .limit(1)
+        )
+        is not None
+    )
 
 
 def lock_job(session: Session, job_id: str) -> Row[Any]:
