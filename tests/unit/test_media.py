@@ -31,16 +31,20 @@ def test_public_api() -> None:
         "DEFAULT_MAX_PIXELS",
         "SUPPORTED_EXTENSIONS",
         "CaptureTime",
+        "EmbeddedVideo",
         "MediaError",
+        "MediaMetadata",
         "PhotoMetadata",
         "capture_time_from_filename",
+        "find_embedded_video",
         "hash_file",
         "read_metadata",
     }
     assert media.DEFAULT_MAX_PIXELS == 200_000_000
     assert {
-        ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp",
-        ".heic", ".heif", ".dng", ".cr2", ".nef", ".arw",
+        ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".heic", ".heif", ".avif",
+        ".dng", ".cr2", ".nef", ".arw", ".cr3", ".raf", ".orf", ".rw2", ".pef",
+        ".mp4", ".mov", ".m4v", ".3gp", ".3g2", ".mts", ".m2ts", ".ts", ".avi", ".mkv", ".webm",
     } == media.SUPPORTED_EXTENSIONS  # fmt: skip
     assert MediaError.status == 422
     assert MediaError("corrupt_file", "x").code == "corrupt_file"

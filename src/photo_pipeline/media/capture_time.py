@@ -11,7 +11,18 @@ from pathlib import PurePath
 _MIN_YEAR = 1826
 _MAX_OFFSET_MINUTES = 14 * 60
 
-SOURCES = ("exif_original", "exif_digitized", "gps", "filename", "mtime")
+SOURCES = (
+    "exif_original",
+    "exif_digitized",
+    "quicktime_local",  # Apple's com.apple.quicktime.creationdate: wall clock + offset
+    "gps",
+    "quicktime_utc",  # QuickTime/MP4 creation_time: UTC, the wall clock unknown
+    "filename",
+    "mtime",
+)
+# Sources whose instant is UTC but say nothing of the local wall clock: the zone at the
+# GPS position (media.places) turns them into local time.
+UTC_CLOCK_SOURCES = frozenset({"gps", "quicktime_utc"})
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Open JPEG, PNG, WebP, TIFF and HEIF headers with Pillow and check that they decode."""
+"""Open JPEG, PNG, WebP, TIFF, HEIF and AVIF headers with Pillow and check that they decode."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from PIL import (
+    AvifImagePlugin,
     Image,
     ImageFile,
     JpegImagePlugin,
@@ -38,6 +39,7 @@ _PLUGINS: dict[str, type[ImageFile.ImageFile]] = {
     "webp": WebPImagePlugin.WebPImageFile,
     "tiff": TiffImagePlugin.TiffImageFile,
     "heif": HeifImageFile,
+    "avif": AvifImagePlugin.AvifImageFile,  # Pillow >= 11.3 wheels ship libavif
 }
 
 
@@ -157,5 +159,6 @@ def _verify(
                 tiff_tags.get(offsets_tag), tiff_tags.get(counts_tag), file_size
             ):
                 raise MediaError(CORRUPT_FILE, f"{path}: TIFF image data lies beyond end of file")
-    # WebP and HEIF: opening already validated the container (libwebp's demuxer, libheif's
-    # iloc extents), which is what catches truncation, so there is nothing more to do cheaply.
+    # WebP, HEIF and AVIF: opening already validated the container (libwebp's demuxer,
+    # libheif's and libavif's item extents), which is what catches truncation, so there is
+    # nothing more to do cheaply.

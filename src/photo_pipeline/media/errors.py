@@ -10,9 +10,18 @@ CORRUPT_FILE = "corrupt_file"
 UNREADABLE_FILE = "unreadable_file"
 TOO_MANY_PIXELS = "too_many_pixels"
 FILE_VANISHED = "file_vanished"
+DECODE_TIMEOUT = "decode_timeout"
 
 CODES = frozenset(
-    {EMPTY_FILE, UNSUPPORTED_FORMAT, CORRUPT_FILE, UNREADABLE_FILE, TOO_MANY_PIXELS, FILE_VANISHED}
+    {
+        EMPTY_FILE,
+        UNSUPPORTED_FORMAT,
+        CORRUPT_FILE,
+        UNREADABLE_FILE,
+        TOO_MANY_PIXELS,
+        FILE_VANISHED,
+        DECODE_TIMEOUT,
+    }
 )
 
 
@@ -25,10 +34,12 @@ CODES = frozenset(
 #   symlink loop, or an I/O error.
 # - too_many_pixels: the header declares more pixels than allowed; nothing was decoded.
 # - file_vanished: no file at the path (deleted, or a dangling symlink).
+# - decode_timeout: reading or decoding a video took longer than its time limit (a
+#   decoder or demuxer that hangs); the work was abandoned (the child process killed).
 
 
 class MediaError(PhotoPipelineError):
-    """A file cannot be read as a photo; ``code`` is one of :data:`CODES`."""
+    """A file cannot be read as a photo or video; ``code`` is one of :data:`CODES`."""
 
     code = "media_error"
     status = 422

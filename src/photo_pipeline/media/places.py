@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import tzfpy
 
-from photo_pipeline.media.capture_time import CaptureTime
+from photo_pipeline.media.capture_time import UTC_CLOCK_SOURCES, CaptureTime
 
 # Where the time zone of a capture came from.
 EXIF_OFFSET = "exif_offset"  # the camera wrote its UTC offset next to the time
@@ -148,14 +148,14 @@ def fixed_offset_name(minutes: int) -> str:
 def resolve_zone(taken: CaptureTime, zone_name: str | None) -> CaptureZone:
     """Apply the zone rules to a capture time: EXIF offset, else the GPS zone (or,
     for a GPS-clock UTC time, its local time there), else floating."""
-    if taken.offset_minutes is not None and taken.source != "gps":
+    if taken.offset_minutes is not None and taken.source not in UTC_CLOCK_SOURCES:
         agrees = zone_name is not None and offset_at(zone_name, taken.local) == (
             taken.offset_minutes
         )
         name = zone_name if agrees else fixed_offset_name(taken.offset_minutes)
         return CaptureZone(taken.local, taken.offset_minutes, name, EXIF_OFFSET)
     zone = _zone(zone_name) if zone_name else None
-    if taken.source == "gps" and taken.utc is not None:
+    if taken.source in UTC_CLOCK_SOURCES and taken.utc is not None:
         if zone is None:
             return CaptureZone(taken.local, taken.offset_minutes, "UTC", UTC_CLOCK)
         there = taken.utc.astimezone(zone)

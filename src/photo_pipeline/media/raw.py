@@ -1,21 +1,29 @@
-"""TIFF-structured files: tell plain TIFF from camera RAW (DNG, CR2, NEF, ARW) and read RAWs."""
+"""Camera RAWs: tell plain TIFF from TIFF-structured RAW (DNG, CR2, NEF, ARW, PEF), and
+read the RAWs with containers of their own (CR3, RAF, ORF, RW2).
 
-# Metadata comes from exifread; the pixel size from LibRaw (rawpy) when it can open the file,
-# else from the EXIF dimensions. Only headers are read: RAW pixel data is not decoded here.
+Metadata comes from the EXIF each format keeps in its own place: the TIFF IFDs (exifread;
+ORF and RW2 are TIFFs with a private magic number), the JPEG preview of a RAF, the
+``CMT1``/``CMT2``/``CMT4`` TIFF blocks of a CR3. The pixel size comes from LibRaw (rawpy)
+when it can open the file, else from the EXIF dimensions. Only headers are read: RAW
+pixel data is not decoded here.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import io
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import rawpy
-from PIL import ExifTags
+from PIL import ExifTags, Image
 
 from photo_pipeline.media.decode import Probe, check_pixels, data_within_file
 from photo_pipeline.media.errors import CORRUPT_FILE, UNSUPPORTED_FORMAT, MediaError
 from photo_pipeline.media.formats import MIME_TYPES
+from photo_pipeline.media.isobmff import CANON_UUID, find_box, read_payload
 from photo_pipeline.media.tags import (
     TagSet,
     as_int,
@@ -23,6 +31,7 @@ from photo_pipeline.media.tags import (
     camera_fields,
     orientation,
     tags_from_file,
+    tags_from_pillow,
 )
 
 Base = ExifTags.Base
@@ -55,16 +64,35 @@ def probe_tiff_family(
             raise MediaError(UNSUPPORTED_FORMAT, f"{path}: camera RAW from {make} not supported")
         return None
     libraw = _open_libraw(path)
-    if libraw is None and raw_format in ("nef", "arw") and not _looks_raw(tags):
+    if libraw is None and raw_format in ("nef", "arw", "pef") and not _looks_raw(tags):
         return None  # a Nikon/Sony TIFF that is no RAW (scanner, Coolpix): plain TIFF
-    if libraw is None and not tags.base:
-        raise MediaError(CORRUPT_FILE, f"{path}: {raw_format} header unreadable")
-    width, height = (libraw.width, libraw.height) if libraw else _exif_size(tags, path)
-    check_pixels(width, height, max_pixels, path)
     base = tags.base
     for offsets_tag, counts_tag in ((273, 279), (324, 325)):
         if not data_within_file(base.get(offsets_tag), base.get(counts_tag), file_size):
             raise MediaError(CORRUPT_FILE, f"{path}: {raw_format} data lies beyond end of file")
+    return _probe(raw_format, tags, libraw, path, max_pixels)
+
+
+def probe_raw(kind: str, fp: BinaryIO, path: Path, file_size: int, max_pixels: int) -> Probe:
+    """Probe a CR3, RAF, ORF or RW2 (recognised by their own magic bytes)."""
+    if kind == "cr3":
+        tags = _cr3_tags(fp, file_size)
+    elif kind == "raf":
+        preview = raf_preview(fp, file_size)
+        tags = tags_from_file(io.BytesIO(preview)) if preview else TagSet()
+    else:  # orf, rw2: TIFF IFDs behind a private magic number
+        tags = tags_from_file(fp)
+    return _probe(kind, tags, _open_libraw(path), path, max_pixels)
+
+
+def _probe(
+    raw_format: str, tags: TagSet, libraw: _LibRaw | None, path: Path, max_pixels: int
+) -> Probe:
+    if libraw is None and not tags.base and not tags.exif:
+        raise MediaError(CORRUPT_FILE, f"{path}: {raw_format} header unreadable")
+    width, height = (libraw.width, libraw.height) if libraw else _exif_size(tags, path)
+    check_pixels(width, height, max_pixels, path)
+    base = tags.base
     turn = orientation(tags)
     if Base.Orientation not in base and libraw is not None:
         turn = _FLIP_TO_ORIENTATION.get(libraw.flip, 1)
@@ -72,6 +100,44 @@ def probe_tiff_family(
     if camera.model is None:  # DNG converters may keep only UniqueCameraModel
         camera = dataclasses.replace(camera, model=as_text(base.get(UNIQUE_CAMERA_MODEL)))
     return Probe(raw_format, MIME_TYPES[raw_format], width, height, turn, tags, camera)
+
+
+_RAF_PREVIEW_AT = 84  # big-endian offset and length of the JPEG preview
+_MAX_PREVIEW_BYTES = 64 << 20
+_MAX_CMT_BYTES = 1 << 20
+
+
+def raf_preview(fp: BinaryIO, file_size: int) -> bytes | None:
+    """A RAF's embedded JPEG (it carries the EXIF), or None when the header is damaged."""
+    fp.seek(_RAF_PREVIEW_AT)
+    pointer = fp.read(8)
+    if len(pointer) < 8:
+        return None
+    offset, length = struct.unpack(">II", pointer)
+    if not 0 < length <= _MAX_PREVIEW_BYTES or offset + length > file_size:
+        return None
+    fp.seek(offset)
+    data = fp.read(length)
+    return data if data.startswith(b"\xff\xd8") else None
+
+
+def _cr3_tags(fp: BinaryIO, file_size: int) -> TagSet:
+    # moov/uuid(Canon)/CMT1 is IFD0, CMT2 the Exif IFD, CMT4 the GPS IFD: each a TIFF
+    groups: list[dict[int, object]] = []
+    for name in (b"CMT1", b"CMT2", b"CMT4"):
+        box = find_box(fp, file_size, (b"moov", b"uuid:" + CANON_UUID.hex().encode(), name))
+        block = read_payload(fp, box, _MAX_CMT_BYTES) if box is not None else None
+        groups.append(_ifd0(block) if block else {})
+    return TagSet(*groups)
+
+
+def _ifd0(tiff: bytes) -> dict[int, object]:
+    exif = Image.Exif()
+    try:
+        exif.load(b"Exif\x00\x00" + tiff)
+    except Exception:
+        return {}  # a damaged block costs its tags, never the photo
+    return dict(tags_from_pillow(exif).base)
 
 
 def _raw_format(kind: str, tags: TagSet) -> str | None:
@@ -86,6 +152,8 @@ def _raw_format(kind: str, tags: TagSet) -> str | None:
         return "nef"
     if make.startswith("SONY"):
         return "arw"
+    if make.startswith(("PENTAX", "RICOH")):
+        return "pef"
     return None
 
 

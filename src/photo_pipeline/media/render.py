@@ -9,6 +9,11 @@ this against Pillow's ``draft`` + ``thumbnail`` and it was faster (see the READM
 Every rendition is oriented (EXIF orientation applied), converted to sRGB from an
 embedded ICC profile, and carries no metadata at all (no EXIF, no GPS, no XMP, no ICC:
 an untagged WebP or JPEG is sRGB by definition).
+
+Videos render from their poster frame (``media.poster``: about 1 s in, turned upright,
+decoded in a child process killed after ``video_time_limit``). Camera RAWs render from
+their embedded JPEG preview when it is at least as large as the largest rendition, else
+from a half-size LibRaw development.
 """
 
 from __future__ import annotations
@@ -34,10 +39,18 @@ from photo_pipeline.media.errors import (
     MediaError,
 )
 from photo_pipeline.media.files import media_error_from_os, open_original
-from photo_pipeline.media.formats import HEADER_SIZE, RAW_FORMATS, sniff
+from photo_pipeline.media.formats import (
+    HEADER_SIZE,
+    NON_TIFF_RAW_FORMATS,
+    RAW_FORMATS,
+    VIDEO_FORMATS,
+    sniff,
+)
 from photo_pipeline.media.metadata import DEFAULT_MAX_PIXELS
 from photo_pipeline.media.phash import perceptual_hash
-from photo_pipeline.media.raw import probe_tiff_family
+from photo_pipeline.media.poster import poster_frame
+from photo_pipeline.media.raw import probe_raw, probe_tiff_family, raf_preview
+from photo_pipeline.media.video import DEFAULT_TIME_LIMIT
 
 # Workers render thousands of different files: libvips' operation cache would only pin
 # decoded images and open files of photos that are never asked for again.
@@ -61,6 +74,7 @@ class RenderSettings:
     format: str = "webp"  # webp or jpeg
     quality: int = 80
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger originals are refused, not rendered
+    video_time_limit: float = DEFAULT_TIME_LIMIT  # seconds to decode a poster frame
 
     def __post_init__(self) -> None:
         for name in ("thumbnail_size", "preview_size"):
@@ -73,6 +87,8 @@ class RenderSettings:
             raise ValueError(f"quality must be 1..100, got {self.quality!r}")
         if not isinstance(self.max_pixels, int) or self.max_pixels <= 0:
             raise ValueError(f"max_pixels must be a positive number, got {self.max_pixels!r}")
+        if not isinstance(self.video_time_limit, (int, float)) or self.video_time_limit <= 0:
+            raise ValueError(f"video_time_limit must be positive, got {self.video_time_limit!r}")
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -84,8 +100,9 @@ class RenderSettings:
         return EXTENSIONS[self.format]
 
     def fingerprint(self) -> str:
-        """A short digest of everything that shapes the output (not the pixel limit)."""
-        shape = {k: v for k, v in asdict(self).items() if k != "max_pixels"}
+        """A short digest of everything that shapes the output (not the limits)."""
+        limits = ("max_pixels", "video_time_limit")
+        shape = {k: v for k, v in asdict(self).items() if k not in limits}
         shape["renderer"] = RENDERER_VERSION
         digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode())
         return digest.hexdigest()[:16]
@@ -122,7 +139,11 @@ def render_file(path: Path | str, settings: RenderSettings) -> RenderResult:
     sizes = sorted(settings.sizes.items(), key=lambda item: -item[1])
     warnings: list[tuple[str, str]] = []
     try:
-        if kind in ("tiff", "cr2"):
+        if kind in VIDEO_FORMATS:
+            largest = _decode_video(path, sizes[0][1], settings)
+        elif kind in NON_TIFF_RAW_FORMATS:
+            largest = _decode_other_raw(path, kind, sizes[0][1], settings.max_pixels, warnings)
+        elif kind in ("tiff", "cr2"):
             largest = _decode_tiff_family(path, kind, sizes[0][1], settings.max_pixels, warnings)
         elif kind == "heif":
             largest = _decode_heif(path, sizes[0][1], settings.max_pixels, warnings)
@@ -230,6 +251,29 @@ def _icc_profile_is_usable(
     return True
 
 
+def _decode_video(path: Path, size: int, settings: RenderSettings) -> pyvips.Image:
+    """The poster frame, already upright, sRGB and no larger than ``size``."""
+    poster = poster_frame(
+        path,
+        max_size=size,
+        max_pixels=settings.max_pixels,
+        time_limit=settings.video_time_limit,
+    )
+    image = pyvips.Image.new_from_array(poster.pixels, interpretation="srgb")
+    return image.cast("uchar").copy_memory()
+
+
+def _decode_other_raw(
+    path: Path, kind: str, size: int, max_pixels: int, warnings: list[tuple[str, str]]
+) -> pyvips.Image:
+    with open_original(path) as fp:
+        file_size = os.fstat(fp.fileno()).st_size
+        probe = probe_raw(kind, fp, path, file_size, max_pixels)
+        # LibRaw refuses the file: a RAF still shows its embedded JPEG
+        preview = raf_preview(fp, file_size) if kind == "raf" else None
+    return _decode_raw(path, size, probe.orientation, max_pixels, warnings, preview)
+
+
 def _decode_tiff_family(
     path: Path, kind: str, size: int, max_pixels: int, warnings: list[tuple[str, str]]
 ) -> pyvips.Image:
@@ -241,15 +285,22 @@ def _decode_tiff_family(
 
 
 def _decode_raw(
-    path: Path, size: int, orientation: int, max_pixels: int, warnings: list[tuple[str, str]]
+    path: Path,
+    size: int,
+    orientation: int,
+    max_pixels: int,
+    warnings: list[tuple[str, str]],
+    fallback_preview: bytes | None = None,
 ) -> pyvips.Image:
-    """A camera RAW: its embedded JPEG preview when it has one (no demosaicing),
-    else a half-size LibRaw development."""
+    """A camera RAW: its embedded JPEG preview when it is at least ``size`` on its longest
+    edge (no demosaicing), else a half-size LibRaw development."""
     try:
         with rawpy.RawPy() as raw:
             try:
                 raw.open_file(str(path))
             except rawpy.LibRawError:
+                if fallback_preview is not None:
+                    return _decode_preview(fallback_preview, size, orientation)
                 # LibRaw refuses it (a CR2 without Canon raw data, say): the TIFF
                 # structure's own first image is the preview to show.
                 return _decode(path, size, max_pixels, warnings)
@@ -257,11 +308,8 @@ def _decode_raw(
                 thumb: Any = raw.extract_thumb()
             except (rawpy.LibRawNoThumbnailError, rawpy.LibRawUnsupportedThumbnailError):
                 thumb = None
-            if thumb is not None and thumb.format == rawpy.ThumbFormat.JPEG:
-                image = pyvips.Image.thumbnail_buffer(
-                    thumb.data, size, height=size, size="down", no_rotate=True
-                )
-                image = _orient(image, orientation)  # previews rarely carry the tag
+            if _large_jpeg(thumb, size):
+                image = _decode_preview(thumb.data, size, orientation)
             else:
                 pixels = raw.postprocess(half_size=True, use_camera_wb=True, output_bps=8)
                 image = pyvips.Image.new_from_array(pixels, interpretation="srgb")
@@ -269,6 +317,22 @@ def _decode_raw(
     except rawpy.LibRawError as exc:
         raise MediaError(CORRUPT_FILE, f"{path}: RAW data does not decode: {exc}") from exc
     return _to_srgb8(image).copy_memory()
+
+
+def _large_jpeg(thumb: Any, size: int) -> bool:
+    """Whether LibRaw's thumbnail is a JPEG that fills ``size`` (else: develop the RAW)."""
+    if thumb is None or thumb.format != rawpy.ThumbFormat.JPEG:
+        return False
+    try:
+        header = pyvips.Image.new_from_buffer(thumb.data, "")  # the header only
+    except pyvips.Error:
+        return False
+    return max(header.width, header.height) >= size
+
+
+def _decode_preview(data: bytes, size: int, orientation: int) -> pyvips.Image:
+    image = pyvips.Image.thumbnail_buffer(data, size, height=size, size="down", no_rotate=True)
+    return _to_srgb8(_orient(image, orientation)).copy_memory()  # previews rarely carry the tag
 
 
 def _orient(image: pyvips.Image, orientation: int) -> pyvips.Image:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,11 @@ from photo_pipeline.media.capture_time import (
 
 Base = ExifTags.Base
 GPS = ExifTags.GPS
+
+# exifread logs "PNG file does not have exif data." and the like as warnings, which
+# Python's last-resort handler prints to stderr for every such file. A missing EXIF block
+# is normal (screenshots); damaged ones are handled below. Only its errors are worth seeing.
+logging.getLogger("exifread").setLevel(logging.ERROR)
 
 
 @dataclass(frozen=True)

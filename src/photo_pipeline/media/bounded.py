@@ -1,0 +1,130 @@
+"""Run one decode in a forked child process that is killed at its deadline.
+
+A decoder stuck inside C code (FFmpeg looping on a hostile stream) cannot be interrupted
+from Python: no exception reaches it and a thread cannot be stopped. A child process can
+be killed. ``run_bounded(fn, *args, time_limit=…)`` forks, runs ``fn(*args)`` in the
+child under an address-space limit, and returns its result (pickled through a pipe); when
+the deadline passes first, the child is SIGKILLed and ``decode_timeout`` raised.
+
+fork (not spawn) keeps this cheap: the child already has every module loaded and
+starts in about a millisecond. The child touches only what ``fn`` uses, returns through
+the pipe and leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's
+buffers). Should fork ever copy a lock held by another thread of the parent, the child
+would block on it and be killed at the deadline like any other hang.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import resource
+import select
+import signal
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from photo_pipeline.media.errors import CORRUPT_FILE, DECODE_TIMEOUT, MediaError
+
+T = TypeVar("T")
+
+# Address space a child may add to what it inherits: room for a few 200-Mpx frames.
+DEFAULT_MEMORY_LIMIT = 4 << 30
+_CHUNK = 1 << 20
+
+
+def run_bounded(
+    fn: Callable[..., T],
+    *args: Any,
+    time_limit: float,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    what: str = "decode",
+) -> T:
+    """``fn(*args)`` in a child process, killed after ``time_limit`` seconds.
+
+    A MediaError raised by ``fn`` is raised here; running out of memory or any other
+    exception in the child becomes ``corrupt_file``; the deadline ``decode_timeout``.
+    """
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():
+        # Python >= 3.12 warns about fork in a threaded process; see the module doc
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_end)
+        _child(write_end, fn, args, memory_limit)
+    os.close(write_end)
+    try:
+        data = _read_until(read_end, time.monotonic() + time_limit)
+    finally:
+        os.close(read_end)
+        _kill_and_reap(pid)
+    if data is None:
+        raise MediaError(DECODE_TIMEOUT, f"{what} exceeded its limit of {time_limit:g} s")
+    if not data:
+        raise MediaError(CORRUPT_FILE, f"{what} crashed the decoder")
+    outcome, value = pickle.loads(data)
+    if outcome == "ok":
+        return value
+    if outcome == "media_error":
+        code, detail = value
+        raise MediaError(code, detail)
+    raise MediaError(CORRUPT_FILE, f"{what} failed: {value}")
+
+
+def _child(write_end: int, fn: Callable[..., Any], args: tuple[Any, ...], memory: int) -> None:
+    status = 0
+    try:
+        try:
+            _limit_memory(memory)
+            message: tuple[str, Any] = ("ok", fn(*args))
+        except MediaError as exc:
+            message = ("media_error", (exc.code, exc.detail))
+        except MemoryError:
+            message = ("error", "out of memory")
+        except BaseException as exc:  # reported to the parent, which decides
+            message = ("error", f"{type(exc).__name__}: {exc}")
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(write_end, view) :]
+    except BaseException:
+        status = 1
+    finally:
+        os._exit(status)
+
+
+def _limit_memory(extra: int) -> None:
+    # RLIMIT_AS counts the address space inherited from the parent too
+    with open("/proc/self/statm") as statm:
+        inherited = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = inherited + extra
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _read_until(fd: int, deadline: float) -> bytes | None:
+    """Everything the child writes until it closes the pipe, or None at the deadline."""
+    chunks: list[bytes] = []
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            return None
+        chunk = os.read(fd, _CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _kill_and_reap(pid: int) -> None:
+    # SIGKILL is harmless to a child that has exited: until reaped, its pid is not reused
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)

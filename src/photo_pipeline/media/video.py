@@ -1,0 +1,194 @@
+"""Video metadata with PyAV (FFmpeg): size as displayed, duration, codec, frame rate and the
+container's tags, interpreted like a photo's EXIF.
+
+``read_metadata(path)`` (media.metadata) recognises a video by its content, probes it
+here (``probe_video``) and returns the same ``MediaMetadata`` as for a photo, with
+``kind="video"`` and:
+
+* ``width``/``height`` as displayed: the track's rotation (its ``tkhd`` matrix, e.g. an
+  iPhone portrait clip) swaps them; ``orientation`` stays 1;
+* ``duration`` (seconds), ``video_codec`` (FFmpeg's name: ``h264``, ``hevc``…),
+  ``frame_rate`` (frames per second), all None when the container does not say;
+* ``taken``: Apple's ``com.apple.quicktime.creationdate`` (local time with its offset,
+  source ``quicktime_local``), else QuickTime/MP4 ``creation_time`` (UTC, source
+  ``quicktime_utc``: ``media.places`` finds the local time from the zone at the GPS
+  position), else a date in the file name (``VID_20230714_101530``, ``PXL_…``), else mtime;
+* GPS from ISO 6709 (``com.apple.quicktime.location.ISO6709``, else ``location``);
+* ``make``/``model`` from Apple's or Android's keys (or QuickTime ``©mak``/``©mod``);
+* ``content_identifier``: Apple's ``com.apple.quicktime.content.identifier``, shared by
+  the two halves of a Live Photo.
+
+Only headers are read (FFmpeg's stream probe), never a whole decode. The probe runs
+under FFmpeg's interrupt callback (PyAV ``timeout``): a demuxer stuck reading gives up
+after ``time_limit`` seconds with ``decode_timeout``. Decoding frames (the poster) runs in
+a killable child process instead: see ``media.poster``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import av
+
+from photo_pipeline.media.capture_time import (
+    CaptureTime,
+    capture_time_from_filename,
+    local_naive,
+    parse_exif_datetime,
+)
+from photo_pipeline.media.decode import check_pixels
+from photo_pipeline.media.errors import (
+    CORRUPT_FILE,
+    DECODE_TIMEOUT,
+    UNSUPPORTED_FORMAT,
+    MediaError,
+)
+from photo_pipeline.media.files import media_error_from_os
+from photo_pipeline.media.formats import MIME_TYPES
+from photo_pipeline.media.iso6709 import Position, parse_iso6709
+from photo_pipeline.media.isobmff import display_rotation
+
+DEFAULT_TIME_LIMIT: float = 30.0
+_ISOBMFF_FORMATS = frozenset({"mp4", "mov", "m4v", "3gp"})
+# FFmpeg writes a missing QuickTime date as the epoch of its clock: no capture time at all.
+_NO_DATE = (datetime(1904, 1, 1), datetime(1970, 1, 1))
+
+APPLE_CREATIONDATE = "com.apple.quicktime.creationdate"
+APPLE_LOCATION = "com.apple.quicktime.location.ISO6709"
+APPLE_CONTENT_IDENTIFIER = "com.apple.quicktime.content.identifier"
+_MAKE_KEYS = ("com.apple.quicktime.make", "com.android.manufacturer", "make")
+_MODEL_KEYS = ("com.apple.quicktime.model", "com.android.model", "model")
+_LOCATION_KEYS = (APPLE_LOCATION, "location", "location-eng")
+
+
+@dataclass(frozen=True)
+class VideoProbe:
+    """What FFmpeg's probe says about one video, before tags are interpreted."""
+
+    format: str
+    mime: str
+    width: int  # as displayed (rotation applied)
+    height: int
+    rotation: int  # clockwise degrees a player turns the stored frames by
+    duration: float | None
+    video_codec: str
+    frame_rate: float | None
+    tags: Mapping[str, str]  # container tags, then the video stream's where missing
+
+
+def probe_video(
+    kind: str, fp: BinaryIO, path: Path, file_size: int, max_pixels: int, time_limit: float
+) -> VideoProbe:
+    """Probe the video at ``path`` (``fp`` is it, opened); raises MediaError."""
+    try:
+        container = av.open(str(path), timeout=(time_limit, time_limit))
+    except av.error.ExitError as exc:  # the interrupt callback fired
+        raise MediaError(DECODE_TIMEOUT, f"{path}: probe exceeded {time_limit:g} s") from exc
+    except av.error.FFmpegError as exc:
+        raise _failure(exc, path) from exc
+    with container:
+        if not container.streams.video:
+            raise MediaError(UNSUPPORTED_FORMAT, f"{path}: {kind} without a video stream")
+        stream = container.streams.video[0]
+        width, height = stream.codec_context.width, stream.codec_context.height
+        check_pixels(width, height, max_pixels, path)
+        tags = {**stream.metadata, **container.metadata}
+        duration = _duration(stream, container)
+        codec = stream.codec_context.name
+        rate = stream.average_rate or stream.guessed_rate
+    rotation = display_rotation(fp, file_size) if kind in _ISOBMFF_FORMATS else 0
+    if rotation in (90, 270):
+        width, height = height, width
+    return VideoProbe(
+        format=kind,
+        mime=MIME_TYPES[kind],
+        width=width,
+        height=height,
+        rotation=rotation,
+        duration=duration,
+        video_codec=codec,
+        frame_rate=round(float(rate), 3) if rate else None,
+        tags=tags,
+    )
+
+
+def _duration(stream: Any, container: Any) -> float | None:
+    if stream.duration is not None and stream.time_base:
+        seconds = float(stream.duration * stream.time_base)
+    elif container.duration is not None:
+        seconds = container.duration / av.time_base
+    else:
+        return None
+    return round(seconds, 3) if seconds > 0 else None
+
+
+def _failure(exc: av.error.FFmpegError, path: Path) -> MediaError:
+    if (
+        isinstance(exc, OSError)
+        and exc.errno is not None
+        and not isinstance(exc, av.error.InvalidDataError)
+    ):
+        return media_error_from_os(exc, path)
+    return MediaError(CORRUPT_FILE, f"{path}: does not open as video: {exc}")
+
+
+# ── tags ──────────────────────────────────────────────────────────────────────
+def video_capture_time(tags: Mapping[str, str], name: str, mtime: datetime) -> CaptureTime:
+    """Apple creationdate (local + offset), QuickTime creation_time (UTC), file name, mtime."""
+    apple = parse_exif_datetime(tags.get(APPLE_CREATIONDATE))
+    if apple is not None:
+        local, offset = apple
+        return CaptureTime(local, offset, "quicktime_local")
+    utc = _utc_creation_time(tags.get("creation_time"))
+    if utc is not None:
+        return CaptureTime(utc, 0, "quicktime_utc")
+    from_name = capture_time_from_filename(name)
+    if from_name is not None:
+        return CaptureTime(from_name, None, "filename")
+    return CaptureTime(local_naive(mtime), None, "mtime")
+
+
+def _utc_creation_time(text: str | None) -> datetime | None:
+    parsed = parse_exif_datetime(text)
+    if parsed is None:
+        return None
+    moment, offset = parsed
+    if offset:  # QuickTime stores UTC; a writer that added an offset meant it
+        zone = timezone(timedelta(minutes=offset))
+        moment = moment.replace(tzinfo=zone).astimezone(UTC).replace(tzinfo=None)
+    if moment.replace(microsecond=0) in _NO_DATE:
+        return None
+    return moment
+
+
+def video_position(tags: Mapping[str, str]) -> Position | None:
+    """The first parseable ISO 6709 location, Apple's key first."""
+    for key in _LOCATION_KEYS:
+        position = parse_iso6709(tags.get(key))
+        if position is not None:
+            return position
+    return None
+
+
+def first_text(tags: Mapping[str, str], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = (tags.get(key) or "").strip("\x00 \t\r\n")
+        if value:
+            return value
+    return None
+
+
+def video_make(tags: Mapping[str, str]) -> str | None:
+    return first_text(tags, _MAKE_KEYS)
+
+
+def video_model(tags: Mapping[str, str]) -> str | None:
+    return first_text(tags, _MODEL_KEYS)
+
+
+def content_identifier(tags: Mapping[str, str]) -> str | None:
+    return first_text(tags, (APPLE_CONTENT_IDENTIFIER,))
