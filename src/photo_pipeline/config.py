@@ -47,17 +47,24 @@ class Settings:
             retry_max_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_MAX_SECONDS", 600.0),
             max_pixels=int(_seconds(env, "PHOTO_PIPELINE_MAX_PIXELS", 200_000_000)),
             api_token=env.get("PHOTO_PIPELINE_TOKEN") or None,
-            allowed_roots=tuple(
-                Path(root).expanduser().resolve()
-                for root in env.get("PHOTO_PIPELINE_ALLOWED_ROOTS", "").split(os.pathsep)
-                if root.strip()
-            ),
+            allowed_roots=allowed_roots_from_env(env),
             thumbnail_size=int(_seconds(env, "PHOTO_PIPELINE_THUMBNAIL_SIZE", 256)),
             preview_size=int(_seconds(env, "PHOTO_PIPELINE_PREVIEW_SIZE", 1440)),
             rendition_format=(env.get("PHOTO_PIPELINE_RENDITION_FORMAT") or "webp").lower(),
             rendition_quality=int(_seconds(env, "PHOTO_PIPELINE_RENDITION_QUALITY", 80)),
             near_distance=int(_seconds(env, "PHOTO_PIPELINE_NEAR_DISTANCE", 12)),
         )
+
+
+def allowed_roots_from_env(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """``PHOTO_PIPELINE_ALLOWED_ROOTS`` as real paths (empty: no confinement). Workers
+    read it from their own environment when they check a path at the moment of use."""
+    env = os.environ if environ is None else environ
+    return tuple(
+        Path(root).expanduser().resolve()
+        for root in env.get("PHOTO_PIPELINE_ALLOWED_ROOTS", "").split(os.pathsep)
+        if root.strip()
+    )
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from photo_pipeline.api.problems import ApiError
 from photo_pipeline.jobs import Enqueued
 from photo_pipeline.pipeline.library import Library
+from photo_pipeline.pipeline.roots import PathOutsideRoots, real_path_inside
 
 Start = Callable[[Library, Any, str | None], Enqueued]
 
@@ -61,10 +62,17 @@ def confined_path(lib: Library, raw: str, what: str) -> Path:
     path = Path(raw)
     if not path.is_absolute():
         raise ApiError(422, "invalid_path", f"{what}: must be an absolute path, got {raw!r}")
-    resolved = Path(os.path.realpath(path))
-    roots = lib.settings.allowed_roots
-    if roots and not any(resolved == root or resolved.is_relative_to(root) for root in roots):
+    return Path(require_inside_allowed_roots(lib, path, what))
+
+
+def require_inside_allowed_roots(lib: Library, path: str | os.PathLike[str], what: str) -> str:
+    """The real path of ``path`` now, or 403 ``path_not_allowed`` when it leaves
+    ``PHOTO_PIPELINE_ALLOWED_ROOTS`` (unset: any path)."""
+    try:
+        return real_path_inside(path, [str(root) for root in lib.settings.allowed_roots], what)
+    except PathOutsideRoots:
         raise ApiError(
-            403, "path_not_allowed", f"{what}: {raw!r} is outside PHOTO_PIPELINE_ALLOWED_ROOTS"
-        )
-    return resolved
+            403,
+            "path_not_allowed",
+            f"{what}: {os.fsdecode(path)!r} is outside PHOTO_PIPELINE_ALLOWED_ROOTS",
+        ) from None

@@ -7,7 +7,9 @@ and a resumed job renders exactly what is still missing.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError
 from photo_pipeline.media.phash import to_text
 from photo_pipeline.media.render import RenderSettings, render_file
-from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline import paths, roots
 from photo_pipeline.pipeline.renditions import (
     RenderOutcome,
     Renditions,
@@ -92,7 +94,10 @@ def render(ctx: JobContext) -> None:
             (home / relative).unlink(missing_ok=True)
 
     ctx.before_flush(record)
-    ctx.map(render_item, on_result=keep)
+    # Originals are read only where the library's files may really be (a catalogued
+    # file replaced by a symlink to elsewhere since the scan is refused).
+    allowed = roots.library_roots(ctx.session_factory)
+    ctx.map(functools.partial(render_item_within, allowed), on_result=keep)
 
 
 def item_key(row: dict[str, Any]) -> str:
@@ -101,14 +106,16 @@ def item_key(row: dict[str, Any]) -> str:
     return f"{row['id']}:{row['content_hash']}:{paths.to_text(absolute)}"
 
 
-def render_item(params: dict[str, Any], key: str) -> RenderOutcome:
-    """Render one asset and write its files (runs in the worker's item pool)."""
+def render_item_within(allowed: Sequence[str], params: dict[str, Any], key: str) -> RenderOutcome:
+    """Render one asset and write its files (runs in the worker's item pool); its
+    original is read only when the opened file really lies inside ``allowed``."""
     asset_id, content_hash, stored = key.split(":", 2)
     settings = RenderSettings.from_params(params["settings"])
     home = Path(params["home"])
     try:
-        result = render_file(paths.from_text(stored), settings)
-    except MediaError as exc:
+        with roots.pinned(paths.from_text(stored), allowed) as original:
+            result = render_file(original.path, settings)
+    except (MediaError, roots.PathOutsideRoots) as exc:
         return RenderOutcome(int(asset_id), error=(exc.code, exc.detail))
     stored_renditions = [
         StoredRendition(

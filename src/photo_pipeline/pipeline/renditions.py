@@ -28,12 +28,15 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, files, renditions, sources
 from photo_pipeline.jobs.service import Clock, utc_now
 from photo_pipeline.pipeline.catalog import PRESENT
+from photo_pipeline.pipeline.roots import PathOutsideRoots, real_path_inside
 
 STORE = "renditions"
 KINDS = ("thumbnail", "preview")
 _TEMP_SUFFIX = ".tmp"
 _HOST = socket.gethostname().replace("~", "-")
 _ABANDONED_TEMP_SECONDS = 3600.0
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_FOLDER_MODE = 0o700
 
 
 @dataclass(frozen=True)
@@ -72,13 +75,14 @@ def write_atomically(home: Path, contents: dict[str, bytes]) -> None:
     renamed: set[Path] = set()
     for relative, data in contents.items():
         target = home / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_folders(home, target.parent)
         # host and pid in the name tell a later sweep whose leftover a temp file is
         temp = target.with_name(
             f".{target.name}~{_HOST}~{os.getpid()}~{uuid.uuid4().hex[:8]}{_TEMP_SUFFIX}"
         )
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(temp, flags, 0o644)
+        # Owner-only (less if the umask says so): renditions show what the photos show.
+        fd = os.open(temp, flags, PRIVATE_FILE_MODE)
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
@@ -95,6 +99,17 @@ def write_atomically(home: Path, contents: dict[str, bytes]) -> None:
             os.fsync(folder_fd)  # the renames themselves survive a power cut
         finally:
             os.close(folder_fd)
+
+
+def make_private_folders(home: Path, folder: Path) -> None:
+    """Create ``folder`` and its missing parents up to ``home``, owner-only."""
+    home.mkdir(mode=PRIVATE_FOLDER_MODE, parents=True, exist_ok=True)
+    missing = []
+    while folder != home and not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        each.mkdir(mode=PRIVATE_FOLDER_MODE, exist_ok=True)
 
 
 def sweep_temp_files(home: Path, *, now: float | None = None) -> int:
@@ -276,7 +291,13 @@ def rendition_file(
         row = session.execute(query).one_or_none()
     if row is None:
         return None
-    path = home / row.path
+    # Re-checked at every request: a file of the store swapped for a symlink must not
+    # serve what it points at.
+    store = os.path.join(os.path.realpath(home), STORE)
+    try:
+        path = Path(real_path_inside(home / row.path, [store], "rendition"))
+    except PathOutsideRoots:
+        return None
     if not path.is_file():
         return None
     return {

@@ -1,45 +1,56 @@
 """Confinement to roots: the real path of a file, resolved at the moment of use, must
-stay inside one of a set of folders (``PHOTO_PIPELINE_ALLOWED_ROOTS``, or the library's
-registered sources for its files).
+stay inside one of a set of folders (``PHOTO_PIPELINE_ALLOWED_ROOTS``, and for the
+library's own files its registered sources).
 
-Checking a name and then using it leaves a window in which a symlink can be swapped in;
-:func:`open_inside` closes it by checking the file actually opened (its descriptor),
-not the name. :func:`real_path_inside` is for callers that must hand a path on (it
-narrows the window to the moment of use; it cannot close it).
+Checking a name and then using it leaves a window in which a symlink can be swapped in.
+:func:`open_inside` and :func:`pinned` close it by checking the file actually opened
+(its descriptor), not the name. :func:`real_path_inside` is for callers that must hand
+a name on: it narrows the window to the moment of use but cannot close it.
+
+Roots are compared as given, so pass real paths: ``Settings`` resolves the allowed
+roots when it reads them and sources are stored resolved. Resolving a root again at
+use would let a root that was swapped for a symlink carry its new target inside.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import sys
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.config import allowed_roots_from_env
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import sources
 from photo_pipeline.errors import PhotoPipelineError
+from photo_pipeline.media import MediaError
+from photo_pipeline.media.files import media_error_from_os
 
 PATH_OUTSIDE_ROOTS = "path_outside_roots"
 SYMLINK_OUTSIDE_ROOTS = "symlink_outside_roots"
 
 Root = str | os.PathLike[str]
+_PROC_FD = "/proc/self/fd"
 
 
 class PathOutsideRoots(PhotoPipelineError):
     """The real path (symlinks resolved) leaves every root. ``code`` is
-    ``path_outside_roots``, or ``symlink_outside_roots`` when a symlink led there."""
+    ``symlink_outside_roots`` when a symlink led there, else ``path_outside_roots``."""
 
     code = PATH_OUTSIDE_ROOTS
     status = 403
 
 
-def real_roots(roots: Iterable[Root]) -> tuple[str, ...]:
-    """The roots' own real paths (a root may itself sit behind a symlink)."""
-    return tuple(os.path.realpath(root) for root in roots)
-
-
 def is_inside(real: str, roots: Iterable[Root]) -> bool:
     """Whether the already-resolved ``real`` is one of ``roots`` or below one."""
-    for root in real_roots(roots):
-        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+    for root in roots:
+        top = os.path.abspath(root)
+        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
             return True
     return False
 
@@ -66,7 +77,7 @@ def _outside(path: Root, real: str, what: str) -> PathOutsideRoots:
 
 def symlink_below(path: Root, root: Root) -> str | None:
     """The first of ``path`` and its parents below ``root`` that is a symlink (root
-    itself excluded; it was chosen by the user), else None. A missing component ends
+    itself excluded: it was chosen by the user), else None. A missing component ends
     the walk: nothing below it exists to be a link."""
     root_s = os.path.abspath(root)
     path_s = os.path.abspath(path)
@@ -90,13 +101,13 @@ def symlink_below(path: Root, root: Root) -> str | None:
 def open_inside(path: Root, roots: Sequence[Root], flags: int = os.O_RDONLY) -> int:
     """A descriptor for ``path`` whose real file is inside ``roots`` (empty: anywhere).
 
-    The check is made on the open descriptor, so a symlink swapped in between a check
-    and this call cannot lead outside. Raises :class:`PathOutsideRoots` (closing the
-    descriptor) or ``OSError`` from ``open``."""
+    The check is made on the open descriptor, so a symlink swapped in between an
+    earlier check and this call cannot lead outside. Raises :class:`PathOutsideRoots`
+    (the descriptor closed) or ``OSError`` from ``open``."""
     fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     try:
         if roots:
-            real = _descriptor_path(fd, path)
+            real = _opened_path(fd, path)
             if not is_inside(real, roots):
                 raise _outside(path, real, "path")
     except BaseException:
@@ -105,20 +116,71 @@ def open_inside(path: Root, roots: Sequence[Root], flags: int = os.O_RDONLY) -> 
     return fd
 
 
-def descriptor_path(fd: int) -> str:
-    """A path that names the very file behind ``fd`` (Linux: ``/proc/self/fd/N``), for
-    libraries that take only paths; a swapped symlink at the original name cannot
-    redirect it. Valid while ``fd`` stays open."""
-    return f"/proc/self/fd/{fd}" if sys.platform.startswith("linux") else f"/dev/fd/{fd}"
-
-
-def _descriptor_path(fd: int, path: Root) -> str:
-    if sys.platform.startswith("linux"):
-        return os.readlink(f"/proc/self/fd/{fd}")
-    # Elsewhere: compare the descriptor's file with the resolved name; a swap between
-    # open and realpath shows as a different inode.
+def _opened_path(fd: int, path: Root) -> str:
+    if os.path.isdir(_PROC_FD):
+        return os.readlink(f"{_PROC_FD}/{fd}")
+    # Without /proc: the resolved name must still be the file that was opened.
     real = os.path.realpath(path)
     opened, named = os.fstat(fd), os.stat(real)
     if (opened.st_dev, opened.st_ino) != (named.st_dev, named.st_ino):
         raise PathOutsideRoots(SYMLINK_OUTSIDE_ROOTS, f"{os.fsdecode(path)!r} changed while opened")
     return real
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """An original held open: ``path`` names that very file (with its own file name,
+    which capture-time parsing reads) for code that takes only paths."""
+
+    path: str
+    stat: os.stat_result
+
+
+@contextmanager
+def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
+    """Open ``path`` now, refuse it when the opened file lies outside ``roots``
+    (:class:`PathOutsideRoots`), and yield a path that keeps naming the opened file
+    whatever happens to ``path`` meanwhile: a symlink to ``/proc/self/fd/N`` in a
+    private folder, named like the original. OS errors become :class:`MediaError`,
+    and a MediaError raised inside names ``path``, not the stand-in.
+
+    Without ``/proc`` (not Linux) the stand-in is the real path checked just now."""
+    shown = os.fsdecode(path)
+    # Checked on the name first, so a link leading outside is not even opened (opening
+    # a device can have effects); then on the descriptor, against a swap in between.
+    real_path_inside(path, roots)
+    try:
+        # O_NONBLOCK: a FIFO at the path must not block the open (media refuses it).
+        fd = open_inside(path, roots, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise media_error_from_os(exc, shown) from exc
+    folder = None
+    try:
+        info = os.fstat(fd)
+        if not os.path.isdir(_PROC_FD):
+            yield Pinned(real_path_inside(path, roots), info)
+            return
+        # A fresh folder per file: libvips caches images by file name.
+        folder = tempfile.mkdtemp(prefix="photo-pipeline-open-")
+        stand_in = os.path.join(folder, os.path.basename(os.fsdecode(path)))
+        os.symlink(f"{_PROC_FD}/{fd}", stand_in)
+        try:
+            yield Pinned(stand_in, info)
+        except MediaError as exc:
+            detail = exc.detail.replace(stand_in, shown)
+            raise MediaError(exc.code, detail, **exc.extra) from exc.__cause__
+    finally:
+        if folder is not None:
+            for name in os.listdir(folder):
+                os.unlink(os.path.join(folder, name))
+            os.rmdir(folder)
+        os.close(fd)
+
+
+def library_roots(session_factory: sessionmaker[Session]) -> tuple[str, ...]:
+    """Where the library's files may really be: every registered source, and the
+    allowed roots of this process's environment (read now, not when the job was
+    queued)."""
+    with read_session(session_factory) as session:
+        registered = [row.path for row in session.execute(select(sources.c.path))]
+    return (*registered, *(str(root) for root in allowed_roots_from_env()))

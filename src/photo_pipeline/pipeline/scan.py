@@ -3,16 +3,17 @@ moved ones. Items are the files that need reading; unchanged ones cost one stat.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, hash_file, read_metadata
-from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline import paths, roots
 from photo_pipeline.pipeline.catalog import MISSING, Catalog, FileReport
 from photo_pipeline.pipeline.places import locate_reports, prepare
 
@@ -30,6 +31,8 @@ _ADD_CHUNK = 1000
 @registry.handler(JOB_TYPE)
 def scan(ctx: JobContext) -> None:
     catalog = Catalog(ctx.session_factory)
+    # A file symlink is read only when its target really lies in one of these.
+    allowed = roots.library_roots(ctx.session_factory)
     for source in ctx.params["sources"]:
         if ctx.should_stop:
             return
@@ -51,7 +54,8 @@ def scan(ctx: JobContext) -> None:
 
     # The catalogue rows of a batch land just before its items are reported done.
     ctx.before_flush(record)
-    ctx.map(inspect_file, on_result=keep)
+    # A partial of a module-level function: picklable for a process pool too.
+    ctx.map(functools.partial(inspect_file_within, allowed), on_result=keep)
     if not ctx.should_stop:
         catalog.mark_scanned(source["id"] for source in ctx.params["sources"])
 
@@ -111,14 +115,22 @@ def walk(root: str) -> Iterator[tuple[str, tuple[int, int, int] | None]]:
             yield relative, (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
-def inspect_file(params: dict[str, Any], item_key: str) -> FileReport:
-    """Hash a file and read its metadata (runs in the worker's item pool)."""
+def inspect_file_within(
+    allowed: Sequence[str], params: dict[str, Any], item_key: str
+) -> FileReport:
+    """Hash a file and read its metadata (runs in the worker's item pool). A file
+    whose real path (symlinks followed) leaves ``allowed`` is refused, unread, with
+    ``symlink_outside_roots``; it is checked on the opened file, so a link swapped in
+    after the check cannot lead outside either."""
     source_id, stored = item_key.split(":", 1)
-    roots = {str(source["id"]): source["path"] for source in params["sources"]}
-    path = os.path.join(roots[source_id], paths.from_text(stored))
+    folders = {str(source["id"]): source["path"] for source in params["sources"]}
+    path = os.path.join(folders[source_id], paths.from_text(stored))
     base = {"source_id": int(source_id), "path": stored}
     try:
+        roots.real_path_inside(path, allowed)
         info = os.stat(path)
+    except roots.PathOutsideRoots as exc:
+        return FileReport(**base, error=(exc.code, exc.detail))
     except FileNotFoundError:
         return _vanished(base)
     except OSError as exc:
@@ -128,10 +140,15 @@ def inspect_file(params: dict[str, Any], item_key: str) -> FileReport:
         return FileReport(**base, error=("unsupported_format", "not a regular file"))
     content_hash = None
     try:
-        content_hash = hash_file(Path(path))
-        metadata = read_metadata(
-            Path(path), max_pixels=params.get("max_pixels", DEFAULT_MAX_PIXELS)
-        )
+        with roots.pinned(path, allowed) as original:
+            opened = original.stat  # what is read is what is fingerprinted
+            base.update(size=opened.st_size, mtime_ns=opened.st_mtime_ns, inode=opened.st_ino)
+            content_hash = hash_file(Path(original.path))
+            metadata = read_metadata(
+                Path(original.path), max_pixels=params.get("max_pixels", DEFAULT_MAX_PIXELS)
+            )
+    except roots.PathOutsideRoots as exc:
+        return FileReport(**base, error=(exc.code, exc.detail))
     except MediaError as exc:
         if exc.code == "file_vanished":
             return _vanished(base)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,15 @@ from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
 from photo_pipeline.pipeline import organize, paths
 from photo_pipeline.pipeline.catalog import PRESENT
+from photo_pipeline.pipeline.roots import (
+    SYMLINK_OUTSIDE_ROOTS,
+    PathOutsideRoots,
+    library_roots,
+    pinned,
+)
 
 JOB_TYPE = "verify"
-PROBLEM_CODES = ("content_changed", "missing", "unreadable_file")
+PROBLEM_CODES = ("content_changed", "missing", "unreadable_file", SYMLINK_OUTSIDE_ROOTS)
 _ADD_CHUNK = 1000
 
 
@@ -78,18 +85,26 @@ def verify(ctx: JobContext) -> None:
                 f"content hash is now {found[:16]}…, catalogued {want[:16]}… (bit rot or edited)",
             )
 
+    # Only where the library's files may really be: a catalogued file replaced by a
+    # symlink to elsewhere fails with symlink_outside_roots, unread.
+    allowed = library_roots(ctx.session_factory)
     # A partial of a module-level function: picklable for a process pool too.
-    ctx.map(functools.partial(hash_item, roots), on_result=compare)
+    ctx.map(functools.partial(hash_item, roots, allowed), on_result=compare)
 
 
-def hash_item(roots: dict[str, str], _params: dict[str, Any], item_key: str) -> str | None:
+def hash_item(
+    roots: dict[str, str], allowed: Sequence[str], _params: dict[str, Any], item_key: str
+) -> str | None:
     """The current hash of an item's file, None when it is gone (runs in the pool)."""
     source_id, stored = item_key.split(":", 1)
     if source_id not in roots:
         return None
     path = os.path.join(roots[source_id], paths.from_text(stored))
     try:
-        return hash_file(Path(path))
+        with pinned(path, allowed) as original:
+            return hash_file(Path(original.path))
+    except PathOutsideRoots as exc:
+        raise ItemError(exc.code, exc.detail) from exc
     except MediaError as exc:
         if exc.code == "file_vanished":
             return None
