@@ -11,11 +11,10 @@ from importlib.metadata import version
 
 from fastapi import Depends, FastAPI, Request
 from sqlalchemy import text
-from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from photo_pipeline import web
 from photo_pipeline.api import (
+    docs,
     jobs,
     library,
     organize,
@@ -23,9 +22,13 @@ from photo_pipeline.api import (
     starters,  # noqa: F401  (registers the API's job types)
     streams,
 )
-from photo_pipeline.api.auth import TokenAuth, load_or_create_token
+from photo_pipeline.api.auth import AuthenticateFirst, TokenAuth, load_or_create_token
+from photo_pipeline.api.bodies import MAX_BODY_BYTES, BodyLimits
+from photo_pipeline.api.headers import SecurityHeaders
 from photo_pipeline.api.hub import EventHub
 from photo_pipeline.api.models import Health
+from photo_pipeline.api.ratelimit import FailedAuthLimiter
+from photo_pipeline.api.server import ConnectionLimits
 from photo_pipeline.api.state import ApiState, api_state
 from photo_pipeline.db import read_session
 from photo_pipeline.jobs.handlers import registry
@@ -34,12 +37,14 @@ from photo_pipeline.pipeline.library import Library
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 1 << 20  # job requests are small; anything bigger is a mistake or abuse
 
-
-def create_app(lib: Library, *, embedded_workers: int = 0) -> FastAPI:
+def create_app(
+    lib: Library, *, embedded_workers: int = 0, limits: ConnectionLimits | None = None
+) -> FastAPI:
     """The API over ``lib``. ``embedded_workers`` > 0 also runs a worker with that many
-    items in parallel inside the server process."""
+    items in parallel inside the server process. ``limits``: body deadline and stream
+    caps (the connection ones are the HTTP server's, see :mod:`.server`)."""
+    limits = limits or ConnectionLimits()
     auth = TokenAuth(load_or_create_token(lib.settings.home, lib.settings.api_token))
     pg = lib.sessions.kw["bind"].dialect.name == "postgresql"
     # PostgreSQL wakes the hub with NOTIFY; polling is its fallback. SQLite polls.
@@ -48,7 +53,8 @@ def create_app(lib: Library, *, embedded_workers: int = 0) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await hub.start()
-        with _embedded_worker(lib, embedded_workers):
+        with _embedded_worker(lib, embedded_workers) as worker:
+            app.state.embedded_worker = worker
             yield
         await hub.stop()
 
@@ -58,10 +64,18 @@ def create_app(lib: Library, *, embedded_workers: int = 0) -> FastAPI:
         description="Durable photo-processing jobs, live progress and the library. "
         "Every /api route but /api/health needs `Authorization: Bearer <token>`.",
         lifespan=lifespan,
+        docs_url=None,  # docs.mount serves /docs from local assets; no CDN
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
-    app.state.api = ApiState(lib, auth, hub)
+    app.state.api = ApiState(lib, auth, hub, limits)
     problems.install(app)
-    app.add_middleware(BodySizeLimit, limit=MAX_BODY_BYTES)
+    # Outermost last: headers on every answer; then the last-resort 500; then
+    # authentication, before anything reads a body; then the body's limits.
+    app.add_middleware(BodyLimits, limit=MAX_BODY_BYTES, read_timeout=limits.body_timeout)
+    app.add_middleware(AuthenticateFirst, auth=auth, limiter=FailedAuthLimiter())
+    app.add_middleware(problems.InternalErrors)
+    app.add_middleware(SecurityHeaders)
     bearer = [Depends(auth.header)]
     bearer_or_query = [Depends(auth.header_or_query)]
     app.include_router(jobs.router, dependencies=bearer)
@@ -73,7 +87,8 @@ def create_app(lib: Library, *, embedded_workers: int = 0) -> FastAPI:
 
     @app.get("/api/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:
-        """Liveness and database reachability; needs no token."""
+        """Liveness, database reachability and the embedded worker; needs no token.
+        ``degraded`` when the database does not answer or the worker thread died."""
         library = api_state(request).library
         try:
             with read_session(library.sessions) as session:
@@ -81,61 +96,40 @@ def create_app(lib: Library, *, embedded_workers: int = 0) -> FastAPI:
             database = "ok"
         except Exception:
             database = "unavailable"
-        status = "ok" if database == "ok" else "degraded"
-        return Health(status=status, database=database, version=version("photo-pipeline"))
+        thread: threading.Thread | None = getattr(request.app.state, "embedded_worker", None)
+        worker = "none" if thread is None else "ok" if thread.is_alive() else "dead"
+        status = "ok" if database == "ok" and worker != "dead" else "degraded"
+        return Health(
+            status=status, database=database, worker=worker, version=version("photo-pipeline")
+        )
 
+    docs.mount(app)
     web.mount(app)
     return app
 
 
 @contextlib.contextmanager
-def _embedded_worker(lib: Library, concurrency: int) -> Iterator[None]:
+def _embedded_worker(lib: Library, concurrency: int) -> Iterator[threading.Thread | None]:
+    """Run a worker on a thread of the server; yields the thread (None: no worker),
+    whose death /api/health reports."""
     if concurrency <= 0:
-        yield
+        yield None
         return
     config = WorkerConfig(concurrency=concurrency, poll_seconds=0.5)
     worker = Worker(lib.service, lib.workers, registry, config)
-    thread = threading.Thread(target=worker.run, name="embedded-worker", daemon=True)
+
+    def run() -> None:
+        try:
+            worker.run()
+        except BaseException:
+            log.exception("embedded worker %s died", worker.id)
+            raise
+
+    thread = threading.Thread(target=run, name="embedded-worker", daemon=True)
     thread.start()
     log.info("embedded worker %s started (concurrency %d)", worker.id, concurrency)
     try:
-        yield
+        yield thread
     finally:
         worker.request_stop()
         thread.join(timeout=config.shutdown_seconds + 5)
-
-
-class BodySizeLimit:
-    """Refuse request bodies over ``limit`` bytes with 413, whether announced by
-    Content-Length or streamed."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            await _too_large(scope, receive, send, self.limit)
-            return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    # FastAPI re-raises HTTPException from body reading as is.
-                    raise HTTPException(413, f"request bodies are limited to {self.limit} bytes")
-            return message
-
-        await self.app(scope, limited, send)
-
-
-async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
-    detail = f"request bodies are limited to {limit} bytes"
-    await problems.problem(413, "request_too_large", detail)(scope, receive, send)

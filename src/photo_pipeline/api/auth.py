@@ -3,25 +3,41 @@
 The API token comes from ``PHOTO_PIPELINE_TOKEN`` or is generated once into
 ``<home>/api-token`` (mode 0600). Browsers cannot put headers on ``EventSource`` or
 ``<img>`` requests, so those GET routes also accept ``?access_token=``: a token signed
-with the API token that expires within two hours, never the API token itself.
+with the API token, bound to a path prefix, that expires within two hours, never the API
+token itself.
+
+``AuthenticateFirst`` checks credentials from the request line and headers alone, before
+anything reads the body, and rate-limits failures per client address.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
+import math
 import os
+import re
 import secrets
 import time
 from pathlib import Path
 
 from fastapi import Request
+from starlette.datastructures import Headers, QueryParams
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from photo_pipeline.api.problems import ApiError
+from photo_pipeline.api.problems import ApiError, problem
+from photo_pipeline.api.ratelimit import FailedAuthLimiter
 
 TOKEN_FILE = "api-token"
 _QUERY_TOKEN_HOURS = 2
+MIN_ENTROPY_BITS = 128
+# Query tokens: "<expiry>.<path prefix, base64url>.<HMAC-SHA256, base64url>", ASCII only.
+_QUERY_TOKEN = re.compile(r"([0-9]{1,12})\.([A-Za-z0-9_-]{0,400})\.([A-Za-z0-9_-]{43})", re.ASCII)
+# Prefixes a query token may be bound to: API paths in plain ASCII.
+QUERY_PREFIX_PATTERN = r"^/api/[A-Za-z0-9._~/-]{0,200}$"
+DEFAULT_QUERY_PREFIX = "/api/"
 
 
 def load_or_create_token(home: Path, configured: str | None) -> str:
@@ -46,26 +62,75 @@ def load_or_create_token(home: Path, configured: str | None) -> str:
     return token
 
 
-def _signature(secret: str, expires: int) -> str:
-    digest = hmac.new(secret.encode(), f"query:{expires}".encode(), hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def mint_query_token(secret: str, now: float | None = None) -> tuple[str, int]:
-    """A query token and its expiry (Unix seconds). The expiry is rounded to the hour
-    so that URLs made with it stay the same, and cacheable, for about an hour."""
+def _signature(secret: str, expires: int, prefix: str) -> bytes:
+    message = f"query:{expires}:{prefix}".encode()
+    return _b64(hmac.new(secret.encode(), message, hashlib.sha256).digest()).encode()
+
+
+def mint_query_token(
+    secret: str, prefix: str = DEFAULT_QUERY_PREFIX, now: float | None = None
+) -> tuple[str, int]:
+    """A query token for paths under ``prefix`` and its expiry (Unix seconds). The
+    expiry is rounded to the hour so that URLs made with it stay the same, and
+    cacheable, for about an hour."""
     now = time.time() if now is None else now
     expires = (int(now) // 3600 + _QUERY_TOKEN_HOURS) * 3600
-    return f"{expires}.{_signature(secret, expires)}", expires
+    signature = _signature(secret, expires, prefix).decode()
+    return f"{expires}.{_b64(prefix.encode())}.{signature}", expires
 
 
-def query_token_valid(secret: str, token: str, now: float | None = None) -> bool:
-    expires_text, _, signature = token.partition(".")
-    if not expires_text.isdigit():
-        return False
+def query_token_expiry(secret: str, token: str, path: str, now: float | None = None) -> int | None:
+    """The expiry of ``token`` if it is genuine, unexpired and bound to a prefix of
+    ``path``; else None. Anything that is not the token's exact ASCII form is refused
+    before any arithmetic or comparison."""
+    match = _QUERY_TOKEN.fullmatch(token)
+    if match is None:
+        return None
+    expires_text, prefix_b64, signature = match.groups()
+    try:
+        prefix = base64.urlsafe_b64decode(prefix_b64 + "=" * (-len(prefix_b64) % 4)).decode()
+    except (binascii.Error, ValueError):
+        return None
     expires = int(expires_text)
     now = time.time() if now is None else now
-    return now < expires and hmac.compare_digest(signature, _signature(secret, expires))
+    if not (now < expires and _under(path, prefix)):
+        return None
+    if not hmac.compare_digest(signature.encode(), _signature(secret, expires, prefix)):
+        return None
+    return expires
+
+
+def _under(path: str, prefix: str) -> bool:
+    if not prefix.startswith("/"):
+        return False
+    return path == prefix.rstrip("/") or path.startswith(prefix.rstrip("/") + "/")
+
+
+def entropy_bits(token: str) -> float:
+    """An upper estimate of a token's entropy: its length times the bits of the
+    smallest usual alphabet that spells it. A generated token (32 random bytes,
+    base64url) has about 256; ``hunter2`` has about 36."""
+    alphabets = [
+        (r"[0-9]", 10),
+        (r"[a-z]", 26),
+        (r"[A-Z]", 26),
+        (r"[-_]", 2),
+    ]
+    size = sum(n for pattern, n in alphabets if re.search(pattern, token))
+    if re.search(r"[^0-9a-zA-Z_-]", token):
+        size += 33  # other printable ASCII and beyond: generous
+    return len(token) * math.log2(size) if size > 1 else 0.0
+
+
+def _bearer_ok(headers: Headers, token: str) -> bool:
+    scheme, _, credentials = headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        credentials.strip().encode(), token.encode()
+    )
 
 
 class TokenAuth:
@@ -75,25 +140,72 @@ class TokenAuth:
     def __init__(self, token: str) -> None:
         self.token = token
 
-    def _bearer_ok(self, request: Request) -> bool:
-        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            credentials.strip().encode(), self.token.encode()
-        )
+    def query_expiry(self, path: str, params: QueryParams) -> int | None:
+        query = params.get("access_token")
+        return None if query is None else query_token_expiry(self.token, query, path)
 
     async def header(self, request: Request) -> None:
-        if not self._bearer_ok(request):
+        if not _bearer_ok(request.headers, self.token):
             raise _unauthorized()
 
     async def header_or_query(self, request: Request) -> None:
-        query = request.query_params.get("access_token")
-        if query is not None and query_token_valid(self.token, query):
+        if _bearer_ok(request.headers, self.token):
             return
-        if not self._bearer_ok(request):
+        expires = self.query_expiry(request.url.path, request.query_params)
+        if expires is None:
             raise _unauthorized()
+        # A stream opened with a query token ends when the token does.
+        request.state.access_expires = expires
 
 
 def _unauthorized() -> ApiError:
     return ApiError(
         401, "unauthorized", "a valid bearer token is required (Authorization: Bearer …)"
     )
+
+
+def needs_token(path: str) -> bool:
+    return (path == "/api" or path.startswith("/api/")) and path != "/api/health"
+
+
+class AuthenticateFirst:
+    """Refuse unauthenticated ``/api`` requests from their request line and headers,
+    before anything reads their body (so a stalled upload costs nothing), closing the
+    connection. A client's failures are rate-limited: once its bucket is empty it gets
+    429 without its credentials being checked. The routes' own dependencies still
+    decide which credentials each route takes (query tokens only where they may)."""
+
+    def __init__(self, app: ASGIApp, auth: TokenAuth, limiter: FailedAuthLimiter) -> None:
+        self.app = app
+        self.auth = auth
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not needs_token(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        client = scope["client"][0] if scope.get("client") else "unknown"
+        retry_after = self.limiter.wait_seconds(client)
+        if retry_after > 0:
+            refusal = problem(
+                429,
+                "too_many_auth_failures",
+                "too many requests with wrong credentials from this address; wait",
+            )
+            refusal.headers.update(
+                {"Retry-After": str(math.ceil(retry_after)), "Connection": "close"}
+            )
+            await refusal(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if _bearer_ok(headers, self.auth.token) or (
+            scope["method"] in ("GET", "HEAD")
+            and self.auth.query_expiry(scope["path"], QueryParams(scope["query_string"]))
+        ):
+            await self.app(scope, receive, send)
+            return
+        self.limiter.failed(client)
+        error = _unauthorized()
+        refusal = problem(401, error.code, error.detail)
+        refusal.headers.update({"WWW-Authenticate": "Bearer", "Connection": "close"})
+        await refusal(scope, receive, send)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi import Path as PathParam
+from pydantic import Field
 
 from photo_pipeline.api.job_types import start_job
 from photo_pipeline.api.models import (
+    JOB_ID,
+    PLAIN_TEXT,
     Event,
     Item,
     ItemPage,
@@ -32,9 +37,22 @@ IdempotencyKey = Annotated[
         alias="Idempotency-Key",
         min_length=1,
         max_length=200,
+        pattern=PLAIN_TEXT,
         description="Repeat a request safely: the same key and body return the same job.",
     ),
 ]
+
+
+async def _job_id(job_id: Annotated[str, PathParam(description="A job's id (a UUID).")]) -> str:
+    """A job id as the server makes them; anything else names no job (404), and never
+    reaches the database."""
+    if re.fullmatch(JOB_ID, job_id) is None:
+        raise JobNotFound("job_not_found", f"no job with id {job_id[:80]!r}")
+    return job_id
+
+
+JobId = Annotated[str, Depends(_job_id)]
+JobTypeName = Annotated[str, Field(max_length=64, pattern=PLAIN_TEXT)]
 
 
 def _job(lib: Library, job: dict[str, Any], *, with_progress: bool = True) -> Job:
@@ -74,8 +92,8 @@ def create_job(
 def list_jobs(
     request: Request,
     state: Annotated[list[JobState] | None, Query()] = None,
-    type: Annotated[list[str] | None, Query(max_length=20)] = None,
-    cursor: Annotated[str | None, Query(max_length=36)] = None,
+    type: Annotated[list[JobTypeName] | None, Query(max_length=20)] = None,
+    cursor: Annotated[str | None, Query(pattern=JOB_ID)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> JobPage:
     """Newest first. ``next_cursor`` pages on to older jobs."""
@@ -93,21 +111,21 @@ def list_jobs(
 
 
 @router.get("/{job_id}", response_model=Job)
-def get_job(job_id: str, request: Request) -> Job:
+def get_job(job_id: JobId, request: Request) -> Job:
     """State, item counts, timings and the last error."""
     lib = api_state(request).library
     return _job(lib, _get(lib, job_id))
 
 
 @router.post("/{job_id}/cancel", response_model=Job)
-def cancel_job(job_id: str, request: Request) -> Job:
+def cancel_job(job_id: JobId, request: Request) -> Job:
     """Cancel: a queued job ends at once, a running one stops after its current items."""
     lib = api_state(request).library
     return _job(lib, lib.service.cancel(job_id, reason="cancelled through the API"))
 
 
 @router.post("/{job_id}/retry", response_model=Job)
-def retry_job(job_id: str, request: Request) -> Job:
+def retry_job(job_id: JobId, request: Request) -> Job:
     """Queue a failed job again; its finished items are not redone."""
     lib = api_state(request).library
     return _job(lib, lib.service.retry(job_id))
@@ -115,7 +133,7 @@ def retry_job(job_id: str, request: Request) -> Job:
 
 @router.get("/{job_id}/items", response_model=ItemPage)
 def list_items(
-    job_id: str,
+    job_id: JobId,
     request: Request,
     state: Annotated[list[ItemState] | None, Query()] = None,
     cursor: Annotated[int, Query(ge=0, le=2**62)] = 0,
@@ -132,7 +150,7 @@ def list_items(
 
 @router.get("/{job_id}/events", response_model=list[Event])
 def list_events(
-    job_id: str,
+    job_id: JobId,
     request: Request,
     after: Annotated[int, Query(ge=0, le=2**62)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 500,

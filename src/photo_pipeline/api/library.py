@@ -10,6 +10,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
 from photo_pipeline.api.state import api_state
 from photo_pipeline.pipeline.browse import AssetFilter, Browser
@@ -23,7 +24,7 @@ media_router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
 AssetId = Annotated[int, Path(ge=1, le=2**62)]
 Day = Annotated[
     str | None,
-    Query(pattern=r"^\d{4}-\d{2}-\d{2}$", description="A capture day, YYYY-MM-DD."),
+    Query(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", description="A capture day, YYYY-MM-DD."),
 ]
 
 
@@ -79,8 +80,12 @@ class AssetDetail(BaseModel):
 class Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    group: str = Field(max_length=64, description='"exact:<asset id>" or "near:<group id>"')
-    keep: list[str] = Field(min_length=1, max_length=1000)
+    group: str = Field(
+        max_length=64,
+        pattern=r"^(exact|near):[0-9]{1,19}$",
+        description='"exact:<asset id>" or "near:<group id>"',
+    )
+    keep: list[Annotated[str, Field(max_length=4096)]] = Field(min_length=1, max_length=1000)
 
 
 class Duplicates(BaseModel):
@@ -102,11 +107,11 @@ def list_assets(
     request: Request,
     taken_from: Day = None,
     taken_to: Day = None,
-    camera: Annotated[str | None, Query(max_length=200)] = None,
+    camera: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
     has_gps: bool | None = None,
     duplicates: Literal["exact", "near"] | None = None,
-    place: Annotated[str | None, Query(max_length=200)] = None,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    place: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
+    cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> AssetPage:
     """Assets in capture order (the UTC instant when known) with filters; pass

@@ -7,11 +7,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# Text a client sends (names, filters, keys): no control characters. PostgreSQL cannot
+# store NUL, and none belongs in a camera, a template or a key.
+PLAIN_TEXT = r"^[^\x00-\x1f\x7f]*$"
+# Job ids are UUIDs, as the server makes them.
+JOB_ID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
 
 class JobRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    type: str = Field(description="Job type, e.g. import, render, similar, organize, verify.")
+    type: str = Field(
+        max_length=64,
+        pattern=PLAIN_TEXT,
+        description="Job type, e.g. import, render, similar, organize, verify.",
+    )
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -84,8 +94,11 @@ class AccessToken(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
-    database: str
+    status: str = Field(description="ok, or degraded when the database or the worker is not")
+    database: str = Field(description="ok or unavailable")
+    worker: str = Field(
+        description="The worker inside the server: ok, dead (its thread ended), or none"
+    )
     version: str
 
 

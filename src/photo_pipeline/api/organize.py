@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from photo_pipeline.api.job_types import confined_path
+from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES
 from photo_pipeline.api.state import api_state
 from photo_pipeline.pipeline.organize import DEFAULT_TEMPLATE, plan_organize
@@ -20,7 +21,9 @@ class PlanRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dest: str = Field(min_length=1, max_length=4096, description="Absolute destination folder.")
-    template: str = Field(default=DEFAULT_TEMPLATE, min_length=1, max_length=1000)
+    template: str = Field(
+        default=DEFAULT_TEMPLATE, min_length=1, max_length=1000, pattern=PLAIN_TEXT
+    )
     move: bool = False
     limit: Annotated[int, Field(ge=1, le=10_000)] = 50
 

@@ -4,6 +4,8 @@ the same codes the CLI prints. Clients never see a stack trace."""
 from __future__ import annotations
 
 import logging
+import re
+import traceback
 from http import HTTPStatus
 from typing import Any
 
@@ -12,7 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
-from starlette.routing import Match
+from starlette.routing import Match, compile_path
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from photo_pipeline.errors import PhotoPipelineError
 
@@ -28,8 +31,10 @@ _HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     406: "not_acceptable",
+    408: "request_timeout",
     413: "request_too_large",
     415: "unsupported_media_type",
+    429: "too_many_requests",
 }
 
 
@@ -91,14 +96,15 @@ def install(app: FastAPI) -> None:
             response.headers["Allow"] = ", ".join(_allowed_methods(app, request))
         return response
 
-    @app.exception_handler(Exception)
-    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return problem(500, "internal_error", "the server failed; see its log")
-
 
 def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    """Every method some route of the request's path takes: the published schema's
+    operations (routers are nested, so walk the schema, not the route tree) and the
+    plain routes (pages, docs) at the top level."""
     methods: set[str] = set()
+    for pattern, operations in _schema_paths(app):
+        if pattern.fullmatch(request.url.path):
+            methods |= operations
     for route in app.router.routes:
         match, _ = route.matches(request.scope)  # PARTIAL: the path matches, not the method
         if match is not Match.NONE:
@@ -106,7 +112,56 @@ def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
     return sorted(methods)
 
 
+def _schema_paths(app: FastAPI) -> list[tuple[re.Pattern[str], set[str]]]:
+    compiled = getattr(app.state, "allow_patterns", None)
+    if compiled is None:
+        compiled = [
+            (compile_path(path)[0], {method.upper() for method in operations})
+            for path, operations in app.openapi()["paths"].items()
+        ]
+        app.state.allow_patterns = compiled
+    return compiled
+
+
+class InternalErrors:
+    """The last resort: an exception no handler took becomes a 500 problem and one
+    log line naming it and where it was raised (no traceback per request: a client
+    that can cause one could otherwise fill the log). A 500 is always a bug."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            frames = traceback.extract_tb(exc.__traceback__)
+            where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+            log.error(
+                "internal error on %s %.200r: %s: %.300r%s",
+                scope["method"],
+                scope["path"],
+                type(exc).__name__,
+                str(exc),
+                where,
+            )
+            if not started:
+                answer = problem(500, "internal_error", "the server failed; see its log")
+                await answer(scope, receive, send)
+
+
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "content": {PROBLEM_JSON: {}}}
-    for status in (400, 401, 403, 404, 409, 413, 422)
+    for status in (400, 401, 403, 404, 408, 409, 413, 422, 429)
 }

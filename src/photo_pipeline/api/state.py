@@ -8,6 +8,7 @@ from fastapi import Request
 
 from photo_pipeline.api.auth import TokenAuth
 from photo_pipeline.api.hub import EventHub
+from photo_pipeline.api.server import ConnectionLimits
 from photo_pipeline.pipeline.library import Library
 
 
@@ -16,6 +17,7 @@ class ApiState:
     library: Library
     auth: TokenAuth
     hub: EventHub
+    limits: ConnectionLimits
 
 
 def api_state(request: Request) -> ApiState:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.types import Receive, Scope, Send
 
-from photo_pipeline.api.auth import mint_query_token
+from photo_pipeline.api.auth import DEFAULT_QUERY_PREFIX, QUERY_PREFIX_PATTERN, mint_query_token
 from photo_pipeline.api.hub import FINISHED_TYPES
-from photo_pipeline.api.jobs import job_exists
+from photo_pipeline.api.jobs import JobId, job_exists
 from photo_pipeline.api.models import AccessToken
 from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
 from photo_pipeline.api.state import ApiState, api_state
@@ -35,20 +39,75 @@ _STREAM_DOC = {
 }
 
 
+MAX_SEQ = 2**62
+
+
 def _cursor(after: int | None, last_event_id: str | None) -> int:
-    if last_event_id is not None and last_event_id.strip():
-        if not last_event_id.strip().isdigit():
-            raise ApiError(422, "invalid_last_event_id", "Last-Event-ID must be a number")
-        return int(last_event_id)
-    return after or 0
+    """Where to resume: ``Last-Event-ID`` (an event's seq, ASCII digits) over ``?after=``."""
+    if last_event_id is None or not last_event_id.strip():
+        return after or 0
+    text = last_event_id.strip()
+    if re.fullmatch(r"[0-9]{1,19}", text) is None or int(text) > MAX_SEQ:
+        raise ApiError(
+            422, "invalid_last_event_id", f"Last-Event-ID must be a number from 0 to {MAX_SEQ}"
+        )
+    return int(text)
 
 
 LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", max_length=20)]
-After = Annotated[int | None, Query(ge=0, le=2**62, description="Resume after this seq.")]
+After = Annotated[int | None, Query(ge=0, le=MAX_SEQ, description="Resume after this seq.")]
 
 
 def _message(event: dict[str, Any]) -> ServerSentEvent:
     return ServerSentEvent(data=json.dumps(event, default=str), id=str(event["seq"]))
+
+
+class _CountedStream(EventSourceResponse):
+    """A stream that holds one of its client's slots until it ends, however it ends."""
+
+    def __init__(self, slots: Counter[str], client: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = slots
+        self._client = client
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._slots[self._client] -= 1
+            if self._slots[self._client] <= 0:
+                del self._slots[self._client]
+
+
+def _stream(request: Request, messages: AsyncIterator[ServerSentEvent]) -> EventSourceResponse:
+    """Stream ``messages``: at most ``max_streams_per_client`` at once per client
+    address (429 past it), and, when opened with a query token, only until it expires."""
+    state = api_state(request)
+    slots: Counter[str] = request.app.state.__dict__.setdefault("_stream_slots", Counter())
+    client = request.client.host if request.client else "unknown"
+    if slots[client] >= state.limits.max_streams_per_client:
+        raise ApiError(
+            429,
+            "too_many_streams",
+            f"at most {state.limits.max_streams_per_client} event streams per client at once",
+        )
+    expires = getattr(request.state, "access_expires", None)
+    if expires is not None:
+        messages = _until(expires, messages)
+    slots[client] += 1
+    return _CountedStream(slots, client, messages, ping=KEEPALIVE_SECONDS, send_timeout=30)
+
+
+async def _until(
+    expires: float, messages: AsyncIterator[ServerSentEvent]
+) -> AsyncIterator[ServerSentEvent]:
+    """``messages`` until ``expires`` (Unix seconds): a stream ends with its token."""
+    try:
+        async with asyncio.timeout(max(0.0, expires - time.time())):
+            async for message in messages:
+                yield message
+    except TimeoutError:
+        return
 
 
 @router.get("/api/events/stream", responses=_STREAM_DOC, response_class=EventSourceResponse)
@@ -63,12 +122,12 @@ async def all_events(
         async for event in hub.events(cursor):
             yield _message(event)
 
-    return EventSourceResponse(messages(), ping=KEEPALIVE_SECONDS, send_timeout=30)
+    return _stream(request, messages())
 
 
 @router.get("/api/jobs/{job_id}/stream", responses=_STREAM_DOC, response_class=EventSourceResponse)
 async def job_events(
-    job_id: str, request: Request, after: After = None, last_event_id: LastEventId = None
+    job_id: JobId, request: Request, after: After = None, last_event_id: LastEventId = None
 ) -> EventSourceResponse:
     """One job's events, live, ending after its final state (succeeded, failed or
     cancelled). Resumes from ``Last-Event-ID`` or ``?after=``."""
@@ -85,7 +144,7 @@ async def job_events(
             if event["type"] in FINISHED_TYPES:
                 return
 
-    return EventSourceResponse(messages(), ping=KEEPALIVE_SECONDS, send_timeout=30)
+    return _stream(request, messages())
 
 
 async def _has_events_after(state: ApiState, job_id: str, cursor: int) -> bool:
@@ -97,8 +156,20 @@ token_router = APIRouter(tags=["auth"], responses=PROBLEM_RESPONSES)
 
 
 @token_router.get("/api/access-token", response_model=AccessToken)
-def access_token(request: Request) -> AccessToken:
+def access_token(
+    request: Request,
+    path: Annotated[
+        str,
+        Query(
+            pattern=QUERY_PREFIX_PATTERN,
+            description="The token opens only this path and those under it, e.g. "
+            "/api/jobs/<id>/stream or /api/assets/ (only routes that take query tokens: "
+            "event streams and renditions).",
+        ),
+    ] = DEFAULT_QUERY_PREFIX,
+) -> AccessToken:
     """A query token (``?access_token=``) for EventSource and ``<img>`` URLs, which
-    cannot send headers. It needs the bearer token: a query token cannot mint another."""
-    token, expires = mint_query_token(api_state(request).auth.token)
+    cannot send headers. It needs the bearer token: a query token cannot mint another.
+    A stream opened with it ends when it expires."""
+    token, expires = mint_query_token(api_state(request).auth.token, path)
     return AccessToken(access_token=token, expires_at=expires)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -53,6 +54,10 @@ class AssetFilter:
     duplicates: str | None = None  # "exact": several files; "near": in a near group
     place: str | None = None  # part of city, region or country
 
+
+# Asset and group ids are 64-bit integers in the database.
+_MAX_ID = 2**63 - 1
+_ID = re.compile(r"[0-9]{1,19}")
 
 _SUMMARY = (
     assets.c.id,
@@ -176,7 +181,8 @@ class Browser:
         """Record which members of a duplicate group to keep (nothing is deleted):
         ``exact:<asset id>`` keeps file paths, ``near:<group id>`` keeps asset ids."""
         kind, _, raw_id = group_key.partition(":")
-        if kind not in ("exact", "near") or not raw_id.isdigit():
+        # ASCII digits within the ids' 64-bit range: "²" and 10**30 name no group.
+        if kind not in ("exact", "near") or not _ID.fullmatch(raw_id) or int(raw_id) > _MAX_ID:
             raise UnknownGroup("duplicate_group_not_found", f"no duplicate group {group_key!r}")
         now = utc_now()
         with write_session(self._session_factory) as session:
@@ -217,7 +223,7 @@ class Browser:
 def _filtered(query: Select[Any], where: AssetFilter, present: Any) -> Select[Any]:
     if where.taken_from is not None:
         query = query.where(assets.c.taken_local >= where.taken_from.isoformat())
-    if where.taken_to is not None:
+    if where.taken_to is not None and where.taken_to < date.max:  # date.max: no upper bound
         query = query.where(assets.c.taken_local < (where.taken_to + timedelta(days=1)).isoformat())
     if where.camera:
         pattern = f"%{where.camera.lower()}%"
@@ -268,7 +274,7 @@ def _decode_cursor(cursor: str) -> tuple[datetime, int]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         order, asset_id = json.loads(raw)
         when = datetime.fromisoformat(order)
-        if when.tzinfo is None or not isinstance(asset_id, int):
+        if when.tzinfo is None or type(asset_id) is not int or not 0 <= asset_id <= _MAX_ID:
             raise ValueError
         return when, asset_id
     except (ValueError, TypeError, UnicodeDecodeError):

@@ -48,8 +48,11 @@ LIBRARY_LOCK = "library"  # shared with organize: one library-wide mutation at a
 # Twenty-odd years covers a camera whose clock reset to its factory date.
 _MAX_SHIFT = timedelta(days=36_525)
 _BATCH = 200
-_SHIFT = re.compile(r"^([+-]?)(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# ASCII digits, at most 12 each (anything longer is past _MAX_SHIFT anyway).
+_SHIFT = re.compile(
+    r"^([+-]?)(?:([0-9]{1,12})d)?(?:([0-9]{1,12})h)?(?:([0-9]{1,12})m)?(?:([0-9]{1,12})s)?$"
+)
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 class InvalidShift(PhotoPipelineError):
@@ -80,7 +83,12 @@ def parse_shift(text: str) -> timedelta:
             detail=f"--by must look like +2h15m, -1d or +30s (units d, h, m, s), got {text!r}"
         )
     days, hours, minutes, seconds = (int(match.group(i) or 0) for i in range(2, 6))
-    shift = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    try:
+        shift = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    except OverflowError:
+        raise InvalidShift(
+            detail=f"--by must be at most {_MAX_SHIFT.days} days, got {text!r}"
+        ) from None
     if match.group(1) == "-":
         shift = -shift
     if not shift:
@@ -117,7 +125,10 @@ class Window:
         start = _parse_moment("--since", since)
         end = _parse_moment("--until", until)
         if end is not None and until is not None:
-            end += timedelta(days=1) if _DATE.match(until.strip()) else timedelta(seconds=1)
+            try:
+                end += timedelta(days=1) if _DATE.match(until.strip()) else timedelta(seconds=1)
+            except OverflowError:
+                end = None  # until the last representable moment: no upper bound
         if start is not None and end is not None and end <= start:
             raise InvalidShift(detail=f"--until ({until}) is before --since ({since})")
         return cls(

@@ -1,0 +1,93 @@
+"""How ``photo-pipeline serve`` holds connections: deadlines for headers, bodies and
+idle keep-alive, and caps on connections and streams, so that slow or idle clients
+cannot hold the server's memory or sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    header_timeout: float = 10.0
+    """Seconds from a connection's start, or the end of its last answer, until the
+    next request's line and headers are complete."""
+    body_timeout: float = 30.0
+    """Seconds a request body may pause between two parts."""
+    keep_alive_timeout: float = 5.0
+    """Seconds an idle keep-alive connection stays open."""
+    max_connections: int = 200
+    """Open connections and requests in flight; past it, 503."""
+    max_streams_per_client: int = 16
+    """Concurrent event streams per client address; past it, 429."""
+    max_header_bytes: int = 16 * 1024
+
+
+class _HeaderDeadline(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a deadline for the request line and headers:
+    uvicorn times out only idle keep-alive connections, not a fresh connection that
+    sends nothing, or headers a byte at a time."""
+
+    header_timeout: float = ConnectionLimits.header_timeout
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._request_in_progress():
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _request_in_progress(self) -> bool:
+        return self.cycle is not None and not self.cycle.response_complete
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.header_timeout, self._deadline_passed)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _deadline_passed(self) -> None:
+        self._deadline = None
+        if self._request_in_progress() or self.transport.is_closing():
+            return
+        with contextlib.suppress(h11.LocalProtocolError):
+            self.conn.send(h11.ConnectionClosed())
+        self.transport.close()
+
+
+def uvicorn_config(app: Any, host: str, port: int, limits: ConnectionLimits) -> uvicorn.Config:
+    protocol = type("HeaderDeadlineProtocol", (_HeaderDeadline,), {})
+    protocol.header_timeout = limits.header_timeout
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=protocol,
+        timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]  (a float works)
+        limit_concurrency=limits.max_connections,
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        log_level="info",
+        access_log=False,
+    )
