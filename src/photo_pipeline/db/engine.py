@@ -3,6 +3,8 @@ PostgreSQL through psycopg 3."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,7 +43,7 @@ def create_database_engine(url: str, **kwargs: Any) -> Engine:
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     parsed = make_url(url)
     if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        _make_database_files_private(Path(parsed.database))
     engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **kwargs)
 
     @event.listens_for(engine, "connect")
@@ -66,6 +68,27 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _make_database_files_private(database: Path) -> None:
+    """Create the database file owner-only before SQLite first opens it, and narrow an
+    older one and its journals: SQLite gives the -wal and -shm files the database
+    file's mode, and they hold every path and GPS position. Modes are only narrowed,
+    so a stricter umask's stays."""
+    database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        os.close(os.open(database, flags, 0o600))
+    except FileExistsError:
+        pass  # narrowed below
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path = f"{database}{suffix}"
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & 0o177:
+            os.chmod(path, mode & 0o600)
 
 
 def _postgres_engine(engine: Engine) -> Engine:

@@ -3,7 +3,10 @@ The CLI, the HTTP API and the web UI all start from one of these."""
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -12,6 +15,7 @@ from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService, RetryPolicy
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.renditions import PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, STORE
 
 
 @dataclass(frozen=True)
@@ -30,9 +34,50 @@ class Library:
 
 
 def open_library(settings: Settings) -> Library:
-    """Open (creating or upgrading) the library's database."""
+    """Open (creating or upgrading) the library's home and database."""
+    make_home_private(settings.home)
     factory = open_database(settings.database_url)
     policy = RetryPolicy(settings.retry_base_seconds, settings.retry_max_seconds)
     return Library(
         settings, factory, JobService(factory, retry_policy=policy), WorkerRegistry(factory)
     )
+
+
+# Files of the home that only its owner may read: the API token, and the renditions
+# (what the photos show). The SQLite files are the engine's (db.engine).
+API_TOKEN_FILE = "api-token"
+
+
+def make_home_private(home: Path) -> None:
+    """Create the home owner-only (0700), and narrow what an older version left
+    readable by others: the home, the API token, the renditions tree (folders 0700,
+    files 0600). Modes are only ever narrowed: a stricter umask's stays."""
+    home.mkdir(mode=PRIVATE_FOLDER_MODE, parents=True, exist_ok=True)
+    narrow_mode(home, PRIVATE_FOLDER_MODE)
+    narrow_mode(home / API_TOKEN_FILE, PRIVATE_FILE_MODE)
+    store = home / STORE
+    # A private store root marks a store already fixed: the walk runs once per library,
+    # and the root is narrowed last so that an interrupted walk is done again.
+    if _mode(store) is not None and _mode(store) & 0o077:
+        for folder, subfolders, names in os.walk(store):
+            for name in subfolders:
+                narrow_mode(Path(folder, name), PRIVATE_FOLDER_MODE)
+            for name in names:
+                narrow_mode(Path(folder, name), PRIVATE_FILE_MODE)
+        narrow_mode(store, PRIVATE_FOLDER_MODE)
+
+
+def narrow_mode(path: Path, allowed: int) -> None:
+    """Clear the permission bits of ``path`` outside ``allowed`` (never adds any);
+    symlinks and missing paths are left alone."""
+    mode = _mode(path)
+    if mode is not None and mode & ~allowed:
+        os.chmod(path, mode & allowed)
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return None if stat.S_ISLNK(info.st_mode) else stat.S_IMODE(info.st_mode)
