@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 from typing import Annotated
 
 import typer
 
-from photo_pipeline.cli.common import app, err_console, library
+from photo_pipeline.cli.common import EXIT_REFUSED, app, err_console, library
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere: treat it as exposed
 
 
 @app.command()
 def serve(
     host: Annotated[
-        str, typer.Option(help="Interface to bind; 0.0.0.0 exposes the API to the network.")
+        str,
+        typer.Option(
+            help="Interface to bind; anything but loopback (e.g. 0.0.0.0) exposes the API "
+            "to the network and needs a token of at least 128 bits."
+        ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535)] = 8765,
     workers_embedded: Annotated[
@@ -26,16 +40,61 @@ def serve(
             "(run `photo-pipeline worker` separately).",
         ),
     ] = os.cpu_count() or 1,
+    header_timeout: Annotated[
+        float,
+        typer.Option(min=0.01, help="Seconds for a request's line and headers to arrive."),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float, typer.Option(min=0.01, help="Seconds a request body may pause.")
+    ] = 30.0,
+    keep_alive_timeout: Annotated[
+        float, typer.Option(min=0.01, help="Seconds an idle keep-alive connection stays open.")
+    ] = 5.0,
+    max_connections: Annotated[
+        int, typer.Option(min=1, help="Open connections (and requests in flight); past it, 503.")
+    ] = 200,
+    max_streams_per_client: Annotated[
+        int, typer.Option(min=1, help="Event streams one client address may hold open.")
+    ] = 16,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web UI."""
     import uvicorn
 
     from photo_pipeline.api import create_app
-    from photo_pipeline.api.auth import TOKEN_FILE, load_or_create_token
+    from photo_pipeline.api.auth import (
+        MIN_ENTROPY_BITS,
+        TOKEN_FILE,
+        entropy_bits,
+        load_or_create_token,
+    )
+    from photo_pipeline.api.server import ConnectionLimits, uvicorn_config
 
     lib = library()
-    application = create_app(lib, embedded_workers=workers_embedded)
     where = "PHOTO_PIPELINE_TOKEN" if lib.settings.api_token else lib.settings.home / TOKEN_FILE
+    if not _is_loopback(host):
+        token = load_or_create_token(lib.settings.home, lib.settings.api_token)
+        if entropy_bits(token) < MIN_ENTROPY_BITS:
+            err_console.print(
+                f"refusing to serve on {host}: the API token ({where}) has less than "
+                f"{MIN_ENTROPY_BITS} bits of entropy; unset PHOTO_PIPELINE_TOKEN to use a "
+                "generated one, or set a long random one",
+                highlight=False,
+            )
+            raise typer.Exit(EXIT_REFUSED)
+        err_console.print(
+            f"warning: serving on {host}, reachable from other machines: anyone with the "
+            "token controls the library, and plain HTTP shows it to the network (put TLS "
+            "in front)",
+            highlight=False,
+        )
+    limits = ConnectionLimits(
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        keep_alive_timeout=keep_alive_timeout,
+        max_connections=max_connections,
+        max_streams_per_client=max_streams_per_client,
+    )
+    application = create_app(lib, embedded_workers=workers_embedded, limits=limits)
     err_console.print(f"photo-pipeline on http://{host}:{port}/", highlight=False)
     if sys.stderr.isatty() and not lib.settings.api_token:
         # On the user's own terminal, the token to sign in with (never into logs).
@@ -43,4 +102,4 @@ def serve(
         err_console.print(f"sign in with the API token {token}  (kept in {where})", highlight=False)
     else:
         err_console.print(f"the API token is in {where}", highlight=False)
-    uvicorn.run(application, host=host, port=port, log_level="info", access_log=False)
+    uvicorn.Server(uvicorn_config(application, host, port, limits)).run()
