@@ -37,6 +37,7 @@ EXIT_JOB_DID_NOT_SUCCEED = 1
 EXIT_REFUSED = 2  # bad input or a refused request (lock held, invalid transition…)
 EXIT_NOT_FOUND = 3
 EXIT_DATABASE = 4
+EXIT_FAILED_ITEMS = 5  # the waited-for jobs succeeded, but some of their items failed
 
 
 @cache

@@ -11,7 +11,6 @@ import typer
 from rich.table import Table
 
 from photo_pipeline.cli.common import (
-    EXIT_JOB_DID_NOT_SUCCEED,
     JsonOption,
     app,
     console,
@@ -19,9 +18,9 @@ from photo_pipeline.cli.common import (
     library,
     print_json,
 )
-from photo_pipeline.cli.progress import wait_for_jobs
+from photo_pipeline.cli.finish import finish_jobs
 from photo_pipeline.cli.worker import ImportOption, load_handlers
-from photo_pipeline.jobs import JobNotFound, JobState
+from photo_pipeline.jobs import JobNotFound
 from photo_pipeline.jobs.states import FINISHED_STATES
 
 JobId = Annotated[str, typer.Argument(help="The job's id.")]
@@ -85,6 +84,7 @@ def show(job_id: JobId, as_json: JsonOption = False) -> None:
         "state",
         "attempts",
         "max_attempts",
+        "interruptions",
         "lease_owner",
         "error_code",
         "error_message",
@@ -169,15 +169,11 @@ def wait(
     import_modules: ImportOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Wait for jobs to finish, with live progress; exit 1 unless all succeeded."""
+    """Wait for jobs to finish, with live progress; exit 1 unless all succeeded, 5
+    when they did but some items failed."""
     load_handlers(import_modules or [])
-    for job_id in job_ids:
-        _job_or_exit(job_id)
-    finals = wait_for_jobs(library(), job_ids, embedded=embedded, show_progress=not as_json)
-    if as_json:
-        print_json(finals)
-    if any(job["state"] != JobState.SUCCEEDED for job in finals):
-        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
+    jobs = [_job_or_exit(job_id) for job_id in job_ids]
+    finish_jobs(jobs, wait=True, as_json=as_json, embedded=embedded)
 
 
 @app.command()

@@ -9,15 +9,14 @@ import typer
 from rich.table import Table
 
 from photo_pipeline.cli.common import (
-    EXIT_JOB_DID_NOT_SUCCEED,
     JsonOption,
+    WaitOption,
     app,
     console,
     library,
     print_json,
 )
-from photo_pipeline.cli.progress import wait_for_jobs
-from photo_pipeline.jobs import JobState
+from photo_pipeline.cli.finish import finish_jobs
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
@@ -32,13 +31,7 @@ def _catalog() -> Catalog:
 @app.command("import")
 def import_(
     folders: Annotated[list[Path], typer.Argument(help="Folders of photos.")],
-    wait: Annotated[
-        bool,
-        typer.Option(
-            "--wait",
-            help="Run to the end with progress bars (in-process when no worker is running).",
-        ),
-    ] = False,
+    wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Register folders and catalogue their photos: scan (hash, metadata, exact
@@ -51,20 +44,7 @@ def import_(
         max_pixels=lib.settings.max_pixels,
         follow_up=lib.settings,  # render and similar after the scans
     )
-    if wait:
-        jobs = wait_for_jobs(lib, [j["id"] for j in jobs], embedded=None, show_progress=not as_json)
-    if as_json:
-        print_json(jobs)
-    else:
-        for job in jobs:
-            progress = lib.service.progress(job["id"])
-            console.print(
-                f"{job['job_type']} job {job['id']}: {job['state']}, "
-                f"{progress['done']}/{progress['total']} items done, "
-                f"{progress['by_state'].get('failed', 0)} failed"
-            )
-    if wait and any(job["state"] != JobState.SUCCEEDED for job in jobs):
-        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
+    finish_jobs(jobs, wait=wait, as_json=as_json, what="items done")
 
 
 @app.command()

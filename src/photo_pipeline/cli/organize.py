@@ -9,7 +9,6 @@ import typer
 from rich.table import Table
 
 from photo_pipeline.cli.common import (
-    EXIT_JOB_DID_NOT_SUCCEED,
     EXIT_REFUSED,
     JsonOption,
     WaitOption,
@@ -19,10 +18,10 @@ from photo_pipeline.cli.common import (
     library,
     print_json,
 )
-from photo_pipeline.cli.progress import wait_for_jobs
-from photo_pipeline.jobs import JobState
+from photo_pipeline.cli.finish import finish_job
 from photo_pipeline.pipeline import organize as organizing
 from photo_pipeline.pipeline.template import DEFAULT_TEMPLATE
+from photo_pipeline.pipeline.verify import JOB_TYPE as VERIFY
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 
 _SHOWN = 40
@@ -64,19 +63,20 @@ def organize(
             plan = organizing.plan_organize(lib.sessions, dest, template, move=move)
             print_json(plan) if as_json else _print_plan(plan)
             return
-        job = organizing.start_organize(lib.service, dest, template, move=move)
-    if wait:
-        [job] = wait_for_jobs(lib, [job["id"]], embedded=None, show_progress=not as_json)
-    report = organizing.organize_report(lib.sessions, undo or job["id"])
-    if as_json:
-        print_json({"job": job, "report": report})
-    else:
-        verb = "undo of " + undo if undo else job["job_type"]
-        console.print(f"{verb} job {job['id']}: {job['state']}", highlight=False)
+        # Rerunning a command whose job is still active (it was killed) rejoins it.
+        job = organizing.start_organize(lib.service, dest, template, move=move, rejoin=True)
+
+    def show(final: dict[str, Any]) -> None:
+        report = organizing.organize_report(lib.sessions, undo or final["id"])
+        if as_json:
+            print_json({"job": final, "report": report})
+            return
+        verb = "undo of " + undo if undo else final["job_type"]
+        console.print(f"{verb} job {final['id']}: {final['state']}", highlight=False)
         if wait:
             _print_report(report)
-    if wait and job["state"] != JobState.SUCCEEDED:
-        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
+
+    finish_job(job, wait=wait, as_json=as_json, show=show)
 
 
 def _print_plan(plan: dict[str, Any]) -> None:
@@ -118,18 +118,18 @@ def _print_report(report: dict[str, Any]) -> None:
 @app.command()
 def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
     """Hash every original again; report changed (bit rot) or missing files.
-    With --wait, exits 1 when any file changed, went missing or cannot be read."""
+    With --wait, exits 5 when any file changed, went missing or cannot be read (its
+    item failed), 1 when the job itself did not succeed."""
     lib = library()
-    job = start_verify(lib.service)
-    if not wait:
-        print_json(job) if as_json else console.print(f"verify job {job['id']}: {job['state']}")
-        return
-    wait_for_jobs(lib, [job["id"]], embedded=None, show_progress=not as_json)
-    report = verify_report(lib.service, job["id"])
-    problems = sum(len(report[k]) for k in ("changed", "missing", "unreadable_file"))
-    if as_json:
-        print_json(report)
-    else:
+
+    def show(job: dict[str, Any]) -> None:
+        if not wait:
+            print_json(job) if as_json else console.print(f"verify job {job['id']}: {job['state']}")
+            return
+        report = verify_report(lib.service, job["id"])
+        if as_json:
+            print_json(report)
+            return
         console.print(
             f"verify job {job['id']}: {report['job']['state']}, {report['checked']} files "
             f"checked, {report['ok']} ok, {len(report['changed'])} changed, "
@@ -139,5 +139,12 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
         for kind in ("changed", "missing", "unreadable_file"):
             for finding in report[kind]:
                 console.print(f"  {kind} {finding['path']}", highlight=False, soft_wrap=True)
-    if report["job"]["state"] != JobState.SUCCEEDED or problems:
-        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
+
+    try:
+        job = start_verify(lib.service)
+    except organizing.LibraryBusy:
+        # A verify still active (its command was killed) is rejoined.
+        job = organizing.library_job_of(lib.service, VERIFY, {})
+        if job is None:
+            raise
+    finish_job(job, wait=wait, as_json=as_json, show=show)

@@ -8,7 +8,6 @@ import typer
 from rich.table import Table
 
 from photo_pipeline.cli.common import (
-    EXIT_JOB_DID_NOT_SUCCEED,
     JsonOption,
     WaitOption,
     app,
@@ -16,8 +15,7 @@ from photo_pipeline.cli.common import (
     library,
     print_json,
 )
-from photo_pipeline.cli.progress import wait_for_jobs
-from photo_pipeline.jobs import JobState
+from photo_pipeline.cli.finish import finish_job
 from photo_pipeline.pipeline import places as places_job
 from photo_pipeline.pipeline import timeshift as shifts
 
@@ -61,31 +59,14 @@ def timeshift(
             _show_plan(plan, as_json)
             return
         job = shifts.start_timeshift(lib.service, camera=camera, by=by, since=since, until=until)
-    _finish(job, wait, as_json)
+    finish_job(job, wait=wait, as_json=as_json, what="assets")
 
 
 @app.command()
 def places(wait: WaitOption = False, as_json: JsonOption = False) -> None:
     """Work out time zones and places of photos catalogued before they were known."""
     lib = library()
-    _finish(places_job.start_backfill(lib.service), wait, as_json)
-
-
-def _finish(job: dict[str, Any], wait: bool, as_json: bool) -> None:
-    lib = library()
-    if wait:
-        [job] = wait_for_jobs(lib, [job["id"]], embedded=None, show_progress=not as_json)
-    if as_json:
-        print_json(job)
-    else:
-        progress = lib.service.progress(job["id"])
-        console.print(
-            f"{job['job_type']} job {job['id']}: {job['state']}, "
-            f"{progress['done']}/{progress['total']} assets, "
-            f"{progress['by_state'].get('failed', 0)} failed"
-        )
-    if wait and job["state"] != JobState.SUCCEEDED:
-        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
+    finish_job(places_job.start_backfill(lib.service), wait=wait, as_json=as_json, what="assets")
 
 
 def _show_plan(plan: dict[str, Any], as_json: bool) -> None:

@@ -4,8 +4,10 @@ will (embedded mode)."""
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -18,10 +20,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from photo_pipeline.cli.common import console
+from photo_pipeline.cli.common import console, err_console
+from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs.errors import JobError
 from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.jobs.runtime import RECONNECT, Worker, WorkerConfig
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.pipeline.library import Library
@@ -69,7 +72,9 @@ def wait_for_jobs(
                 f"this process has no handler for {', '.join(unknown)}: start "
                 "`photo-pipeline worker` with the module that provides it",
             )
-        config = WorkerConfig(burst=True, concurrency=os.cpu_count() or 1, poll_seconds=0.2)
+        # Not burst: a job waiting out a retry backoff must still be run; the wait
+        # below stops the worker once every job is finished.
+        config = WorkerConfig(concurrency=os.cpu_count() or 1, poll_seconds=0.2)
         worker = Worker(service, lib.workers, registry, config)
         failure: list[BaseException] = []
         thread = threading.Thread(
@@ -88,10 +93,17 @@ def wait_for_jobs(
             disable=not show_progress,
         ) as bars:
             tasks = {job_id: bars.add_task(job_id[:8], total=None, rate="") for job_id in job_ids}
+            outage = _Outage()
             while True:
-                finals = [service.get(job_id) for job_id in job_ids]
+                try:
+                    finals = [service.get(job_id) for job_id in job_ids]
+                    progress_of = service.progress_of(job_ids)
+                except DatabaseUnavailable as exc:
+                    outage.wait(exc)
+                    continue
+                outage.over()
                 for job in finals:
-                    progress = service.progress(job["id"])
+                    progress = progress_of[job["id"]]
                     task = tasks[job["id"]]
                     speed = bars.tasks[task].speed
                     bars.update(
@@ -110,3 +122,33 @@ def wait_for_jobs(
         if worker is not None:
             worker.request_stop()
             thread.join()
+
+
+class _Outage:
+    """The database going away while we wait: one line when it goes, one when it
+    comes back, and polls spaced by a capped, jittered backoff meanwhile."""
+
+    def __init__(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._sleep = sleep
+        self._rng = random.Random()
+        self._attempt = 0
+        self._since = 0.0
+
+    def wait(self, exc: DatabaseUnavailable) -> None:
+        if self._attempt == 0:
+            self._since = time.monotonic()
+            err_console.print(
+                f"database unavailable, still waiting: {exc.detail}",
+                highlight=False,
+                soft_wrap=True,
+            )
+        self._attempt += 1
+        self._sleep(RECONNECT.delay(self._attempt, self._rng).total_seconds())
+
+    def over(self) -> None:
+        if self._attempt:
+            err_console.print(
+                f"database reachable again after {time.monotonic() - self._since:.1f} s",
+                highlight=False,
+            )
+        self._attempt = 0

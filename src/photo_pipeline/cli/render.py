@@ -7,18 +7,14 @@ from typing import Annotated
 import typer
 
 from photo_pipeline.cli.common import (
-    EXIT_JOB_DID_NOT_SUCCEED,
     EXIT_REFUSED,
     JsonOption,
     WaitOption,
     app,
-    console,
     err_console,
     library,
-    print_json,
 )
-from photo_pipeline.cli.progress import wait_for_jobs
-from photo_pipeline.jobs import JobState
+from photo_pipeline.cli.finish import finish_job
 from photo_pipeline.pipeline.render import enqueue_render, render_settings
 from photo_pipeline.pipeline.similar import enqueue_similar
 
@@ -26,24 +22,6 @@ from photo_pipeline.pipeline.similar import enqueue_similar
 def _refuse(exc: ValueError) -> typer.Exit:
     err_console.print(f"[red]error[/] invalid_settings: {exc}", highlight=False)
     return typer.Exit(EXIT_REFUSED)
-
-
-def _finish(job_id: str, wait: bool, as_json: bool, what: str) -> None:
-    lib = library()
-    job = lib.service.get(job_id)
-    if wait:
-        [job] = wait_for_jobs(lib, [job_id], embedded=None, show_progress=not as_json)
-    if as_json:
-        print_json(job)
-    else:
-        progress = lib.service.progress(job_id)
-        console.print(
-            f"{job['job_type']} job {job['id']}: {job['state']}, "
-            f"{progress['done']}/{progress['total']} {what}, "
-            f"{progress['by_state'].get('failed', 0)} failed"
-        )
-    if wait and job["state"] != JobState.SUCCEEDED:
-        raise typer.Exit(EXIT_JOB_DID_NOT_SUCCEED)
 
 
 @app.command()
@@ -61,7 +39,7 @@ def render(
     except ValueError as exc:
         raise _refuse(exc) from exc
     job = enqueue_render(lib.service, lib.settings.home, settings, force=force).job
-    _finish(job["id"], wait, as_json, "assets rendered")
+    finish_job(job, wait=wait, as_json=as_json, what="assets rendered")
 
 
 @app.command()
@@ -82,4 +60,4 @@ def similar(
         job = enqueue_similar(lib.service, lib.settings.home, max_distance=distance).job
     except ValueError as exc:
         raise _refuse(exc) from exc
-    _finish(job["id"], wait, as_json, "assets hashed")
+    finish_job(job, wait=wait, as_json=as_json, what="assets hashed")

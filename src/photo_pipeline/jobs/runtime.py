@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from types import FrameType
 from typing import Any
 
@@ -29,6 +30,8 @@ log = logging.getLogger("photo_pipeline.worker")
 
 # While the database is unreachable, try again after a capped, jittered backoff.
 RECONNECT = RetryPolicy(base_seconds=0.25, max_seconds=10.0)
+# A burst worker waits for jobs due this soon (a short retry backoff), not longer.
+BURST_HORIZON = timedelta(seconds=60)
 
 
 @dataclass(frozen=True)
@@ -288,10 +291,12 @@ class Worker:
             self._log.warning("workers %s died; recovered jobs %s", dead, recovered)
 
     def _work_left(self) -> bool:
-        """Burst mode: is anything of our types not finished and not held by a live
-        worker? Expired leases are recovered first, so that we pick them up."""
+        """Burst mode: can a job of our types run now or soon, or will one once a
+        prerequisite that is running or runnable finishes? A job delayed further (a
+        long backoff, a far ``run_after``) does not keep a burst worker alive.
+        Expired leases are recovered first, so that we pick them up."""
         self._service.recover_stale()
-        return self._service.unheld_jobs(self._types) > 0
+        return self._service.has_work(self._types, within=BURST_HORIZON)
 
     def _make_pool(self) -> Executor | None:
         if self.config.concurrency <= 1:

@@ -632,6 +632,66 @@ class JobService:
         with read_session(self._session_factory) as session:
             return session.scalar(query) or 0
 
+    def has_work(self, job_types: Sequence[str], *, within: timedelta = timedelta(0)) -> bool:
+        """Whether a burst worker of ``job_types`` should stay: one of its jobs can run
+        now (or within ``within``), has a lease that expired (to recover), or waits
+        on prerequisites of which one, down the chain, is leased or can run by then.
+        A job delayed beyond ``within``, and whatever waits on it, does not count."""
+        types = set(check.job_types(job_types))
+        due = self._clock() + within
+        now = self._clock()
+        with read_session(self._session_factory) as session:
+            active = {
+                row.id: row
+                for row in session.execute(
+                    select(
+                        jobs.c.id,
+                        jobs.c.job_type,
+                        jobs.c.state,
+                        jobs.c.waiting_for,
+                        jobs.c.run_after,
+                        jobs.c.lease_expires_at,
+                    ).where(jobs.c.state.in_(ACTIVE_STATES))
+                )
+            }
+            waiting = [
+                r.id
+                for r in active.values()
+                if r.job_type in types and r.state in CLAIMABLE_STATES and r.waiting_for > 0
+            ]
+            edges: dict[str, list[str]] = {}
+            if waiting:
+                for edge in session.execute(
+                    select(job_prerequisites).where(job_prerequisites.c.job_id.in_(list(active)))
+                ):
+                    edges.setdefault(edge.job_id, []).append(edge.prerequisite_id)
+
+        def runnable(row: Row[Any]) -> bool:
+            return row.state in CLAIMABLE_STATES and row.waiting_for == 0 and row.run_after <= due
+
+        for row in active.values():
+            if row.job_type in types and (
+                runnable(row) or (row.state in LEASED_STATES and row.lease_expires_at < now)
+            ):
+                return True
+
+        seen: set[str] = set()
+
+        def moving(job_id: str) -> bool:
+            """A prerequisite that is leased or runnable, or waits on one."""
+            if job_id in seen or job_id not in active:
+                return False  # finished prerequisites no longer hold anything up
+            seen.add(job_id)
+            row = active[job_id]
+            if row.state in LEASED_STATES or runnable(row):
+                return True
+            return row.run_after <= due and any(moving(p) for p in edges.get(job_id, []))
+
+        return any(
+            active[job_id].run_after <= due and any(moving(p) for p in edges.get(job_id, []))
+            for job_id in waiting
+        )
+
     def find_by_idempotency_key(self, key: str) -> JobSnapshot | None:
         with read_session(self._session_factory) as session:
             row = self._by_idempotency_key(session, key)

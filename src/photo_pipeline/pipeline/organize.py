@@ -32,6 +32,8 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot, utc_now
 from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.handlers import ItemError, registry
+from photo_pipeline.jobs.states import WorkerState
+from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import paths, transfer
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.organize_plan import (
@@ -155,15 +157,18 @@ def start_organize(
     idempotency_key: str | None = None,
     max_attempts: int = 10,
     hard_links: bool = True,
+    rejoin: bool = False,
 ) -> JobSnapshot:
     """Queue an ``organize`` job (after validating the template and destination).
     Raises ``LibraryBusy`` (``lock_held``, naming the job) while another organize,
     undo or verify is active. ``hard_links=False`` makes a move within one
-    filesystem copy and delete instead of linking (slower; for tests and odd mounts)."""
+    filesystem copy and delete instead of linking (slower; for tests and odd mounts).
+    ``rejoin``: when an active job of this very request holds the lock (its command
+    was killed, say), return that job instead of refusing."""
     parsed = parse(template)
     root = check_destination(service.session_factory, destination)
     params = {"destination": root, "template": parsed.text, "move": move, "hard_links": hard_links}
-    return _enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts)
+    return _enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts, rejoin=rejoin)
 
 
 def undo_key(organize_job_id: str) -> str:
@@ -188,6 +193,8 @@ def _enqueue(
     params: dict[str, Any],
     idempotency_key: str | None,
     max_attempts: int,
+    *,
+    rejoin: bool = False,
 ) -> JobSnapshot:
     try:
         return service.enqueue(
@@ -200,16 +207,46 @@ def _enqueue(
     except JobBlocked as exc:
         if exc.code != "lock_held":
             raise
+        same = library_job_of(service, job_type, params) if rejoin else None
+        if same is not None:
+            return same
         raise library_busy(service) from exc
 
 
+def library_job_of(
+    service: JobService, job_type: str, params: dict[str, Any]
+) -> JobSnapshot | None:
+    """The active job holding the library lock for this very request (same type and
+    params), e.g. one whose ``--wait`` command was killed: running the command again
+    rejoins it, as ``import`` does, rather than being refused by it."""
+    for holder in service.blockers(LIBRARY_LOCK):
+        job = service.get(holder["id"])
+        if job is not None and job["job_type"] == job_type and job["params"] == params:
+            return job
+    return None
+
+
 def library_busy(service: JobService) -> LibraryBusy:
-    """The ``lock_held`` refusal naming the jobs that hold the library."""
+    """The ``lock_held`` refusal naming the jobs that hold the library, and saying
+    so when the worker that held one died on this host."""
     holders = service.blockers(LIBRARY_LOCK)
-    named = ", ".join(f"{h['job_type']} job {h['id']} ({h['state']})" for h in holders)
+    workers = WorkerRegistry(service.session_factory)
+    workers.find_dead_on_this_host()
+    dead = {w["id"] for w in workers.list(include_finished=True) if w["state"] == WorkerState.DEAD}
+    named = []
+    for holder in holders:
+        job = service.get(holder["id"]) or {}
+        owner = job.get("lease_owner")
+        gone = (
+            f", its worker {owner} is gone: it resumes when a worker runs (run the command "
+            f"that started it again, or `photo-pipeline job wait {holder['id']}`)"
+            if owner in dead
+            else ""
+        )
+        named.append(f"{holder['job_type']} job {holder['id']} ({holder['state']}{gone})")
     return LibraryBusy(
-        f"the library is busy: {named or 'another job'} holds it; wait for it to finish "
-        "or cancel it with `photo-pipeline job cancel ID`",
+        f"the library is busy: {', '.join(named) or 'another job'} holds it; wait for it to "
+        "finish or cancel it with `photo-pipeline job cancel ID`",
         holders,
     )
 
