@@ -79,8 +79,13 @@ def mint_query_token(
     cacheable, for about an hour."""
     now = time.time() if now is None else now
     expires = (int(now) // 3600 + _QUERY_TOKEN_HOURS) * 3600
+    return sign_query_token(secret, expires, prefix), expires
+
+
+def sign_query_token(secret: str, expires: int, prefix: str) -> str:
+    """The query token for paths under ``prefix`` that expires at ``expires``."""
     signature = _signature(secret, expires, prefix).decode()
-    return f"{expires}.{_b64(prefix.encode())}.{signature}", expires
+    return f"{expires}.{_b64(prefix.encode())}.{signature}"
 
 
 def query_token_expiry(secret: str, token: str, path: str, now: float | None = None) -> int | None:

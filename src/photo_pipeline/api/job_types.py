@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from photo_pipeline.api.problems import ApiError
-from photo_pipeline.jobs import Enqueued
+from photo_pipeline.jobs import Enqueued, JobConflict
 from photo_pipeline.pipeline.library import Library
 from photo_pipeline.pipeline.roots import PathOutsideRoots, real_path_inside
 
@@ -51,7 +51,30 @@ def start_job(lib: Library, type_: str, params: dict[str, Any], key: str | None)
         first = exc.errors()[0]
         where = ".".join(str(p) for p in ("params", *first["loc"]))
         raise ApiError(422, "invalid_params", f"{where}: {first['msg']}") from None
-    return kind.start(lib, parsed, key)
+    try:
+        return kind.start(lib, parsed, key)
+    except JobConflict as exc:
+        if exc.code != "idempotency_conflict" or key is None:
+            raise
+        raise _key_taken(lib, key, type_) from exc
+
+
+def _key_taken(lib: Library, key: str, type_: str) -> ApiError:
+    """An Idempotency-Key names one request for good: another request with it (another
+    job type or other params) is refused, naming the job the key already belongs to,
+    so the client knows to pick a new key rather than wait."""
+    holder = lib.service.find_by_idempotency_key(key)
+    if holder is None:  # the key's own job is gone (pruned): a plain conflict
+        return ApiError(409, "idempotency_conflict", f"Idempotency-Key {key!r} is taken")
+    return ApiError(
+        409,
+        "idempotency_conflict",
+        f"Idempotency-Key {key!r} already names job {holder['id']} "
+        f"({holder['job_type']}, {holder['state']!s}), made by a different request than this "
+        f"{type_!r} one; use a new key for a new request",
+        job_id=holder["id"],
+        job_type=holder["job_type"],
+    )
 
 
 def confined_path(lib: Library, raw: str, what: str) -> Path:

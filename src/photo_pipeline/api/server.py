@@ -77,7 +77,9 @@ class _HeaderDeadline(H11Protocol):
         self.transport.close()
 
 
-def uvicorn_config(app: Any, host: str, port: int, limits: ConnectionLimits) -> uvicorn.Config:
+def uvicorn_config(
+    app: Any, host: str, port: int, limits: ConnectionLimits, log_level: str = "info"
+) -> uvicorn.Config:
     protocol = type("HeaderDeadlineProtocol", (_HeaderDeadline,), {})
     protocol.header_timeout = limits.header_timeout
     return uvicorn.Config(
@@ -88,6 +90,6 @@ def uvicorn_config(app: Any, host: str, port: int, limits: ConnectionLimits) -> 
         timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]  (a float works)
         limit_concurrency=limits.max_connections,
         h11_max_incomplete_event_size=limits.max_header_bytes,
-        log_level="info",
+        log_level=log_level,
         access_log=False,
     )
