@@ -197,6 +197,33 @@ def test_a_link_swapped_in_after_the_scan_is_not_read(session_factory, db_url, t
     assert hash_file(secret) not in asset_hashes(session_factory)
 
 
+def test_a_store_folder_linked_elsewhere_is_never_written_through(
+    session_factory, db_url, tmp_path
+):
+    base = tmp_path.resolve()
+    src, outside = base / "photos", base / "outside"
+    photos.jpeg(src / "a.jpg", size=(48, 32), seed=1)
+    outside.mkdir()
+    service = JobService(session_factory)
+    import_folders(service, Catalog(session_factory), [src])
+    run_worker(session_factory)
+    [asset] = Catalog(session_factory).assets()
+    lib_settings = settings(tmp_path, db_url)
+    folder = lib_settings.home / "renditions" / asset["content_hash"][:2]
+    folder.parent.mkdir(parents=True)
+    folder.symlink_to(outside)
+
+    with watch_opens(outside) as opens:
+        render = enqueue_render(service, lib_settings.home, render_settings(lib_settings)).job
+        run_worker(session_factory)
+        seen = opens.seen()
+
+    assert list(failed(service, render["id"]).values()) == [OUTSIDE]
+    assert Renditions(session_factory).all() == []
+    assert list(outside.iterdir()) == []
+    assert seen == []
+
+
 def test_a_pinned_original_stays_the_file_that_was_checked(tmp_path, monkeypatch):
     base = tmp_path.resolve()
     src, outside = base / "photos", base / "outside"

@@ -26,6 +26,7 @@ from photo_pipeline.pipeline.renditions import (
     Renditions,
     StoredRendition,
     relative_path,
+    store_path,
     sweep_temp_files,
     write_atomically,
 )
@@ -91,7 +92,10 @@ def render(ctx: JobContext) -> None:
         orphans = rows.record(done, fingerprint)
         done.clear()
         for relative in orphans:  # after the commit: no row points at them any more
-            (home / relative).unlink(missing_ok=True)
+            try:
+                store_path(home, relative).unlink(missing_ok=True)
+            except roots.PathOutsideRoots as exc:
+                ctx.log.warning("old rendition not removed: %s", exc.detail)
 
     ctx.before_flush(record)
     # Originals are read only where the library's files may really be (a catalogued
@@ -128,8 +132,12 @@ def render_item_within(allowed: Sequence[str], params: dict[str, Any], key: str)
         )
         for rendition in result.renditions
     ]
-    write_atomically(
-        home, {s.path: r.data for s, r in zip(stored_renditions, result.renditions, strict=True)}
-    )
+    try:
+        write_atomically(
+            home,
+            {s.path: r.data for s, r in zip(stored_renditions, result.renditions, strict=True)},
+        )
+    except roots.PathOutsideRoots as exc:
+        return RenderOutcome(int(asset_id), error=(exc.code, exc.detail))
     warning = "; ".join(f"{code}: {message}" for code, message in result.warnings) or None
     return RenderOutcome(int(asset_id), tuple(stored_renditions), to_text(result.phash), warning)

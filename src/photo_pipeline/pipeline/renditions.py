@@ -76,6 +76,7 @@ def write_atomically(home: Path, contents: dict[str, bytes]) -> None:
     for relative, data in contents.items():
         target = home / relative
         make_private_folders(home, target.parent)
+        store_path(home, relative)  # never written through a folder linked elsewhere
         # host and pid in the name tell a later sweep whose leftover a temp file is
         temp = target.with_name(
             f".{target.name}~{_HOST}~{os.getpid()}~{uuid.uuid4().hex[:8]}{_TEMP_SUFFIX}"
@@ -99,6 +100,16 @@ def write_atomically(home: Path, contents: dict[str, bytes]) -> None:
             os.fsync(folder_fd)  # the renames themselves survive a power cut
         finally:
             os.close(folder_fd)
+
+
+def store_path(home: Path, relative: str) -> Path:
+    """``home / relative``, refused (:class:`PathOutsideRoots`) when its folder really
+    lies outside the store: a folder of it swapped for a symlink must not lead a
+    write or a delete elsewhere. Checked at the moment of use."""
+    store = os.path.join(os.path.realpath(home), STORE)
+    path = home / relative
+    real_path_inside(path.parent, [store], "rendition folder")
+    return path
 
 
 def make_private_folders(home: Path, folder: Path) -> None:
