@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from photo_pipeline.api.problems import ApiError
 from photo_pipeline.jobs import Enqueued, JobConflict
+from photo_pipeline.pipeline import organize, scan
 from photo_pipeline.pipeline.library import Library
 from photo_pipeline.pipeline.roots import PathOutsideRoots, real_path_inside
 
@@ -99,3 +100,34 @@ def require_inside_allowed_roots(lib: Library, path: str | os.PathLike[str], wha
             "path_not_allowed",
             f"{what}: {os.fsdecode(path)!r} is outside PHOTO_PIPELINE_ALLOWED_ROOTS",
         ) from None
+
+
+def require_job_paths_inside_roots(lib: Library, job_id: str) -> None:
+    """403 ``path_not_allowed`` when a path job ``job_id`` acts on now resolves outside
+    the allowed roots: for a request that acts on another job (an undo; a retry) and
+    may reach no further than a request naming those paths could. The job may have
+    been started from the command line, or before the roots changed, or a folder may
+    since have become a symlink. An organize job's paths are its destination and the
+    folders its journal touches (an undo's are its organize job's), a scan's are its
+    sources; timeshifts change the catalogue only."""
+    if not lib.settings.allowed_roots:
+        return
+    job = lib.service.get(job_id)
+    if job is not None and job["job_type"] == organize.UNDO_JOB_TYPE:
+        job_id = job["params"]["organize_job_id"]
+        job = lib.service.get(job_id)
+    if job is None:
+        return  # the request's own handling refuses it, with its own code
+    named: set[tuple[str, str]] = set()
+    if job["job_type"] == scan.JOB_TYPE:
+        named |= {("source", source["path"]) for source in job["params"]["sources"]}
+    elif job["job_type"] == organize.JOB_TYPE:
+        destination = job["params"]["destination"]
+        named.add(("destination", destination))
+        for entry in organize.Journal(lib.sessions, job_id).load():
+            # Folders, not every file: what an undo writes or deletes is in these.
+            named.add(("source", entry.source_root))
+            named.add(("source folder", os.path.dirname(entry.source())))
+            named.add(("destination folder", os.path.dirname(entry.dest(destination))))
+    for what, path in sorted(named):
+        require_inside_allowed_roots(lib, path, f"{job['job_type']} job {job_id}: {what}")

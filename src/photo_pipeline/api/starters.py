@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from photo_pipeline.api.job_types import confined_path, job_type, require_inside_allowed_roots
+from photo_pipeline.api.job_types import confined_path, job_type, require_job_paths_inside_roots
 from photo_pipeline.api.models import JOB_ID, PLAIN_TEXT
 from photo_pipeline.jobs import Enqueued, JobConflict, JobSnapshot
 from photo_pipeline.pipeline import organize, places, timeshift, verify
@@ -119,31 +118,9 @@ def start_organize(lib: Library, params: OrganizeParams, key: str | None) -> Enq
     )
 
 
-def _require_named_job_inside_roots(lib: Library, job_id: str) -> None:
-    """A job that acts on another job's paths (an undo) may reach no further than a
-    request naming those paths could: each is checked against the allowed roots as
-    they are now, its real path resolved now. The named job may have been started from
-    the command line, or before the roots changed, or a folder may since have become
-    a symlink. Timeshifts change the catalogue only: they have no paths."""
-    if not lib.settings.allowed_roots:
-        return
-    job = lib.service.get(job_id)
-    if job is None or job["job_type"] != organize.JOB_TYPE:
-        return  # the undo's own start refuses it, with its own code
-    destination = job["params"]["destination"]
-    named = {("destination", destination)}
-    for entry in organize.Journal(lib.sessions, job_id).load():
-        # Folders, not every file: what undo writes or deletes is in these folders.
-        named.add(("source", entry.source_root))
-        named.add(("source folder", os.path.dirname(entry.source())))
-        named.add(("destination folder", os.path.dirname(entry.dest(destination))))
-    for what, path in sorted(named):
-        require_inside_allowed_roots(lib, path, f"organize job {job_id}: {what}")
-
-
 @job_type("organize_undo", UndoParams, "Put back what an organize job moved or copied.")
 def start_organize_undo(lib: Library, params: UndoParams, key: str | None) -> Enqueued:
-    _require_named_job_inside_roots(lib, params.job_id)
+    require_job_paths_inside_roots(lib, params.job_id)
     # One undo per organize job, whatever the request's key: asking again returns it.
     before = lib.service.find_by_idempotency_key(organize.undo_key(params.job_id))
     return Enqueued(organize.start_undo(lib.service, params.job_id), before is None)
@@ -190,7 +167,7 @@ def start_timeshift(lib: Library, params: TimeshiftParams, key: str | None) -> E
 
 @job_type("timeshift_undo", UndoParams, "Restore what a timeshift job changed.")
 def start_timeshift_undo(lib: Library, params: UndoParams, key: str | None) -> Enqueued:
-    _require_named_job_inside_roots(lib, params.job_id)
+    require_job_paths_inside_roots(lib, params.job_id)
     return _once(
         lib,
         key,
