@@ -439,3 +439,139 @@ def corrupt_exif(path: Path | str, *, seed: int = 0) -> Path:
     junk = b"Exif\x00\x00II*\x00\x08\x00\x00\x00" + random.Random(seed).randbytes(200)
     picture((320, 240), seed).save(target, "JPEG", exif=junk)
     return target
+
+
+# --- more formats: AVIF and RAWs with containers of their own ------------------------------
+
+
+def avif(
+    path: Path | str, *, size: tuple[int, int] = (640, 480), seed: int = 0, **exif: Any
+) -> Path:
+    """An AV1-coded AVIF (Pillow's libavif) with EXIF."""
+    target = _target(path, f"IMG_{seed:04d}.avif")
+    picture(size, seed).save(target, "AVIF", exif=build_exif(**exif).tobytes(), quality=60)
+    return target
+
+
+def _tiff_with_magic(target: Path, magic: bytes, size: tuple[int, int], seed: int, **exif: Any):
+    # ORF and RW2 are TIFFs whose magic number says who made them; LibRaw opens only real
+    # sensor data, so these serve the header parsing (the pixel size comes from the IFD)
+    tiff(target, size=size, seed=seed, **exif)
+    data = target.read_bytes()
+    target.write_bytes(magic + data[4:])
+    return target
+
+
+def orf(
+    path: Path | str,
+    *,
+    size: tuple[int, int] = (96, 64),
+    seed: int = 0,
+    make: str = "OLYMPUS CORPORATION",
+    model: str = "E-M1MarkIII",
+    **exif: Any,
+) -> Path:
+    """An Olympus-shaped file: a TIFF with the ``IIRO`` magic number and EXIF."""
+    target = _target(path, f"P{seed:07d}.ORF")
+    return _tiff_with_magic(target, b"IIRO", size, seed, make=make, model=model, **exif)
+
+
+def rw2(
+    path: Path | str,
+    *,
+    size: tuple[int, int] = (96, 64),
+    seed: int = 0,
+    make: str = "Panasonic",
+    model: str = "DC-G9",
+    **exif: Any,
+) -> Path:
+    """A Panasonic-shaped file: a TIFF with the ``IIU\\0`` magic number and EXIF."""
+    target = _target(path, f"P{seed:07d}.RW2")
+    return _tiff_with_magic(target, b"IIU\x00", size, seed, make=make, model=model, **exif)
+
+
+def pef(
+    path: Path | str,
+    *,
+    size: tuple[int, int] = (96, 64),
+    seed: int = 0,
+    make: str = "PENTAX",
+    model: str = "PENTAX K-3 Mark III",
+    **exif: Any,
+) -> Path:
+    """A Pentax-made uncompressed Bayer TIFF: LibRaw opens it, so it reads as PEF."""
+    target = _target(path, f"IMGP{seed:04d}.PEF")
+    return _cfa_tiff(
+        target, size=size, seed=seed, raw_tags={}, exif={**exif, "make": make, "model": model}
+    )
+
+
+def raf(
+    path: Path | str,
+    *,
+    preview_size: tuple[int, int] = (160, 120),
+    sensor: tuple[int, int] = (6240, 4160),
+    seed: int = 0,
+    make: str = "FUJIFILM",
+    model: str = "X-T5",
+    **exif: Any,
+) -> Path:
+    """A RAF-shaped file: the ``FUJIFILMCCD-RAW`` header pointing at a JPEG preview that
+    carries the EXIF (``sensor`` as ExifImageWidth/Height); no sensor data."""
+    target = _target(path, f"DSCF{seed:04d}.RAF")
+    tags = build_exif(make=make, model=model, **exif)
+    photo = tags.get_ifd(ExifTags.IFD.Exif)
+    photo[Base.ExifImageWidth], photo[Base.ExifImageHeight] = sensor
+    buffer = io.BytesIO()
+    picture(preview_size, seed).save(buffer, "JPEG", exif=tags, quality=85)
+    preview = buffer.getvalue()
+    header = b"FUJIFILMCCD-RAW 0201FF383501" + model.encode().ljust(32, b"\x00")
+    header = header.ljust(84, b"\x00")
+    offset = 84 + 8 + 16  # pointers: JPEG offset/length, then CFA header/data (zero)
+    header += struct.pack(">II", offset, len(preview)) + bytes(16)
+    target.write_bytes(header + preview)
+    return target
+
+
+def _box(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I", 8 + len(payload)) + kind + payload
+
+
+def _tiff_block(tags: Mapping[int, Any]) -> bytes:
+    """A little TIFF whose IFD0 holds ``tags`` (a CR3 CMT box)."""
+    exif = Image.Exif()
+    for tag, value in tags.items():
+        if value is not None:
+            exif[tag] = value
+    return exif.tobytes()[len(b"Exif\x00\x00") :]
+
+
+CANON_UUID = bytes.fromhex("85c0b687820f11e08111f4ce462b6a48")
+
+
+def cr3(
+    path: Path | str,
+    *,
+    sensor: tuple[int, int] = (6000, 4000),
+    seed: int = 0,
+    make: str = "Canon",
+    model: str = "Canon EOS R5",
+    **exif: Any,
+) -> Path:
+    """A CR3-shaped file: ISO-BMFF ``ftyp crx`` and ``moov/uuid(Canon)/CMT1,CMT2,CMT4`` with
+    the IFD0, Exif and GPS tags as TIFF blocks, as Canon writes them; no image data."""
+    target = _target(path, f"IMG_{seed:04d}.CR3")
+    tags = build_exif(make=make, model=model, **exif)
+    photo = dict(tags.get_ifd(ExifTags.IFD.Exif))
+    photo[Base.ExifImageWidth], photo[Base.ExifImageHeight] = sensor
+    base = {tag: value for tag, value in tags.items() if tag not in ExifTags.IFD.__members__}
+    base = {t: v for t, v in base.items() if t not in (ExifTags.IFD.Exif, ExifTags.IFD.GPSInfo)}
+    canon = (
+        CANON_UUID
+        + _box(b"CMT1", _tiff_block(base))
+        + _box(b"CMT2", _tiff_block(photo))
+        + _box(b"CMT4", _tiff_block(dict(tags.get_ifd(ExifTags.IFD.GPSInfo))))
+    )
+    ftyp = _box(b"ftyp", b"crx \x00\x00\x00\x01crx isom")
+    target.write_bytes(ftyp + _box(b"moov", _box(b"uuid", canon)) + _box(b"mdat", bytes(64)))
+    return target

@@ -4,8 +4,10 @@ The format is recognised by content (``media.formats``), then read by the matchi
 reader: Pillow (JPEG, PNG, WebP, TIFF, HEIF, AVIF), ``media.raw`` (camera RAWs),
 ``media.video`` (PyAV: MP4, MOV, M4V, 3GP, MPEG-TS/M2TS, AVI, MKV, WebM). Every reader
 fills the same :class:`MediaMetadata`; ``kind`` says ``"photo"`` or ``"video"`` and the
-video-only fields stay None for photos. A JPEG that is a Google/Samsung Motion Photo
-reports where its clip lies in ``motion_video`` (``media.motion_photo``).
+video-only fields stay None for photos. ``content_identifier`` is Apple's Live Photo id,
+equal in the still (MakerNote, ``media.makernote``) and its MOV. A JPEG that is a
+Google/Samsung Motion Photo reports where its clip lies in ``motion_video``
+(``media.motion_photo``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from photo_pipeline.media.formats import (
     VIDEO_FORMATS,
     sniff,
 )
+from photo_pipeline.media.makernote import apple_content_identifier
 from photo_pipeline.media.motion_photo import EmbeddedVideo, embedded_video
 from photo_pipeline.media.raw import probe_raw, probe_tiff_family
 from photo_pipeline.media.tags import capture_time, gps_position
@@ -40,6 +43,7 @@ from photo_pipeline.media.video import (
 )
 
 DEFAULT_MAX_PIXELS: int = 200_000_000
+MAKER_NOTE = 0x927C
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ class MediaMetadata:
     duration: float | None = None  # seconds (videos)
     video_codec: str | None = None  # FFmpeg's codec name: h264, hevc, vp9… (videos)
     frame_rate: float | None = None  # frames per second (videos)
-    content_identifier: str | None = None  # Apple's Live Photo id (the MOV half)
+    content_identifier: str | None = None  # Apple's Live Photo id, equal in both halves
     motion_video: EmbeddedVideo | None = None  # the clip inside a Motion Photo JPEG
 
 
@@ -137,6 +141,7 @@ def _photo(
         gps_latitude=latitude,
         gps_longitude=longitude,
         gps_altitude=altitude,
+        content_identifier=apple_content_identifier(probe.tags.photo(MAKER_NOTE)),
         motion_video=motion,
     )
 

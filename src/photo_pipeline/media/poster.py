@@ -62,7 +62,13 @@ def poster_frame(
     ``too_many_pixels``, ``corrupt_file``, …). ``path`` must already be known to be a video
     (``media.formats``)."""
     return run_bounded(
-        decode_poster, str(path), max_size, max_pixels, time_limit, time_limit=time_limit
+        decode_poster,
+        str(path),
+        max_size,
+        max_pixels,
+        time_limit,
+        time_limit=time_limit,
+        what=f"{path}: poster frame",
     )
 
 
@@ -77,10 +83,13 @@ def decode_poster(path: str, max_size: int, max_pixels: int, time_limit: float) 
             context = stream.codec_context
             check_pixels(context.width, context.height, max_pixels, Path(path))
             stream.thread_type = "AUTO"
-            frame = _frame_at(container, stream, _target_seconds(container, stream), deadline)
+            start = float(stream.start_time * stream.time_base) if stream.start_time else 0.0
+            target = _target_seconds(container, stream)
+            frame = _frame_at(container, stream, start, target, deadline)
             if frame is None:
                 raise MediaError(CORRUPT_FILE, f"{path}: no video frame decodes")
-            return PosterFrame(_upright_rgb(frame, max_size), float(frame.time or 0.0))
+            seconds = max(0.0, float(frame.time or start) - start)
+            return PosterFrame(_upright_rgb(frame, max_size), round(seconds, 3))
     except MediaError:
         raise
     except av.error.ExitError as exc:
@@ -102,17 +111,33 @@ def _target_seconds(container: av.container.InputContainer, stream: av.VideoStre
 def _frame_at(
     container: av.container.InputContainer,
     stream: av.VideoStream,
+    start: float,
     target: float,
     deadline: float,
 ) -> av.VideoFrame | None:
-    """The first frame at or after ``target`` seconds (else the last one decoded)."""
-    start = float(stream.start_time * stream.time_base) if stream.start_time else 0.0
+    """The first frame ``target`` seconds or more after ``start`` (the stream's first
+    timestamp), else the last one decoded."""
     if target > 0 and stream.time_base:
         try:
             # to the keyframe at or before the target, then decode forward
             container.seek(int((start + target) / stream.time_base), stream=stream)
+            frame = _decode_until(container, stream, start + target, deadline)
+            if frame is not None:
+                return frame
         except av.error.FFmpegError:
-            container.seek(0)  # unseekable: decode from the start
+            pass  # unseekable
+        # Without an index (MPEG-TS) a seek lands between keyframes and nothing decodes
+        # until the next one, maybe never: decode from the start instead.
+        container.seek(0)
+    return _decode_until(container, stream, start + target, deadline)
+
+
+def _decode_until(
+    container: av.container.InputContainer,
+    stream: av.VideoStream,
+    moment: float,
+    deadline: float,
+) -> av.VideoFrame | None:
     chosen = None
     for count, packet in enumerate(container.demux(stream)):
         if count >= _MAX_PACKETS:
@@ -121,7 +146,7 @@ def _frame_at(
             raise MediaError(DECODE_TIMEOUT, f"{container.name}: decode exceeded its limit")
         for frame in packet.decode():
             chosen = frame
-            if frame.time is None or frame.time >= start + target - 1e-3:
+            if frame.time is None or frame.time >= moment - 1e-3:
                 return frame
     return chosen
 

@@ -271,7 +271,9 @@ def _decode_other_raw(
         probe = probe_raw(kind, fp, path, file_size, max_pixels)
         # LibRaw refuses the file: a RAF still shows its embedded JPEG
         preview = raf_preview(fp, file_size) if kind == "raf" else None
-    return _decode_raw(path, size, probe.orientation, max_pixels, warnings, preview)
+    return _decode_raw(
+        path, size, probe.orientation, max_pixels, warnings, preview, tiff_fallback=False
+    )
 
 
 def _decode_tiff_family(
@@ -291,6 +293,8 @@ def _decode_raw(
     max_pixels: int,
     warnings: list[tuple[str, str]],
     fallback_preview: bytes | None = None,
+    *,
+    tiff_fallback: bool = True,
 ) -> pyvips.Image:
     """A camera RAW: its embedded JPEG preview when it is at least ``size`` on its longest
     edge (no demosaicing), else a half-size LibRaw development."""
@@ -301,6 +305,8 @@ def _decode_raw(
             except rawpy.LibRawError:
                 if fallback_preview is not None:
                     return _decode_preview(fallback_preview, size, orientation)
+                if not tiff_fallback:
+                    raise
                 # LibRaw refuses it (a CR2 without Canon raw data, say): the TIFF
                 # structure's own first image is the preview to show.
                 return _decode(path, size, max_pixels, warnings)

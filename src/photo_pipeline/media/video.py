@@ -95,6 +95,12 @@ def probe_video(
             raise MediaError(UNSUPPORTED_FORMAT, f"{path}: {kind} without a video stream")
         stream = container.streams.video[0]
         width, height = stream.codec_context.width, stream.codec_context.height
+        if width <= 0 or height <= 0:
+            # FFmpeg drops a size it cannot allocate (beyond about 16k x 16k) as well as
+            # a missing one: either way there is no picture to show
+            raise MediaError(
+                CORRUPT_FILE, f"{path}: no usable frame size (missing, or beyond FFmpeg's limits)"
+            )
         check_pixels(width, height, max_pixels, path)
         tags = {**stream.metadata, **container.metadata}
         duration = _duration(stream, container)

@@ -1,0 +1,78 @@
+"""media.bounded: work in a forked child, killed at its deadline, memory capped."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from photo_pipeline.media.bounded import run_bounded
+from photo_pipeline.media.errors import MediaError
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def refuse(code: str) -> None:
+    raise MediaError(code, "refused in the child")
+
+
+def explode() -> None:
+    raise RuntimeError("boom")
+
+
+def die() -> None:
+    os._exit(3)  # as a segfaulting decoder would, without a word
+
+
+def grab_memory(gib: int) -> int:
+    return len(bytearray(gib << 30))
+
+
+def hang(pid_file: str) -> None:
+    with open(pid_file, "w") as out:
+        out.write(str(os.getpid()))
+    while True:
+        time.sleep(1)
+
+
+def test_returns_the_result() -> None:
+    assert run_bounded(add, 2, 3, time_limit=30) == 5
+
+
+def test_returns_large_results_through_the_pipe() -> None:
+    data = run_bounded(bytes, 8 << 20, time_limit=30)
+    assert len(data) == 8 << 20
+
+
+def test_media_errors_keep_their_code() -> None:
+    with pytest.raises(MediaError) as caught:
+        run_bounded(refuse, "too_many_pixels", time_limit=30)
+    assert caught.value.code == "too_many_pixels"
+    assert "refused in the child" in caught.value.detail
+
+
+@pytest.mark.parametrize("fn", [explode, die])
+def test_other_failures_are_corrupt_file(fn) -> None:
+    with pytest.raises(MediaError) as caught:
+        run_bounded(fn, time_limit=30)
+    assert caught.value.code == "corrupt_file"
+
+
+def test_memory_beyond_the_budget_is_refused() -> None:
+    with pytest.raises(MediaError) as caught:
+        run_bounded(grab_memory, 2, time_limit=30, memory_limit=1 << 30)
+    assert caught.value.code == "corrupt_file"
+    assert "memory" in caught.value.detail
+
+
+def test_a_hang_is_killed_and_reaped(tmp_path) -> None:
+    pid_file = tmp_path / "pid"
+    with pytest.raises(MediaError) as caught:
+        run_bounded(hang, str(pid_file), time_limit=0.5, what="poster frame")
+    assert caught.value.code == "decode_timeout"
+    assert "poster frame" in caught.value.detail
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
