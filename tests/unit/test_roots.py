@@ -1,0 +1,50 @@
+"""Confinement to roots: real paths, codes, and links among the parents of a path."""
+
+from __future__ import annotations
+
+import pytest
+
+from photo_pipeline.pipeline import roots
+
+
+def test_a_sibling_with_the_same_prefix_is_not_inside(tmp_path):
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos-private").mkdir()
+    assert roots.is_inside(str(tmp_path / "photos" / "a.jpg"), [tmp_path / "photos"])
+    assert roots.is_inside(str(tmp_path / "photos"), [tmp_path / "photos"])
+    assert not roots.is_inside(str(tmp_path / "photos-private" / "a.jpg"), [tmp_path / "photos"])
+
+
+def test_real_path_inside_names_what_led_outside(tmp_path):
+    base = tmp_path.resolve()
+    inside, outside = base / "in", base / "out"
+    inside.mkdir()
+    outside.mkdir()
+    (outside / "x").write_text("x")
+    (inside / "link").symlink_to(outside / "x")
+    assert roots.real_path_inside(inside / "new-file", [str(inside)]) == str(inside / "new-file")
+    assert roots.real_path_inside(inside / "link", []) == str(outside / "x")  # unconfined
+    with pytest.raises(roots.PathOutsideRoots) as via_link:
+        roots.real_path_inside(inside / "link", [str(inside)])
+    with pytest.raises(roots.PathOutsideRoots) as via_dots:
+        roots.real_path_inside(f"{inside}/../out/x", [str(inside)])
+    assert (via_link.value.code, via_dots.value.code) == (
+        "symlink_outside_roots",
+        "path_outside_roots",
+    )
+    assert via_link.value.status == 403
+
+
+def test_symlink_below_finds_a_linked_parent_but_not_the_root(tmp_path):
+    base = tmp_path.resolve()
+    (base / "real-root").mkdir()
+    (base / "root").symlink_to(base / "real-root")  # the root itself may be a link
+    (base / "elsewhere").mkdir()
+    (base / "real-root" / "2023").symlink_to(base / "elsewhere")
+    (base / "real-root" / "2024").mkdir()
+    root = base / "root"
+    assert roots.symlink_below(root / "2023" / "a.jpg", root) == str(root / "2023")
+    assert roots.symlink_below(root / "2024" / "a.jpg", root) is None
+    assert roots.symlink_below(root / "2025" / "new" / "a.jpg", root) is None  # not yet made
+    with pytest.raises(ValueError):
+        roots.symlink_below(base / "elsewhere", root)
