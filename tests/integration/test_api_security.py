@@ -6,54 +6,19 @@ from __future__ import annotations
 
 import logging
 import re
-import socket
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
 from html.parser import HTMLParser
 
 import httpx
 import pytest
-import uvicorn
 
-from photo_pipeline.api import create_app
 from photo_pipeline.api.auth import sign_query_token
-from photo_pipeline.api.server import ConnectionLimits, uvicorn_config
-from photo_pipeline.config import Settings
-from photo_pipeline.pipeline.library import open_library
+from photo_pipeline.api.server import ConnectionLimits
 from tests.integration import api_types  # noqa: F401  (registers "test.record")
-from tests.integration._server import TOKEN
+from tests.integration._serving import TOKEN, serving
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@contextmanager
-def serving(db_url: str, home, limits: ConnectionLimits | None = None, app_hook=None):
-    """A real uvicorn server (this project's protocol and limits) in a thread: its URL."""
-    limits = limits or ConnectionLimits()
-    base = Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)})
-    lib = open_library(replace(base, database_url=db_url, api_token=TOKEN))
-    app = create_app(lib, limits=limits)
-    if app_hook is not None:
-        app_hook(app)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, limits, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("the server did not start")
-            thread.join(0.01)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        lib.close()
 
 
 @pytest.fixture

@@ -73,7 +73,8 @@ def create_app(
     # Outermost last: headers on every answer; then the last-resort 500; then
     # authentication, before anything reads a body; then the body's limits.
     app.add_middleware(BodyLimits, limit=MAX_BODY_BYTES, read_timeout=limits.body_timeout)
-    app.add_middleware(AuthenticateFirst, auth=auth, limiter=FailedAuthLimiter())
+    limiter = FailedAuthLimiter(limits.failed_auth_burst, limits.failed_auth_per_second)
+    app.add_middleware(AuthenticateFirst, auth=auth, limiter=limiter)
     app.add_middleware(problems.InternalErrors)
     app.add_middleware(SecurityHeaders)
     bearer = [Depends(auth.header)]

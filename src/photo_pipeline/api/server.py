@@ -28,6 +28,10 @@ class ConnectionLimits:
     max_streams_per_client: int = 16
     """Concurrent event streams per client address; past it, 429."""
     max_header_bytes: int = 16 * 1024
+    failed_auth_burst: int = 20
+    """Requests with wrong credentials one client address may make at once…"""
+    failed_auth_per_second: float = 1.0
+    """…and then per second; past it, 429."""
 
 
 class _HeaderDeadline(H11Protocol):
