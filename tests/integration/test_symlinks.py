@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -237,6 +239,15 @@ def test_a_pinned_original_stays_the_file_that_was_checked(tmp_path, monkeypatch
         original.rename(src / "moved-away.jpg")
         original.symlink_to(secret)
         assert hash_file(Path(pinned.path)) == want
+        # Helper programs (decoders run as subprocesses) reach the same file.
+        read = [
+            sys.executable,
+            "-c",
+            "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())",
+        ]
+        assert subprocess.run([*read, pinned.path], capture_output=True, check=True).stdout == (
+            (src / "moved-away.jpg").read_bytes()
+        )
         assert Path(pinned.path).name == original.name
         assert read_metadata(Path(pinned.path)).taken.source == "filename"
     assert not Path(pinned.path).parent.exists()

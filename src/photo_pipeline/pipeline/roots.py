@@ -140,7 +140,7 @@ class Pinned:
 def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
     """Open ``path`` now, refuse it when the opened file lies outside ``roots``
     (:class:`PathOutsideRoots`), and yield a path that keeps naming the opened file
-    whatever happens to ``path`` meanwhile: a symlink to ``/proc/self/fd/N`` in a
+    whatever happens to ``path`` meanwhile: a symlink to ``/proc/PID/fd/N`` in a
     private folder, named like the original. OS errors become :class:`MediaError`,
     and a MediaError raised inside names ``path``, not the stand-in.
 
@@ -163,7 +163,9 @@ def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
         # A fresh folder per file: libvips caches images by file name.
         folder = tempfile.mkdtemp(prefix="photo-pipeline-open-")
         stand_in = os.path.join(folder, os.path.basename(os.fsdecode(path)))
-        os.symlink(f"{_PROC_FD}/{fd}", stand_in)
+        # This process's id, not "self": a helper program it runs on the stand-in
+        # (same user) reaches the same descriptor.
+        os.symlink(f"/proc/{os.getpid()}/fd/{fd}", stand_in)
         try:
             yield Pinned(stand_in, info)
         except MediaError as exc:
