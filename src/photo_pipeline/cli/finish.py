@@ -16,7 +16,7 @@ from photo_pipeline.cli.common import (
     library,
     print_json,
 )
-from photo_pipeline.cli.progress import wait_for_jobs
+from photo_pipeline.cli.progress import ride_out, wait_for_jobs
 from photo_pipeline.jobs import JobService, JobState
 
 Show = Callable[[list[dict[str, Any]]], None]
@@ -51,14 +51,17 @@ def finish_jobs(
         jobs = wait_for_jobs(
             lib, [job["id"] for job in jobs], embedded=embedded, show_progress=not as_json
         )
-    if show is not None:
-        show(jobs)
-    elif as_json:
+    if as_json and show is None:
         print_json(jobs)
     else:
-        summarise(jobs, what)
+        # Each reads, then prints, so an outage is ridden out by running it again.
+        printed = (lambda: show(jobs)) if show is not None else (lambda: summarise(jobs, what))
+        if wait:
+            ride_out(printed)
+        else:
+            printed()
     if wait:
-        code = outcome(lib.service, jobs)
+        code = ride_out(lambda: outcome(lib.service, jobs))
         if code != EXIT_OK:
             raise typer.Exit(code)
     return jobs

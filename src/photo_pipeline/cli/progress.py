@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.progress import (
     BarColumn,
@@ -28,6 +28,8 @@ from photo_pipeline.jobs.runtime import RECONNECT, Worker, WorkerConfig
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.pipeline.library import Library
+
+T = TypeVar("T")
 
 REFRESH_SECONDS = 0.25
 # A worker that has not heartbeaten for this long is not counted on to do the work.
@@ -58,11 +60,12 @@ def _needs_embedded_worker(lib: Library, job_types: set[str]) -> bool:
 def wait_for_jobs(
     lib: Library, job_ids: list[str], *, embedded: bool | None, show_progress: bool
 ) -> list[dict[str, Any]]:
-    """Block until every job is finished; return their final snapshots."""
+    """Block until every job is finished; return their final snapshots. Database
+    outages meanwhile are waited out: the jobs are queued, so nothing is lost."""
     service = lib.service
-    types = {service.get(job_id)["job_type"] for job_id in job_ids}
+    types = ride_out(lambda: {service.get(job_id)["job_type"] for job_id in job_ids})
     if embedded is None:
-        embedded = _needs_embedded_worker(lib, types)
+        embedded = ride_out(lambda: _needs_embedded_worker(lib, types))
     worker = None
     if embedded:
         unknown = sorted(t for t in types if t not in registry)
@@ -122,6 +125,19 @@ def wait_for_jobs(
         if worker is not None:
             worker.request_stop()
             thread.join()
+
+
+def ride_out(action: Callable[[], T]) -> T:
+    """``action()``, tried again while the database is unavailable."""
+    outage = _Outage()
+    while True:
+        try:
+            result = action()
+        except DatabaseUnavailable as exc:
+            outage.wait(exc)
+            continue
+        outage.over()
+        return result
 
 
 class _Outage:
