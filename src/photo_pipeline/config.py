@@ -16,6 +16,9 @@ class Settings:
     database_url: str
     retry_base_seconds: float = 2.0
     retry_max_seconds: float = 600.0
+    # Crashes (dead worker, expired lease, database gone) a job survives; they do not
+    # spend its attempts. PHOTO_PIPELINE_MAX_INTERRUPTIONS.
+    max_interruptions: int = 20
     max_pixels: int = 200_000_000  # larger images fail with too_many_pixels (bomb guard)
     api_token: str | None = None  # PHOTO_PIPELINE_TOKEN; else generated under home
     # PHOTO_PIPELINE_ALLOWED_ROOTS (os.pathsep-separated): folders the HTTP API may
@@ -45,6 +48,7 @@ class Settings:
             database_url=url,
             retry_base_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_BASE_SECONDS", 2.0),
             retry_max_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_MAX_SECONDS", 600.0),
+            max_interruptions=int(_seconds(env, "PHOTO_PIPELINE_MAX_INTERRUPTIONS", 20)),
             max_pixels=int(_seconds(env, "PHOTO_PIPELINE_MAX_PIXELS", 200_000_000)),
             api_token=env.get("PHOTO_PIPELINE_TOKEN") or None,
             allowed_roots=allowed_roots_from_env(env),

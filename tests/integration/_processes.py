@@ -21,6 +21,8 @@ def environment(db_url: str, home: Path) -> dict[str, str]:
         # Recovered jobs run again at once: these tests are about crashes, not backoff.
         "PHOTO_PIPELINE_RETRY_BASE_SECONDS": "0.001",
         "PHOTO_PIPELINE_RETRY_MAX_SECONDS": "0.01",
+        # Tests kill workers dozens of times; each kill spends one interruption.
+        "PHOTO_PIPELINE_MAX_INTERRUPTIONS": "100",
     }
 
 

@@ -37,7 +37,9 @@ def open_library(settings: Settings) -> Library:
     """Open (creating or upgrading) the library's home and database."""
     make_home_private(settings.home)
     factory = open_database(settings.database_url)
-    policy = RetryPolicy(settings.retry_base_seconds, settings.retry_max_seconds)
+    policy = RetryPolicy(
+        settings.retry_base_seconds, settings.retry_max_seconds, settings.max_interruptions
+    )
     return Library(
         settings, factory, JobService(factory, retry_policy=policy), WorkerRegistry(factory)
     )
