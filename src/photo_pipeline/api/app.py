@@ -122,9 +122,9 @@ def _embedded_worker(lib: Library, concurrency: int) -> Iterator[threading.Threa
     def run() -> None:
         try:
             worker.run()
-        except BaseException:
+        except Exception:
+            # Logged once here; the thread ends and /api/health reports it dead.
             log.exception("embedded worker %s died", worker.id)
-            raise
 
     thread = threading.Thread(target=run, name="embedded-worker", daemon=True)
     thread.start()
