@@ -393,11 +393,16 @@ class Journal:
 
 
 # ── the organize job ───────────────────────────────────────────────────────────
-def _temp_path(dest: str, job_id: str, seq: int, token: int, tag: str = "organize") -> str:
-    # Hidden (scans skip it), named by job and entry so that a resumed run and the
-    # final sweep find it, and by fencing token so that a worker that lost its lease
-    # and has not noticed yet never shares a temp file with the one that took over.
-    return os.path.join(os.path.dirname(dest), f".pp-{tag}-{job_id[:8]}-{seq}-{token}.tmp")
+def _tag(job_id: str, seq: int, kind: str = "organize") -> str:
+    """The prefix of this entry's temp and parked files: hidden (scans skip them) and
+    named by job and entry, so that a resumed run and the final sweep find them."""
+    return f".pp-{kind}-{job_id[:8]}-{seq}"
+
+
+def _temp_name(job_id: str, seq: int, token: int, kind: str = "organize") -> str:
+    # The fencing token in the name: a worker that lost its lease and has not noticed
+    # yet never shares a temp file with the one that took over.
+    return f"{_tag(job_id, seq, kind)}-{token}.tmp"
 
 
 @registry.handler(JOB_TYPE)
@@ -425,7 +430,7 @@ def organize(ctx: JobContext) -> None:
     for start in range(0, len(work), 1000):
         ctx.add_items(e.item_key for e in work[start : start + 1000])
     by_seq = {e.seq: e for e in work}
-    transfer.make_dirs(destination)
+    os.makedirs(destination, exist_ok=True)
     # Temp files of an interrupted earlier attempt (one listing per folder).
     _sweep_temp_files((e.dest(destination) for e in work), ctx.job_id, "organize")
     dest_device = os.stat(destination).st_dev
@@ -467,43 +472,47 @@ def _organize_one(
     entry: Entry, destination: str, ctx: JobContext, move: bool, link_device: int | None
 ) -> os.stat_result:
     """Place one file; safe to run again after a crash at any point."""
-    source, dest = entry.source(), entry.dest(destination)
     inside(destination, paths.from_text(entry.dest_path))
-    there = transfer.content_hash(dest)
-    if there is not None and there != entry.content_hash:
-        raise ItemError("destination_taken", f"{dest}: a different file has this name; kept it")
-    if there is None:
-        temp = _temp_path(dest, ctx.job_id, entry.seq, ctx.fencing_token)
-        link = move and link_device is not None and _device(source) == link_device
-        try:
-            _place(source, dest, temp, entry.content_hash, link=link)
-        except ItemError as exc:
-            # Lost a race for the name: fine if the winner placed this very content.
-            if exc.code != "destination_taken" or transfer.content_hash(dest) != entry.content_hash:
-                raise
-    elif (
-        move
-        and os.path.lexists(source)
-        and not transfer.same_file(source, dest)
-        and transfer.content_hash(source) != entry.content_hash
+    source_rel, dest_rel = paths.from_text(entry.source_path), paths.from_text(entry.dest_path)
+    tag = _tag(ctx.job_id, entry.seq)
+    with (
+        transfer.spot(entry.source_root, source_rel) as source,
+        transfer.spot(destination, dest_rel, create=True) as dest,
     ):
-        # Placed by an earlier run that stopped before the source went: the source
-        # goes only if it still is what was placed.
-        raise ItemError("content_changed", f"{source}: changed after it was copied; both kept")
-    if move:
-        transfer.remove(source)
-    return os.stat(dest)
+        if move:
+            transfer.unpark_leftovers(source, tag)  # parked by a run that died mid-remove
+        there = transfer.hash_at(dest)
+        if there is not None and there[0] != entry.content_hash:
+            raise ItemError(
+                "destination_taken", f"{dest.path}: a different file has this name; kept it"
+            )
+        seen = None  # placed by an earlier run: the source is checked by its bytes alone
+        if there is None:
+            temp = _temp_name(ctx.job_id, entry.seq, ctx.fencing_token)
+            link = move and link_device is not None and _device(entry.source()) == link_device
+            try:
+                _, seen = _place(source, dest, temp, entry.content_hash, link=link)
+            except ItemError as exc:
+                # Lost a race for the name: fine if the winner placed this very content.
+                placed = transfer.hash_at(dest)
+                if exc.code != "destination_taken" or not placed or placed[0] != entry.content_hash:
+                    raise
+        if move:
+            parking = f"{tag}-{ctx.fencing_token}.parked"
+            transfer.retire(source, entry.content_hash, seen, parking)
+        return os.stat(dest.name, dir_fd=dest.fd, follow_symlinks=False)
 
 
-def _place(source: str, dest: str, temp: str, expected: str, *, link: bool) -> None:
+def _place(
+    source: transfer.Spot, dest: transfer.Spot, temp: str, expected: str, *, link: bool
+) -> tuple[os.stat_result, transfer.Identity]:
     if link:
         try:
-            transfer.place_by_link(source, dest, expected)
-            return
+            return transfer.place_by_link(source, dest, expected)
         except ItemError as exc:
             if exc.code != "cross_device":
                 raise
-    transfer.place_by_copy(source, dest, temp, expected)
+    return transfer.place_by_copy(source, dest, temp, expected)
 
 
 def _device(path: str) -> int | None:
@@ -534,14 +543,17 @@ def _catalogue_organized(session: Session, dest_source: int, batch: list[Recorde
     Catalog.record_organized(session, rows, utc_now())
 
 
-def _sweep_temp_files(paths_: Iterable[str], job_id: str, tag: str) -> None:
-    """Remove this job's temp files next to ``paths_``, left by a crash."""
-    prefix = f".pp-{tag}-{job_id[:8]}-"
+def _sweep_temp_files(paths_: Iterable[str], job_id: str, kind: str) -> None:
+    """Remove this job's temp files next to ``paths_``, left by a crash (never
+    through a symlinked folder)."""
+    prefix = f".pp-{kind}-{job_id[:8]}-"
     for folder in {os.path.dirname(p) for p in paths_}:
+        if os.path.realpath(folder) != folder:
+            continue
         with contextlib.suppress(OSError):
             for name in os.listdir(folder):
                 if name.startswith(prefix) and name.endswith(".tmp"):
-                    transfer.discard(os.path.join(folder, name))
+                    os.unlink(os.path.join(folder, name))
 
 
 # ── undo ───────────────────────────────────────────────────────────────────────
@@ -590,29 +602,51 @@ def _undo_one(
 ) -> tuple[bool, os.stat_result | None]:
     """Reverse one entry. Returns whether anything was placed to reverse, and the
     restored source's stat for a move."""
-    source, dest = entry.source(), entry.dest(destination)
     expected = entry.content_hash
-    there = transfer.content_hash(dest)
-    if there != expected and entry.state != DONE:
-        return False, None  # this job never placed it (it failed, or never ran)
-    if there is not None and there != expected:
-        raise ItemError("destination_changed", f"{dest}: changed since organize; left alone")
-    if entry.action == "copy":
-        if there is not None:
-            if transfer.content_hash(source) != expected:
-                raise ItemError("missing", f"{source}: the original is gone; the copy is kept")
-            transfer.remove(dest)
-        return True, None
-    at_source = transfer.content_hash(source)
-    if at_source is None:
-        if there is None:
-            raise ItemError("missing", f"{dest}: the moved file is gone from the destination")
-        temp = _temp_path(source, ctx.job_id, entry.seq, ctx.fencing_token, "undo")
-        _place(dest, source, temp, expected, link=_device(dest) == _device_of_folder(source))
-    elif at_source != expected:
-        raise ItemError("source_taken", f"{source}: another file now has this name; left alone")
-    transfer.remove(dest)
-    return True, os.stat(source)
+    source_rel, dest_rel = paths.from_text(entry.source_path), paths.from_text(entry.dest_path)
+    tag = _tag(ctx.job_id, entry.seq, "undo")
+    parking = f"{tag}-{ctx.fencing_token}.parked"
+    with contextlib.ExitStack() as stack:
+        dest: transfer.Spot | None = None
+        there: tuple[str, transfer.Identity] | None = None
+        try:
+            dest = stack.enter_context(transfer.spot(destination, dest_rel))
+        except ItemError as exc:
+            if exc.code != "missing":
+                raise
+        if dest is not None:
+            transfer.unpark_leftovers(dest, tag)  # parked by a run that died mid-remove
+            there = transfer.hash_at(dest)
+        if (there and there[0]) != expected and entry.state != DONE:
+            return False, None  # this job never placed it (it failed, or never ran)
+        if there is not None and there[0] != expected:
+            raise ItemError("destination_changed", f"{dest and dest.path}: changed since organize")
+        if entry.action == "copy":
+            if dest is not None and there is not None:
+                with transfer.spot(entry.source_root, source_rel) as source:
+                    original = transfer.hash_at(source)
+                if original is None or original[0] != expected:
+                    raise ItemError(
+                        "missing", f"{source.path}: the original is gone; the copy is kept"
+                    )
+                transfer.retire(dest, expected, there[1], parking)
+            return True, None
+        source = stack.enter_context(transfer.spot(entry.source_root, source_rel, create=True))
+        at_source = transfer.hash_at(source)
+        seen = None
+        if at_source is None:
+            if dest is None or there is None:
+                raise ItemError("missing", f"{entry.dest(destination)}: the moved file is gone")
+            temp = _temp_name(ctx.job_id, entry.seq, ctx.fencing_token, "undo")
+            link = _device(dest.path) == _device_of_folder(source.path)
+            _, seen = _place(dest, source, temp, expected, link=link)
+        elif at_source[0] != expected:
+            raise ItemError(
+                "source_taken", f"{source.path}: another file now has this name; left alone"
+            )
+        if dest is not None:
+            transfer.retire(dest, expected, seen, parking)
+        return True, os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
 
 
 def _device_of_folder(path: str) -> int | None:

@@ -1,16 +1,39 @@
 """Crash-safe placing and removing of originals, for ``organize`` and its undo.
 
+Files are reached through a ``Spot``: a folder opened one component at a time below
+a root without following symlinks (a symlinked folder is refused with
+``symlinked_folder``), and a name in it. Every later step works on that descriptor,
+so a folder swapped for a symlink after the check cannot send a write, a link or an
+unlink outside the root.
+
 Every placement ends in ``os.link`` (a hard link is created atomically and never
 replaces an existing name), so a file that appears at the destination meanwhile is
 never clobbered; every directory that changed is fsynced before the next step relies
-on it. Failures raise ``ItemError`` with a stable code:
+on it. A copy keeps the original's permission bits (and owner, when run as root).
+
+Removing a file that was placed elsewhere (the source of a move, a copy being undone)
+goes through ``retire``, which proves that the bytes removed are the bytes placed:
+the name is first renamed to a private "parking" name in the same folder (so a save
+or replace by rename lands beside it, untouched), then the parked file must still be
+the very file that was read (device, inode, size, mtime), nobody may hold it open (a
+Linux write lease: any later ``open`` by another process waits until we are done),
+and its bytes must hash to the expected value. Only then is it unlinked. On any
+doubt the file goes back to its name and the item fails with ``source_changed`` or
+``source_in_use``: both copies are kept. Where leases are not available (NFS, SMB,
+a file owned by another user), the checks run without one, and the parked inode is
+examined again after the unlink; a write that slipped in is written back.
+
+Failures raise ``ItemError`` with a stable code:
 
 - ``missing``: the source is gone;
 - ``content_changed``: the source's bytes are not the catalogued ones (never copied);
+- ``source_changed``, ``source_in_use``: a file to remove changed or was held open
+  during the move; it was kept;
 - ``destination_taken``: a different file holds the destination name;
 - ``copy_mismatch``: what landed on disk does not hash to the catalogued value;
 - ``disk_full``, ``destination_unwritable``, ``unreadable_file``: the OS refused;
 - ``not_a_file``: a folder is where a file was expected;
+- ``symlinked_folder``: a folder on the way is a symbolic link;
 - ``cross_device``: a hard link across filesystems (the caller copies instead).
 """
 
@@ -18,8 +41,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
+import signal
 import stat
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import blake3
 
@@ -27,6 +55,8 @@ from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import MediaError, hash_file
 
 _CHUNK = 1 << 20
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 _WRITE_REFUSED = {
     errno.EACCES: "permission denied",
     errno.EPERM: "operation not permitted",
@@ -36,36 +66,99 @@ _WRITE_REFUSED = {
     errno.EISDIR: "the name is a folder",
 }
 
+# A lease break signals its holder (SIGIO, whose default action ends the process)
+# until ``retire`` clears the owner right after taking the lease; ignore it
+# process-wide for that instant. Only the main thread may set a handler.
+if threading.current_thread() is threading.main_thread() and (
+    signal.getsignal(signal.SIGIO) == signal.SIG_DFL
+):
+    signal.signal(signal.SIGIO, signal.SIG_IGN)
 
-def fsync_dir(path: str) -> None:
-    """Make the directory's entries (a created, linked or removed name) durable."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+
+@dataclass(frozen=True)
+class Identity:
+    """What a file was when its bytes were read: a later change of any of these
+    means other bytes may be there now."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> Identity:
+        return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class Spot:
+    """A name in an open folder (``fd``); ``path`` is for messages only."""
+
+    fd: int
+    name: str
+    path: str
+
+    def sibling(self, name: str) -> Spot:
+        return Spot(self.fd, name, os.path.join(os.path.dirname(self.path), name))
+
+
+@contextlib.contextmanager
+def spot(root: str, relative: str, *, create: bool = False) -> Iterator[Spot]:
+    """The file ``relative`` below ``root``, its folder opened without following a
+    symlink on the way. ``create`` makes missing folders (each made durable);
+    without it a missing folder raises ``missing``."""
+    folder, name = os.path.split(relative)
+    fd = open_folder(root, folder, create=create)
     try:
-        os.fsync(fd)
+        yield Spot(fd, name, os.path.join(root, relative))
     finally:
         os.close(fd)
 
 
-def make_dirs(path: str) -> None:
-    """Create ``path`` and its missing parents, each made durable in its parent."""
-    missing = []
-    current = path
-    while not os.path.isdir(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder)
-        except FileExistsError:
-            if not os.path.isdir(folder):
-                raise write_error(FileExistsError(errno.EEXIST, "exists"), folder) from None
-            continue
-        except OSError as exc:
-            raise write_error(exc, folder) from exc
-        fsync_dir(os.path.dirname(folder))
+def open_folder(root: str, relative: str, *, create: bool = False) -> int:
+    """A descriptor of the folder ``relative`` below ``root`` (see ``spot``)."""
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        raise _folder_error(exc, root, create) from exc
+    path = root
+    try:
+        for part in (p for p in relative.split(os.sep) if p):
+            path = os.path.join(path, part)
+            try:
+                child = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise ItemError("missing", f"{path}: the folder no longer exists") from None
+                try:
+                    os.mkdir(part, dir_fd=fd)
+                    os.fsync(fd)
+                except FileExistsError:
+                    pass  # made meanwhile by someone else: opened below like any other
+                except OSError as exc:
+                    raise write_error(exc, path) from exc
+                try:
+                    child = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError as exc:
+                    raise _folder_error(exc, path, create) from exc
+            except OSError as exc:
+                raise _folder_error(exc, path, create) from exc
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _folder_error(exc: OSError, path: str, create: bool) -> ItemError:
+    if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and os.path.islink(path)):
+        return ItemError("symlinked_folder", f"{path}: a symbolic link, not followed")
+    if isinstance(exc, FileNotFoundError):
+        return ItemError("missing", f"{path}: the folder no longer exists")
+    if create:
+        return write_error(exc, path)
+    return ItemError("unreadable_file", f"{path}: {exc.strerror}")
 
 
 def content_hash(path: str) -> str | None:
@@ -85,116 +178,316 @@ def content_hash(path: str) -> str | None:
         raise ItemError("unreadable_file", exc.detail) from exc
 
 
-def same_file(a: str, b: str) -> bool:
+def hash_at(place: Spot) -> tuple[str, Identity] | None:
+    """The hash and identity of the file at ``place``, or None when nothing is there."""
+    fd = _open_for_reading(place)
+    if fd is None:
+        return None
     try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
+        return _hash_fd(fd, place.path), Identity.of(os.fstat(fd))
+    finally:
+        os.close(fd)
 
 
-def place_by_link(source: str, dest: str, expected: str) -> os.stat_result:
-    """Give ``source``'s inode the extra name ``dest`` (a move within one
-    filesystem: no bytes copied), after checking its content is ``expected``."""
-    found = content_hash(source)
+def place_by_link(source: Spot, dest: Spot, expected: str) -> tuple[os.stat_result, Identity]:
+    """Give ``source``'s inode the extra name ``dest`` (a move within one filesystem:
+    no bytes copied), after checking its content is ``expected``. Returns the new
+    name's stat and the identity the source had when it was hashed."""
+    found = hash_at(source)
     if found is None:
-        raise ItemError("missing", f"{source}: the source file no longer exists")
-    if found != expected:
-        raise ItemError("content_changed", _changed(source, expected, found))
-    make_dirs(os.path.dirname(dest))
+        raise ItemError("missing", f"{source.path}: the source file no longer exists")
+    digest, seen = found
+    if digest != expected:
+        raise ItemError("content_changed", _changed(source.path, expected, digest))
     _link(source, dest)
-    fsync_dir(os.path.dirname(dest))
-    return os.stat(dest)
+    linked = os.stat(dest.name, dir_fd=dest.fd, follow_symlinks=False)
+    if Identity.of(linked) != seen:
+        # Replaced or written between the hash and the link: take the new name back
+        # (the inode keeps its source name) and let a later scan see the new bytes.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(dest.name, dir_fd=dest.fd)
+        raise ItemError("content_changed", f"{source.path}: changed while it was being moved")
+    os.fsync(dest.fd)
+    return linked, seen
 
 
-def place_by_copy(source: str, dest: str, temp: str, expected: str) -> os.stat_result:
-    """Copy ``source`` to ``temp`` next to ``dest``, fsync it, check both what was
-    read and what is on disk hash to ``expected``, then link it into place."""
-    make_dirs(os.path.dirname(dest))
+def place_by_copy(
+    source: Spot, dest: Spot, temp_name: str, expected: str
+) -> tuple[os.stat_result, Identity]:
+    """Copy ``source`` to ``temp_name`` next to ``dest``, fsync it, check both what
+    was read and what is on disk hash to ``expected``, then link it into place.
+    Returns the placed file's stat and the source's identity when it was read."""
+    temp = dest.sibling(temp_name)
     discard(temp)
     try:
-        read_hash, info = _copy(source, temp)
+        read_hash, seen = _copy(source, temp)
         if read_hash != expected:
-            raise ItemError("content_changed", _changed(source, expected, read_hash))
-        written = content_hash(temp)
-        if written != expected:
+            raise ItemError("content_changed", _changed(source.path, expected, read_hash))
+        written = hash_at(temp)
+        if written is None or written[0] != expected:
             raise ItemError(
-                "copy_mismatch", f"{temp}: the copy hashes to {written}, expected {expected}"
+                "copy_mismatch",
+                f"{temp.path}: the copy hashes to {written and written[0]}, expected {expected}",
             )
-        os.utime(temp, ns=(info.st_atime_ns, info.st_mtime_ns))
         _link(temp, dest)
     finally:
         discard(temp)
-    fsync_dir(os.path.dirname(dest))
-    return os.stat(dest)
+    os.fsync(dest.fd)
+    return os.stat(dest.name, dir_fd=dest.fd, follow_symlinks=False), seen
 
 
-def remove(path: str) -> None:
-    """Delete ``path`` (if still there) and make that durable."""
+def retire(place: Spot, expected: str, seen: Identity | None, parking_name: str) -> None:
+    """Delete ``place`` (a file whose bytes were placed elsewhere) only when the bytes
+    removed are provably ``expected`` and, when ``seen`` is given, the very file that
+    was read. Otherwise it stays (see the module docstring). Nothing there: done."""
+    parked = place.sibling(parking_name)
     try:
-        os.unlink(path)
+        os.rename(place.name, parked.name, src_dir_fd=place.fd, dst_dir_fd=place.fd)
     except FileNotFoundError:
         return
-    fsync_dir(os.path.dirname(path))
+    except OSError as exc:
+        raise write_error(exc, place.path) from exc
+    try:
+        fd = os.open(parked.name, _READ_FLAGS | os.O_NOFOLLOW, dir_fd=place.fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a symlink: removing it loses no bytes
+            _unlink(parked)
+            return
+        unpark(place, parking_name)
+        raise ItemError("unreadable_file", f"{place.path}: {exc.strerror}") from exc
+    try:
+        _retire_parked(fd, place, parked, expected, seen)
+    finally:
+        os.close(fd)  # also releases the lease
 
 
-def discard(path: str) -> None:
+def _retire_parked(
+    fd: int, place: Spot, parked: Spot, expected: str, seen: Identity | None
+) -> None:
+    before = os.fstat(fd)
+    if not stat.S_ISREG(before.st_mode):
+        unpark(place, parked.name)
+        raise ItemError("not_a_file", f"{place.path}: not a regular file; kept")
+    if seen is not None and Identity.of(before) != seen:
+        unpark(place, parked.name)
+        raise ItemError("source_changed", f"{place.path}: changed during the move; both kept")
+    leased = _take_write_lease(fd)
+    if leased is None:
+        unpark(place, parked.name)
+        raise ItemError(
+            "source_in_use", f"{place.path}: another program has it open; both copies kept"
+        )
+    digest = _hash_fd(fd, place.path)
+    if digest != expected:
+        unpark(place, parked.name)
+        raise ItemError("source_changed", f"{place.path}: changed during the move; both kept")
+    if leased:
+        if fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_WRLCK:  # someone opened it meanwhile
+            unpark(place, parked.name)
+            raise ItemError(
+                "source_in_use", f"{place.path}: opened by another program; both copies kept"
+            )
+    elif _changed_since(before, os.fstat(fd)):
+        unpark(place, parked.name)
+        raise ItemError("source_changed", f"{place.path}: changed during the move; both kept")
+    _unlink(parked)
+    if not leased and _changed_since(before, os.fstat(fd)):
+        # Written through a descriptor opened before the rename, after our last
+        # look: the bytes are still reachable through ``fd``; put them back.
+        _write_back(fd, place)
+        raise ItemError("source_changed", f"{place.path}: written during the move; both kept")
+
+
+def _take_write_lease(fd: int) -> bool | None:
+    """True with a write lease held on ``fd``; None when another descriptor of the
+    file is open anywhere (a writer might still write); False when this filesystem
+    or user cannot take leases."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EBUSY):
+            return None
+        return False
+    # No signal to this process when the lease is broken: we poll F_GETLEASE.
+    fcntl.fcntl(fd, fcntl.F_SETOWN, 0)
+    return True
+
+
+def _changed_since(before: os.stat_result, now: os.stat_result) -> bool:
+    return (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns)
+
+
+def unpark(place: Spot, parking_name: str) -> None:
+    """Give a parked file its name back; when the name was taken meanwhile (a save
+    by rename), keep it visible as ``NAME (kept N).EXT`` instead."""
+    parked = place.sibling(parking_name)
+    for candidate in _names_for(place.name):
+        try:
+            os.link(parked.name, candidate, src_dir_fd=place.fd, dst_dir_fd=place.fd)
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            return
+        _unlink(parked)
+        return
+
+
+def unpark_leftovers(place: Spot, prefix: str) -> None:
+    """Restore files parked under ``prefix`` by a process that died mid-``retire``."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(place.fd):
+            if name.startswith(prefix) and name.endswith(".parked"):
+                unpark(place, name)
+
+
+def _names_for(name: str) -> Iterator[str]:
+    yield name
+    stem, ext = os.path.splitext(name)
+    for n in range(1, 10_000):
+        yield f"{stem} (kept {n}){ext}"
+
+
+def _write_back(fd: int, place: Spot) -> None:
+    os.lseek(fd, 0, os.SEEK_SET)
+    for name in _names_for(place.name):
+        try:
+            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=place.fd)
+        except FileExistsError:
+            continue
+        try:
+            while chunk := os.read(fd, _CHUNK):
+                _write_all(out, chunk)
+            info = os.fstat(fd)
+            os.fchmod(out, stat.S_IMODE(info.st_mode))
+            os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
+            os.fsync(out)
+        finally:
+            os.close(out)
+        os.fsync(place.fd)
+        return
+
+
+def remove(place: Spot) -> None:
+    """Delete ``place`` (if still there) and make that durable."""
+    try:
+        os.unlink(place.name, dir_fd=place.fd)
+    except FileNotFoundError:
+        return
+    os.fsync(place.fd)
+
+
+def discard(place: Spot) -> None:
     """Delete a temporary file if it exists."""
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        os.unlink(path)
+        os.unlink(place.name, dir_fd=place.fd)
 
 
-def _link(existing: str, new: str) -> None:
+def _unlink(place: Spot) -> None:
+    os.unlink(place.name, dir_fd=place.fd)
+    os.fsync(place.fd)
+
+
+def _link(existing: Spot, new: Spot) -> None:
     try:
-        os.link(existing, new)
+        os.link(
+            existing.name,
+            new.name,
+            src_dir_fd=existing.fd,
+            dst_dir_fd=new.fd,
+            follow_symlinks=False,
+        )
     except FileExistsError:
         raise ItemError(
-            "destination_taken", f"{new}: another file appeared at the destination name"
+            "destination_taken", f"{new.path}: another file appeared at the destination name"
         ) from None
+    except FileNotFoundError:
+        raise ItemError("missing", f"{existing.path}: the source file no longer exists") from None
     except OSError as exc:
         if exc.errno == errno.EXDEV:
-            raise ItemError("cross_device", f"{existing} and {new} are on two filesystems") from exc
-        raise write_error(exc, new) from exc
+            raise ItemError(
+                "cross_device", f"{existing.path} and {new.path} are on two filesystems"
+            ) from exc
+        raise write_error(exc, new.path) from exc
 
 
-def _copy(source: str, temp: str) -> tuple[str, os.stat_result]:
-    """Stream ``source`` into a new ``temp`` (fsynced), returning the hash of the
-    bytes read and the source's stat."""
+def _open_for_reading(place: Spot) -> int | None:
     try:
-        src = os.open(source, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise ItemError("missing", f"{source}: the source file no longer exists") from None
+        fd = os.open(place.name, _READ_FLAGS, dir_fd=place.fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
     except OSError as exc:
-        raise ItemError("unreadable_file", f"{source}: {exc.strerror}") from exc
+        raise ItemError("unreadable_file", f"{place.path}: {exc.strerror}") from exc
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ItemError("not_a_file", f"{place.path}: is a folder")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ItemError("unreadable_file", f"{place.path}: not a regular file")
+    return fd
+
+
+def _hash_fd(fd: int, path: str) -> str:
+    hasher = blake3.blake3()
+    offset = 0
+    while True:
+        try:
+            chunk = os.pread(fd, _CHUNK, offset)
+        except OSError as exc:
+            raise ItemError("unreadable_file", f"{path}: {exc.strerror}") from exc
+        if not chunk:
+            return hasher.hexdigest()
+        hasher.update(chunk)
+        offset += len(chunk)
+
+
+def _copy(source: Spot, temp: Spot) -> tuple[str, Identity]:
+    """Stream ``source`` into a new ``temp`` (fsynced, with the source's mode, owner
+    and mtime), returning the hash of the bytes read and the source's identity."""
+    src = _open_for_reading(source)
+    if src is None:
+        raise ItemError("missing", f"{source.path}: the source file no longer exists")
     try:
         info = os.fstat(src)
-        if not stat.S_ISREG(info.st_mode):
-            raise ItemError("unreadable_file", f"{source}: not a regular file")
         try:
-            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            out = os.open(
+                temp.name,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                0o600,
+                dir_fd=temp.fd,
+            )
         except OSError as exc:
-            raise write_error(exc, temp) from exc
+            raise write_error(exc, temp.path) from exc
         hasher = blake3.blake3()
         try:
             while True:
                 try:
                     chunk = os.read(src, _CHUNK)
                 except OSError as exc:
-                    raise ItemError("unreadable_file", f"{source}: {exc.strerror}") from exc
+                    raise ItemError("unreadable_file", f"{source.path}: {exc.strerror}") from exc
                 if not chunk:
                     break
                 hasher.update(chunk)
-                _write_all(out, chunk, temp)
+                _write_all(out, chunk)
+            _copy_attributes(out, info)
             os.fsync(out)
         except OSError as exc:
-            raise write_error(exc, temp) from exc
+            raise write_error(exc, temp.path) from exc
         finally:
             os.close(out)
-        return hasher.hexdigest(), info
+        return hasher.hexdigest(), Identity.of(info)
     finally:
         os.close(src)
 
 
-def _write_all(fd: int, data: bytes, path: str) -> None:
+def _copy_attributes(out: int, info: os.stat_result) -> None:
+    """The copy is as private as the original (never wider), same owner when we may."""
+    if os.geteuid() == 0:
+        os.fchown(out, info.st_uid, info.st_gid)
+    os.fchmod(out, stat.S_IMODE(info.st_mode))
+    os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)

@@ -1,0 +1,238 @@
+"""organize --move and its undo against a user editing the file being moved.
+
+A program edits or replaces the source at each point of a move, on the copy path and
+on the hard-link path: before the copy, during it, after the file was placed and just
+before its source is removed, and while another program holds it open. Whatever the
+moment, not one edited byte may be lost: the bytes the editor left must still be on
+disk afterwards, in the source folder or in the destination.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from photo_pipeline.jobs import JobService
+from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.jobs.retry import RetryPolicy
+from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.jobs.workers import WorkerRegistry
+from photo_pipeline.pipeline import organize, transfer
+from tests.factories import photos
+from tests.integration.test_organize import TEMPLATE, run_organize, scan_folders
+
+TARGET = "IMG_0001.jpg"
+KEPT_CODES = {"content_changed", "source_changed", "source_in_use"}
+
+
+def in_place(path: Path) -> None:
+    """An editor that rewrites the file's first bytes through its own descriptor."""
+    mode = "r+b" if path.exists() else "wb"
+    with open(path, mode) as f:
+        f.write(b"EDITED IN PLACE")
+
+
+def replace(path: Path) -> None:
+    """An editor that saves safely: a new file renamed over the old name."""
+    temp = path.with_name(f".{path.name}.save")
+    temp.write_bytes(b"SAVED BY RENAME " + os.urandom(8))
+    os.replace(temp, path)
+
+
+def append(path: Path) -> None:
+    with open(path, "ab") as f:
+        f.write(b"APPENDED")
+
+
+EDITORS = {"in_place": in_place, "replace": replace, "append": append}
+
+
+class Editor:
+    """Runs one edit of the target file the first time a hooked call reaches it, and
+    remembers the bytes the edit left there."""
+
+    def __init__(self, path: Path, edit: Callable[[Path], None]) -> None:
+        self.path, self.edit = path, edit
+        self.left: bytes | None = None
+
+    def __call__(self) -> None:
+        if self.left is None:
+            self.edit(self.path)
+            self.left = self.path.read_bytes()
+
+
+@pytest.fixture
+def library(session_factory, tmp_path) -> Path:
+    root = tmp_path / "photos"
+    for n in range(3):
+        photos.jpeg(root / f"IMG_{n:04d}.jpg", size=(24, 16), seed=n, taken="2023:07:14 10:00:00")
+    scan_folders(session_factory, root)
+    return root
+
+
+def every_content(*roots: Path) -> list[bytes]:
+    return [p.read_bytes() for root in roots for p in root.rglob("*") if p.is_file()]
+
+
+def hook(monkeypatch, moment: str, editor: Editor) -> None:
+    """Make ``editor`` run at ``moment`` of the target file's move."""
+    if moment == "before_copy":
+        for name in ("place_by_copy", "place_by_link"):
+            real = getattr(transfer, name)
+
+            def before(source, *args, _real=real):
+                if source.name == TARGET:
+                    editor()
+                return _real(source, *args)
+
+            monkeypatch.setattr(transfer, name, before)
+    elif moment == "during_copy":
+        real_read, real_link = os.read, os.link
+
+        def read_then_edit(fd: int, n: int) -> bytes:
+            data = real_read(fd, n)
+            if os.readlink(f"/proc/self/fd/{fd}").endswith("/" + TARGET):
+                editor()  # after the first chunk was read and hashed
+            return data
+
+        def edit_then_link(src, dst, **kwargs):
+            if src == TARGET:
+                editor()  # between the hash and the link
+            return real_link(src, dst, **kwargs)
+
+        monkeypatch.setattr(os, "read", read_then_edit)
+        monkeypatch.setattr(os, "link", edit_then_link)
+    elif moment == "before_unlink":
+        real_retire = transfer.retire
+
+        def edit_then_retire(place, *args):
+            if place.name == TARGET:
+                editor()  # placed and verified; the source is about to go
+            return real_retire(place, *args)
+
+        monkeypatch.setattr(transfer, "retire", edit_then_retire)
+    elif moment == "after_park":
+        real_lease = transfer._take_write_lease
+
+        def edit_then_lease(fd: int):
+            editor()  # the source's name is free now: the edit makes a new file
+            return real_lease(fd)
+
+        monkeypatch.setattr(transfer, "_take_write_lease", edit_then_lease)
+    else:
+        raise AssertionError(moment)
+
+
+@pytest.mark.parametrize("hard_links", [False, True], ids=["copy", "link"])
+@pytest.mark.parametrize("moment", ["before_copy", "during_copy", "before_unlink", "after_park"])
+@pytest.mark.parametrize("edit", sorted(EDITORS))
+def test_an_edit_at_any_moment_of_a_move_loses_nothing(
+    session_factory, library, tmp_path, monkeypatch, hard_links, moment, edit
+):
+    dest = tmp_path / "organized"
+    original = (library / TARGET).read_bytes()
+    editor = Editor(library / TARGET, EDITORS[edit])
+    hook(monkeypatch, moment, editor)
+    job = run_organize(session_factory, dest, move=True, hard_links=hard_links)
+    monkeypatch.undo()
+    assert editor.left is not None, "the edit never ran: the hook missed its moment"
+    contents = every_content(library, dest)
+    assert editor.left in contents, "the edited bytes were lost"
+    item = next(
+        i for i in JobService(session_factory).items(job["id"]) if i["item_key"].endswith(TARGET)
+    )
+    if item["error_code"] is None:
+        # Moved: what was placed is the original, and the edit made a file of its own.
+        assert original in contents
+    else:
+        assert item["error_code"] in KEPT_CODES, item
+    # The other photos moved as usual.
+    left = {p.name for p in library.iterdir()} - {TARGET}
+    assert not {n for n in left if "(kept" not in n}, left
+    assert not [p for p in library.iterdir() if p.name.startswith(".pp-")], "a parked file left"
+
+
+def test_a_source_held_open_by_a_writer_is_kept(session_factory, library, tmp_path, monkeypatch):
+    """A program that opened the photo before the move and writes after our last
+    check: the lease refuses the unlink while it is open."""
+    dest = tmp_path / "organized"
+    original = (library / TARGET).read_bytes()
+    held: list[int] = []
+    real_retire = transfer.retire
+
+    def open_then_retire(place, *args):
+        if place.name == TARGET:
+            held.append(os.open(library / TARGET, os.O_WRONLY))
+        return real_retire(place, *args)
+
+    monkeypatch.setattr(transfer, "retire", open_then_retire)
+    job = run_organize(session_factory, dest, move=True, hard_links=False)
+    monkeypatch.undo()
+    os.write(held[0], b"WRITTEN LATE")
+    os.close(held[0])
+    codes = {
+        i["item_key"].split(":", 1)[1]: i["error_code"] for i in job_items(session_factory, job)
+    }
+    assert codes[TARGET] == "source_in_use"
+    assert (library / TARGET).read_bytes().startswith(b"WRITTEN LATE")
+    assert original in every_content(dest), "the placed copy is the original"
+
+
+def test_without_leases_a_late_write_is_written_back(
+    session_factory, library, tmp_path, monkeypatch
+):
+    """Where leases are unavailable (NFS, SMB), a write through a descriptor opened
+    before the move that lands after the unlink is found and its bytes put back."""
+    dest = tmp_path / "organized"
+    writer = os.open(library / TARGET, os.O_WRONLY)
+    monkeypatch.setattr(transfer, "_take_write_lease", lambda fd: False)
+    real_unlink = os.unlink
+
+    def unlink_then_write(name, *args, **kwargs):
+        ours = os.stat(name, dir_fd=kwargs.get("dir_fd")).st_ino == os.fstat(writer).st_ino
+        real_unlink(name, *args, **kwargs)
+        if ours:
+            os.write(writer, b"WRITTEN AFTER THE UNLINK")
+
+    monkeypatch.setattr(os, "unlink", unlink_then_write)
+    job = run_organize(session_factory, dest, move=True, hard_links=False)
+    monkeypatch.undo()
+    os.close(writer)
+    codes = {
+        i["item_key"].split(":", 1)[1]: i["error_code"] for i in job_items(session_factory, job)
+    }
+    assert codes[TARGET] == "source_changed"
+    assert (library / TARGET).read_bytes().startswith(b"WRITTEN AFTER THE UNLINK")
+
+
+def test_a_file_parked_by_a_crashed_run_is_restored_on_resume(
+    session_factory, library, tmp_path, monkeypatch
+):
+    """A run that dies between parking the source and unlinking it: the resumed job
+    gives the file its name back before it carries on."""
+    dest = tmp_path / "organized"
+
+    def crash_after_parking(fd: int):
+        raise RuntimeError("the worker dies here")
+
+    monkeypatch.setattr(transfer, "_take_write_lease", crash_after_parking)
+    service = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
+    job = organize.start_organize(service, dest, TEMPLATE, move=True, hard_links=False)
+    config = WorkerConfig(job_types=(organize.JOB_TYPE,), burst=True, executor="thread")
+    workers = WorkerRegistry(session_factory)
+    Worker(service, workers, registry, config).run_job(service.claim([organize.JOB_TYPE], "w1"))
+    monkeypatch.undo()
+    assert service.get(job["id"])["state"] == "retry_queued"
+    parked = [p.name for p in library.iterdir() if p.name.endswith(".parked")]
+    assert len(parked) == 1, parked
+    Worker(service, workers, registry, config).run()
+    assert service.get(job["id"])["state"] == "succeeded"
+    assert not list(library.iterdir()), "everything moved, nothing parked"
+    assert len([p for p in dest.rglob("*") if p.is_file()]) == 3
+
+
+def job_items(session_factory, job) -> list[dict]:
+    return JobService(session_factory).items(job["id"])
