@@ -99,7 +99,7 @@ def hook(monkeypatch, moment: str, editor: Editor) -> None:
             return data
 
         def edit_then_link(src, dst, **kwargs):
-            if src == TARGET:
+            if os.path.basename(src) == TARGET:
                 editor()  # between the hash and the link
             return real_link(src, dst, **kwargs)
 
