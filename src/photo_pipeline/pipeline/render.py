@@ -20,7 +20,7 @@ from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError
 from photo_pipeline.media.phash import to_text
 from photo_pipeline.media.render import RenderSettings, render_file
-from photo_pipeline.pipeline import paths, roots
+from photo_pipeline.pipeline import paths, roots, transfer
 from photo_pipeline.pipeline.renditions import (
     RenderOutcome,
     Renditions,
@@ -139,5 +139,8 @@ def render_item_within(allowed: Sequence[str], params: dict[str, Any], key: str)
         )
     except roots.PathOutsideRoots as exc:
         return RenderOutcome(int(asset_id), error=(exc.code, exc.detail))
+    except OSError as exc:  # a full disk fails the renditions it could not write
+        failure = transfer.write_error(exc, exc.filename or str(home))
+        return RenderOutcome(int(asset_id), error=(failure.code, failure.message))
     warning = "; ".join(f"{code}: {message}" for code, message in result.warnings) or None
     return RenderOutcome(int(asset_id), tuple(stored_renditions), to_text(result.phash), warning)

@@ -1,0 +1,45 @@
+"""render on a full disk: the renditions that do not fit fail as items, the import
+chain goes on, and once there is space again a render finishes the library."""
+
+from __future__ import annotations
+
+import subprocess
+
+from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.pipeline.render import enqueue_render, render_settings
+from photo_pipeline.pipeline.renditions import Renditions
+from tests.factories import photos
+from tests.integration.test_organize import tiny_filesystem  # noqa: F401  (fixture)
+from tests.integration.test_render import import_and_run, run_worker, settings_for
+
+
+def test_a_full_disk_fails_renditions_not_the_job(
+    session_factory,
+    db_url,
+    tmp_path,
+    tiny_filesystem,  # noqa: F811
+):
+    root, home = tmp_path / "photos", tiny_filesystem
+    for n in range(12):
+        photos.jpeg(root / f"{n}.jpg", size=(320, 240), seed=n)
+    settings = settings_for(home, db_url)
+
+    scan_job, render_job, similar_job = import_and_run(session_factory, root, settings)
+
+    service = JobService(session_factory)
+    assert [j["state"] for j in (scan_job, render_job, similar_job)] == [JobState.SUCCEEDED] * 3
+    codes = [i["error_code"] for i in service.items(render_job["id"])]
+    assert "disk_full" in codes and None in codes, codes  # some fitted, some did not
+    assert set(codes) == {"disk_full", None}
+    rendered = {r["asset_id"] for r in Renditions(session_factory).all()}
+    assert len(rendered) == codes.count(None), "a row without its files, or files without a row"
+    leftovers = [p for p in home.rglob("*") if p.name.startswith(".")]
+    assert leftovers == [], "a partial rendition was left behind"
+
+    # Space again: a render renders what is missing, and only that.
+    subprocess.run(["mount", "-o", "remount,size=4m", str(home)], check=True)
+    again = enqueue_render(service, home, render_settings(settings)).job
+    run_worker(session_factory)
+    assert service.get(again["id"])["state"] == JobState.SUCCEEDED
+    assert service.progress(again["id"])["by_state"] == {"succeeded": codes.count("disk_full")}
+    assert len({r["asset_id"] for r in Renditions(session_factory).all()}) == 12
