@@ -2,15 +2,44 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# One stamp per set of extras: `make run` installs only what running needs.
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+BENCH_STAMP := $(VENV)/.installed-bench
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint format bench clean
+.PHONY: run test lint format bench bench-render browser clean
 
-$(STAMP): pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@ $(RUN_STAMP)
+
+$(BENCH_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
-	touch $(STAMP)
+	touch $@ $(DEV_STAMP) $(RUN_STAMP)
+
+# The web UI's browser tests drive Debian's chromium through Playwright, which never
+# downloads a browser of its own. As root the package is installed; otherwise one line
+# says how.
+browser:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	        echo "installing Debian's chromium for the browser tests"; \
+	        apt-get update -qq >/dev/null && \
+	        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    else \
+	        echo "the browser tests need $(CHROMIUM): run 'sudo apt-get install chromium' (or set CHROMIUM=/path/to/chromium)"; \
+	        exit 1; \
+	    fi; \
+	fi
 
 # `make run PHOTOS=/path/to/photos` imports that folder; without PHOTOS, a generated
 # sample set is written under the library home and imported. The import (scan, then
@@ -19,27 +48,27 @@ $(STAMP): pyproject.toml
 LIBRARY_HOME := $(or $(PHOTO_PIPELINE_HOME),$(HOME)/.local/share/photo-pipeline)
 SAMPLE_DIR := $(LIBRARY_HOME)/sample-photos
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	@if [ -z "$(PHOTOS)" ]; then $(BIN)/photo-pipeline sample "$(SAMPLE_DIR)"; fi
 	$(BIN)/photo-pipeline import "$(or $(PHOTOS),$(SAMPLE_DIR))"
 	$(BIN)/photo-pipeline serve
 
-test: $(STAMP)
+test: $(DEV_STAMP) browser
 	$(BIN)/ruff check src tests bench
-	$(BIN)/pytest $(PYTEST_ARGS)
+	PHOTO_PIPELINE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 
-format: $(STAMP)
+format: $(DEV_STAMP)
 	$(BIN)/ruff format src tests bench
 	$(BIN)/ruff check --fix src tests bench
 
-bench: $(STAMP)
+bench: $(BENCH_STAMP)
 	$(BIN)/python bench/coordinator.py
 
-bench-render: $(STAMP)
+bench-render: $(BENCH_STAMP)
 	$(BIN)/python bench/render.py
 
 clean:

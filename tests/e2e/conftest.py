@@ -25,7 +25,7 @@ SAMPLE_PHOTOS = 24  # write_sample adds 2 near-duplicate edits: 26 assets
 
 def _chromium_error() -> str | None:
     if not CHROMIUM.exists():
-        return f"{CHROMIUM} not found (apt-get install chromium; .ci/run does)"
+        return f"{CHROMIUM} not found (apt-get install chromium; `make test` does as root)"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
