@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -230,3 +231,32 @@ def test_an_unexpected_error_is_a_500_problem_and_one_log_line(db_url, tmp_path,
         assert re.search(
             r"RuntimeError: 'boom\\nsecond line' at .*test_api_security\.py:\d+", message
         )
+
+
+def test_connections_past_the_cap_get_503_until_some_close(db_url, tmp_path):
+    limits = ConnectionLimits(max_connections=10, header_timeout=60)
+    with serving(db_url, tmp_path / "home", limits) as base_url:
+        port = int(base_url.rsplit(":", 1)[1])
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(10)]
+        try:
+            with client(base_url) as http:
+                assert http.get("/api/health").status_code == 503
+        finally:
+            for sock in idle:
+                sock.close()
+        deadline = time.monotonic() + 30
+        with client(base_url) as http:
+            while http.get("/api/health").status_code != 200:
+                assert time.monotonic() < deadline, "the server never noticed the closes"
+
+
+def test_headers_still_incomplete_past_16_kib_are_refused(url):
+    # h11 buffers at most 16 KiB of an unfinished request line and headers.
+    port = int(url.rsplit(":", 1)[1])
+    unfinished = b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40_000
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(unfinished)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
