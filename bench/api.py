@@ -48,12 +48,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(home: Path, port: int, database_url: str | None) -> subprocess.Popen:
+def start_server(
+    home: Path, port: int, database_url: str | None, connections: int
+) -> subprocess.Popen:
     env = {**os.environ, "PHOTO_PIPELINE_HOME": str(home), "PHOTO_PIPELINE_TOKEN": TOKEN}
     if database_url:
         env["PHOTO_PIPELINE_DATABASE_URL"] = database_url
     server = subprocess.Popen(
-        [sys.executable, "-m", "photo_pipeline", "serve", "--port", str(port)],
+        [
+            *(sys.executable, "-m", "photo_pipeline", "serve", "--port", str(port)),
+            # Every stream and client comes from 127.0.0.1: lift the per-client caps.
+            *("--max-streams-per-client", str(connections)),
+            *("--max-connections", str(connections + 50)),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=(home.parent / "server.log").open("w"),
@@ -188,7 +195,9 @@ def main() -> None:
         root = Path(tmp)
         write_sample(root / "photos", args.photos)
         port = free_port()
-        server = start_server(root / "home", port, args.database_url)
+        server = start_server(
+            root / "home", port, args.database_url, max(args.streams, args.clients)
+        )
         try:
             base = f"http://127.0.0.1:{port}"
             asyncio.run(fan_out(base, root / "photos", args.streams))
