@@ -29,6 +29,7 @@ def test_a_minted_token_opens_its_prefix_until_it_expires():
     assert query_token_expiry(SECRET, token, "/api/assets", now=NOW) == expires
     assert query_token_expiry(SECRET, token, "/api/assetsX/7", now=NOW) is None
     assert query_token_expiry(SECRET, token, "/api/events/stream", now=NOW) is None
+    assert query_token_expiry(SECRET, token, "/api/assets/../events/stream", now=NOW) is None
     assert query_token_expiry(SECRET, token, "/api/assets/7/preview", now=expires) is None
     assert query_token_expiry("another secret", token, "/api/assets/7", now=NOW) is None
 

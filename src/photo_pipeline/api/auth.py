@@ -110,8 +110,8 @@ def query_token_expiry(secret: str, token: str, path: str, now: float | None = N
 
 
 def _under(path: str, prefix: str) -> bool:
-    if not prefix.startswith("/"):
-        return False
+    if not prefix.startswith("/") or {".", ".."} & set(path.split("/")):
+        return False  # a dot segment could climb out of the prefix wherever it is resolved
     return path == prefix.rstrip("/") or path.startswith(prefix.rstrip("/") + "/")
 
 
