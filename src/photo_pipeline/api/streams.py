@@ -12,7 +12,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
@@ -79,7 +79,9 @@ class _CountedStream(EventSourceResponse):
                 del self._slots[self._client]
 
 
-def _stream(request: Request, messages: AsyncIterator[ServerSentEvent]) -> EventSourceResponse:
+def _stream(
+    request: Request, messages: AsyncGenerator[ServerSentEvent, None]
+) -> EventSourceResponse:
     """Stream ``messages``: at most ``max_streams_per_client`` at once per client
     address (429 past it), and, when opened with a query token, only until it expires."""
     state = api_state(request)
@@ -99,15 +101,21 @@ def _stream(request: Request, messages: AsyncIterator[ServerSentEvent]) -> Event
 
 
 async def _until(
-    expires: float, messages: AsyncIterator[ServerSentEvent]
-) -> AsyncIterator[ServerSentEvent]:
-    """``messages`` until ``expires`` (Unix seconds): a stream ends with its token."""
+    expires: float, messages: AsyncGenerator[ServerSentEvent, None]
+) -> AsyncGenerator[ServerSentEvent, None]:
+    """``messages`` until ``expires`` (Unix seconds): a stream ends with its token. The
+    deadline covers only the wait for the next message, never a ``yield``."""
+    deadline = asyncio.get_running_loop().time() + (expires - time.time())
     try:
-        async with asyncio.timeout(max(0.0, expires - time.time())):
-            async for message in messages:
-                yield message
-    except TimeoutError:
-        return
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await anext(messages)
+            except (TimeoutError, StopAsyncIteration):
+                return
+            yield message
+    finally:
+        await messages.aclose()
 
 
 @router.get("/api/events/stream", responses=_STREAM_DOC, response_class=EventSourceResponse)
@@ -118,7 +126,7 @@ async def all_events(
     hub = api_state(request).hub
     cursor = _cursor(after, last_event_id)
 
-    async def messages() -> AsyncIterator[ServerSentEvent]:
+    async def messages() -> AsyncGenerator[ServerSentEvent, None]:
         async for event in hub.events(cursor):
             yield _message(event)
 
@@ -136,7 +144,7 @@ async def job_events(
     cursor = _cursor(after, last_event_id)
     finished_before = job["state"] in FINISHED_STATES
 
-    async def messages() -> AsyncIterator[ServerSentEvent]:
+    async def messages() -> AsyncGenerator[ServerSentEvent, None]:
         if finished_before and not await _has_events_after(state, job_id, cursor):
             return
         async for event in state.hub.events(cursor, job_id):
