@@ -39,6 +39,7 @@ class OrganizeParams(Params):
         default=organize.DEFAULT_TEMPLATE, min_length=1, max_length=1000, pattern=PLAIN_TEXT
     )
     move: bool = False
+    keep_duplicates: bool = False
 
 
 class UndoParams(Params):
@@ -110,10 +111,16 @@ def start_organize(lib: Library, params: OrganizeParams, key: str | None) -> Enq
         key,
         organize.JOB_TYPE,
         lambda p: (
-            (p["destination"], p["template"], p["move"]) == (dest, params.template, params.move)
+            (p["destination"], p["template"], p["move"], p.get("keep_duplicates", False))
+            == (dest, params.template, params.move, params.keep_duplicates)
         ),
         lambda: organize.start_organize(
-            lib.service, dest, params.template, move=params.move, idempotency_key=key
+            lib.service,
+            dest,
+            params.template,
+            move=params.move,
+            idempotency_key=key,
+            keep_duplicates=params.keep_duplicates,
         ),
     )
 

@@ -38,6 +38,13 @@ def organize(
     move: Annotated[
         bool, typer.Option("--move", help="Move originals (default: copy them).")
     ] = False,
+    keep_duplicates: Annotated[
+        bool,
+        typer.Option(
+            "--keep-duplicates",
+            help="Place every copy of one content (default: the first only).",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; touch nothing.")
     ] = False,
@@ -60,11 +67,15 @@ def organize(
             err_console.print("[red]error[/] missing_destination: --dest DIR is required")
             raise typer.Exit(EXIT_REFUSED)
         if dry_run:
-            plan = organizing.plan_organize(lib.sessions, dest, template, move=move)
+            plan = organizing.plan_organize(
+                lib.sessions, dest, template, move=move, keep_duplicates=keep_duplicates
+            )
             print_json(plan) if as_json else _print_plan(plan)
             return
         # Rerunning a command whose job is still active (it was killed) rejoins it.
-        job = organizing.start_organize(lib.service, dest, template, move=move, rejoin=True)
+        job = organizing.start_organize(
+            lib.service, dest, template, move=move, rejoin=True, keep_duplicates=keep_duplicates
+        )
 
     def show(final: dict[str, Any]) -> None:
         report = organizing.organize_report(lib.sessions, undo or final["id"])

@@ -111,6 +111,7 @@ def plan_organize(
     *,
     move: bool = False,
     limit: int | None = None,
+    keep_duplicates: bool = False,
 ) -> dict[str, Any]:
     """The dry-run plan as JSON-able data, touching nothing: ``summary`` (counts per
     action and reason, bytes to write) and ``entries`` (the first ``limit``, or all).
@@ -122,6 +123,7 @@ def plan_organize(
         parsed,
         move=move,
         existing=DestinationState(root),
+        keep_duplicates=keep_duplicates,
     )
     for entry in plan:
         inside(root, paths.from_text(entry.dest_path))  # last line of defence
@@ -158,6 +160,7 @@ def start_organize(
     max_attempts: int = 10,
     hard_links: bool = True,
     rejoin: bool = False,
+    keep_duplicates: bool = False,
 ) -> JobSnapshot:
     """Queue an ``organize`` job (after validating the template and destination).
     Raises ``LibraryBusy`` (``lock_held``, naming the job) while another organize,
@@ -168,6 +171,8 @@ def start_organize(
     parsed = parse(template)
     root = check_destination(service.session_factory, destination)
     params = {"destination": root, "template": parsed.text, "move": move, "hard_links": hard_links}
+    if keep_duplicates:  # only when asked: the params of earlier requests stay the same
+        params["keep_duplicates"] = True
     return _enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts, rejoin=rejoin)
 
 
@@ -420,6 +425,7 @@ def organize(ctx: JobContext) -> None:
             parse(params["template"]),
             move=params["move"],
             existing=DestinationState(destination),
+            keep_duplicates=params.get("keep_duplicates", False),
         )
         for entry in plan:
             inside(destination, paths.from_text(entry.dest_path))

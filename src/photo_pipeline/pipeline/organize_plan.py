@@ -4,11 +4,18 @@
 what the destination already holds (``Existing``): the dry run, the API and the job
 itself all call it, so they agree. Photos travel in groups: a RAW and its same-stem
 JPEG (companions) and ``.xmp``/``.aae`` sidecars keep the photo's new name.
+
+One content is placed once: a later copy (whatever its name) is skipped as a
+``duplicate`` naming the copy that was placed, and so is content the destination
+already holds from an earlier run (its catalogue rows, ``resident`` candidates, and
+whatever ``existing`` found there), unless ``keep_duplicates``. Among copies of one
+content, an original-looking name is placed before a copy-looking one (``keeper``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +28,7 @@ from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
 from photo_pipeline.media.formats import RAW_FORMATS
-from photo_pipeline.pipeline import paths, transfer
+from photo_pipeline.pipeline import keeper, paths, transfer
 from photo_pipeline.pipeline.catalog import MISSING, PRESENT
 from photo_pipeline.pipeline.template import Template, extension
 from photo_pipeline.pipeline.template import sibling as sibling_name
@@ -43,6 +50,9 @@ class Candidate:
     photo: bool
     file_format: str | None = None
     values: dict[str, Any] = field(default_factory=dict)  # template field values
+    # Already in the destination (a catalogued file of it): never planned, but its
+    # content counts as placed there.
+    resident: bool = False
 
     @property
     def name(self) -> str:
@@ -58,9 +68,16 @@ class PlanEntry:
     reason: str | None
     candidate: Candidate
     dest_path: str  # stored form, relative to the destination
+    # A skipped duplicate: the destination path (stored form) that holds its content.
+    duplicate_of: str | None = None
 
     def as_dict(self, destination: str) -> dict[str, Any]:
         c = self.candidate
+        duplicate_of = (
+            os.path.join(destination, paths.display(self.duplicate_of))
+            if self.duplicate_of is not None
+            else None
+        )
         return {
             "seq": self.seq,
             "kind": self.kind,
@@ -70,6 +87,7 @@ class PlanEntry:
             "destination": os.path.join(destination, paths.display(self.dest_path)),
             "size": c.size,
             "content_hash": c.content_hash,
+            "duplicate_of": duplicate_of,
         }
 
 
@@ -77,19 +95,31 @@ Existing = Callable[[str], str | None]
 
 
 def build_plan(
-    candidates: Iterable[Candidate], template: Template, *, move: bool, existing: Existing
+    candidates: Iterable[Candidate],
+    template: Template,
+    *,
+    move: bool,
+    existing: Existing,
+    keep_duplicates: bool = False,
 ) -> list[PlanEntry]:
     """The plan: every photo with its companions and sidecars, in a stable order.
 
     ``existing(relative)`` says what the destination holds at a path: None (free),
     a content hash, or any other string (a folder, say). A name held by different
-    content is never reused: the group moves on to the next ``{counter}``.
+    content is never reused: the group moves on to the next ``{counter}``. A photo
+    whose content is already placed (planned, resident or found there) is skipped as
+    a ``duplicate`` of that path, unless ``keep_duplicates``.
     """
     action = "move" if move else "copy"
     claimed: dict[str, str] = {}
+    candidates = list(candidates)
+    placed = _Placed(None if keep_duplicates else {})
+    for resident in candidates:
+        if resident.resident and resident.photo:
+            placed.add(resident.content_hash, paths.from_text(resident.path))
     plan: list[PlanEntry] = []
-    for group in _groups(candidates):
-        members = _place_group(group, template, claimed, existing)
+    for group in _groups(c for c in candidates if not c.resident):
+        members = _place_group(group, template, claimed, existing, placed)
         for kind, candidate, dest, status in members:
             reason = status if status != "free" else None
             if status == "renamed":
@@ -102,9 +132,25 @@ def build_plan(
                     reason=reason,
                     candidate=candidate,
                     dest_path=paths.to_text(dest),
+                    duplicate_of=paths.to_text(dest) if status == "duplicate" else None,
                 )
             )
     return plan
+
+
+class _Placed:
+    """Content already placed in the destination -> the path that holds it (None:
+    ``keep_duplicates``, nothing is tracked)."""
+
+    def __init__(self, by_content: dict[str, str] | None) -> None:
+        self._by_content = by_content
+
+    def add(self, content_hash: str, relative: str) -> None:
+        if self._by_content is not None:
+            self._by_content.setdefault(content_hash, relative)
+
+    def get(self, content_hash: str) -> str | None:
+        return None if self._by_content is None else self._by_content.get(content_hash)
 
 
 @dataclass
@@ -155,6 +201,8 @@ def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
     groups.sort(
         key=lambda g: (
             str(g.primary.values.get("taken") or ""),
+            # Of copies of one photo, the original-looking name is placed first.
+            keeper.looks_like_copy(g.primary.name),
             g.primary.source_root,
             g.primary.path,
         )
@@ -163,18 +211,30 @@ def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
 
 
 def _place_group(
-    group: _Group, template: Template, claimed: dict[str, str], existing: Existing
+    group: _Group,
+    template: Template,
+    claimed: dict[str, str],
+    existing: Existing,
+    placed: _Placed,
 ) -> list[tuple[str, Candidate, str, str]]:
     """Find the first counter at which no member's name is held by other content.
     ``claimed`` maps case-folded names to content (two names that differ only in
-    case are one file on many filesystems: SD cards, macOS, SMB shares)."""
+    case are one file on many filesystems: SD cards, macOS, SMB shares). A photo
+    whose content ``placed`` knows is a ``duplicate`` of the path that holds it."""
     for counter in range(1, MAX_COUNTER + 1):
-        members = _member_names(group, template.render(group.primary.values, counter))
+        named = _member_names(group, template.render(group.primary.values, counter))
         taken = dict(claimed)
         statuses = []
-        for _, candidate, dest in members:
-            statuses.append(_status(dest, candidate.content_hash, taken, existing))
-            taken.setdefault(dest.casefold(), candidate.content_hash)
+        members = []
+        for kind, candidate, dest in named:
+            status = _status(dest, candidate.content_hash, taken, existing, placed)
+            elsewhere = placed.get(candidate.content_hash)
+            if status == "free" and kind != "sidecar" and elsewhere is not None:
+                status, dest = "duplicate", elsewhere
+            else:
+                taken.setdefault(dest.casefold(), candidate.content_hash)
+            statuses.append(status)
+            members.append((kind, candidate, dest))
         if "conflict" in statuses:
             continue
         if statuses[0] != "free":
@@ -185,6 +245,9 @@ def _place_group(
                 for (kind, _, _), status in zip(members, statuses, strict=True)
             ]
         claimed.update(taken)
+        for (kind, candidate, dest), status in zip(members, statuses, strict=True):
+            if kind != "sidecar" and status in ("free", "exists"):
+                placed.add(candidate.content_hash, dest)
         return [
             (kind, candidate, dest, "renamed" if status == "free" and counter > 1 else status)
             for (kind, candidate, dest), status in zip(members, statuses, strict=True)
@@ -213,14 +276,21 @@ def _member_names(group: _Group, primary: str) -> list[tuple[str, Candidate, str
     return members
 
 
-def _status(dest: str, content_hash: str, claimed: dict[str, str], existing: Existing) -> str:
+def _status(
+    dest: str, content_hash: str, claimed: dict[str, str], existing: Existing, placed: _Placed
+) -> str:
     key = dest.casefold()
     if key in claimed:
         return "duplicate" if claimed[key] == content_hash else "conflict"
     there = existing(dest)
     if there is None:
         return "free"
+    if _HASH.fullmatch(there):
+        placed.add(there, dest)  # what the destination holds counts as placed
     return "exists" if there == content_hash else "conflict"
+
+
+_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 class DestinationState:
@@ -250,7 +320,8 @@ def catalogue_candidates(
     session_factory: sessionmaker[Session], destination: str
 ) -> list[Candidate]:
     """Every present photo outside ``destination`` and every sidecar file next to one
-    (sidecars are hashed here: the catalogue does not hash files it cannot read)."""
+    (sidecars are hashed here: the catalogue does not hash files it cannot read), and
+    the photos catalogued inside ``destination`` as ``resident``."""
     place_columns = [assets.c[name] for name in ("country", "city") if name in assets.c]
     query = (
         select(
@@ -270,7 +341,7 @@ def catalogue_candidates(
         )
         .join(sources, sources.c.id == files.c.source_id)
         .outerjoin(assets, assets.c.id == files.c.asset_id)
-        .where(files.c.state != MISSING, sources.c.path != destination)
+        .where(files.c.state != MISSING)
         .order_by(files.c.source_id, files.c.path)
     )
     with read_session(session_factory) as session:
@@ -278,6 +349,22 @@ def catalogue_candidates(
     candidates = []
     for row in rows:
         name = os.path.basename(paths.from_text(row.path))
+        if row.root == destination:
+            if row.state == PRESENT and row.content_hash is not None:
+                candidates.append(
+                    Candidate(
+                        row.id,
+                        row.source_id,
+                        row.root,
+                        row.path,
+                        row.content_hash,
+                        row.asset_size,
+                        True,
+                        row.format,
+                        resident=True,
+                    )
+                )
+            continue
         if row.state == PRESENT and row.content_hash is not None:
             values = {
                 "taken": row.taken_local,
