@@ -82,6 +82,9 @@ def test_the_name_does_not_matter(tmp_path) -> None:
         (b"FUJIFILMCCD-RAW 0201FF383501", "raf"),
         (b"II*\x00\x10\x00\x00\x00CR\x02\x00", "cr2"),
         (b"II*\x00\x08\x00\x00\x00", "tiff"),
+        # JPEG XL: recognised to say what it is, not supported (see media.formats)
+        (b"\x00\x00\x00\x0cJXL \x0d\x0a\x87\x0a", "other:jxl"),
+        (b"\xff\x0a\xfa\x7f", "other:jxl"),
     ],
 )
 def test_headers(header, expected) -> None:

@@ -366,3 +366,19 @@ def test_render_settings_fingerprint_ignores_the_time_limit() -> None:
     with pytest.raises(ValueError):
         RenderSettings(video_time_limit=0)
     assert RenderSettings.from_params({"thumbnail_size": 64}).video_time_limit > 0
+
+
+def test_a_name_that_looks_like_a_url_is_just_a_file(tmp_path, monkeypatch) -> None:
+    # FFmpeg would read "http:clip.mp4" as a URL; it is given the opened file instead
+    videos.video(tmp_path / "http:clip.mp4")
+    monkeypatch.chdir(tmp_path)
+    assert read_metadata("http:clip.mp4").format == "mp4"
+    assert render_file("http:clip.mp4", SMALL).renditions[0].width == 32
+
+
+def test_content_decides_the_demuxer(tmp_path) -> None:
+    # an MKV named .mp4 is read as the MKV it is
+    path = videos.video(tmp_path / "clip.mkv")
+    renamed = path.rename(tmp_path / "clip.mp4")
+    assert read_metadata(renamed).format == "mkv"
+    assert render_file(renamed, SMALL).renditions[0].width == 32

@@ -8,6 +8,10 @@
 * anything else: ``other:<what>`` (``other:unknown`` when nothing matched).
 
 ``kind_of(format)`` says ``"photo"`` or ``"video"``.
+
+JPEG XL is recognised but not supported: the libvips wheel has no JXL loader, and the one
+Pillow plugin on PyPI (pillow-jxl-plugin) is GPL-3.0-or-later, a licence decision for the
+project rather than a dependency to add in passing.
 """
 
 from __future__ import annotations

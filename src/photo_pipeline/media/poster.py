@@ -20,14 +20,22 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import av
 import numpy as np
 
 from photo_pipeline.media.bounded import run_bounded
 from photo_pipeline.media.decode import check_pixels
-from photo_pipeline.media.errors import CORRUPT_FILE, DECODE_TIMEOUT, MediaError
-from photo_pipeline.media.video import DEFAULT_TIME_LIMIT
+from photo_pipeline.media.errors import (
+    CORRUPT_FILE,
+    DECODE_TIMEOUT,
+    UNSUPPORTED_FORMAT,
+    MediaError,
+)
+from photo_pipeline.media.files import media_error_from_os, open_original
+from photo_pipeline.media.formats import HEADER_SIZE, VIDEO_FORMATS, sniff
+from photo_pipeline.media.video import DEFAULT_TIME_LIMIT, open_container
 
 _TARGET_SECONDS = 1.0
 _TARGET_FRACTION = 0.1
@@ -75,13 +83,32 @@ def poster_frame(
 def decode_poster(path: str, max_size: int, max_pixels: int, time_limit: float) -> PosterFrame:
     """The work of :func:`poster_frame`, in the calling process (no watchdog)."""
     deadline = time.monotonic() + time_limit
+    with open_original(path) as fp:
+        try:
+            kind = sniff(fp.read(HEADER_SIZE))
+        except OSError as exc:
+            raise media_error_from_os(exc, path) from exc
+        if kind not in VIDEO_FORMATS:
+            raise MediaError(UNSUPPORTED_FORMAT, f"{path}: content is {kind}, not a video")
+        return _decode(fp, kind, Path(path), max_size, max_pixels, time_limit, deadline)
+
+
+def _decode(
+    fp: BinaryIO,
+    kind: str,
+    path: Path,
+    max_size: int,
+    max_pixels: int,
+    time_limit: float,
+    deadline: float,
+) -> PosterFrame:
     try:
-        with av.open(path, timeout=(time_limit, time_limit)) as container:
+        with open_container(fp, kind, path, time_limit) as container:
             if not container.streams.video:
-                raise MediaError(CORRUPT_FILE, f"{path}: no video stream")
+                raise MediaError(UNSUPPORTED_FORMAT, f"{path}: no video stream")
             stream = container.streams.video[0]
             context = stream.codec_context
-            check_pixels(context.width, context.height, max_pixels, Path(path))
+            check_pixels(context.width, context.height, max_pixels, path)
             stream.thread_type = "AUTO"
             start = float(stream.start_time * stream.time_base) if stream.start_time else 0.0
             target = _target_seconds(container, stream)
@@ -95,7 +122,8 @@ def decode_poster(path: str, max_size: int, max_pixels: int, time_limit: float) 
     except av.error.ExitError as exc:
         raise MediaError(DECODE_TIMEOUT, f"{path}: decode exceeded {time_limit:g} s") from exc
     except (av.error.FFmpegError, ValueError) as exc:
-        raise MediaError(CORRUPT_FILE, f"{path}: video does not decode: {exc}") from exc
+        reason = getattr(exc, "strerror", None) or f"{type(exc).__name__}: {exc}"
+        raise MediaError(CORRUPT_FILE, f"{path}: video does not decode: {reason}") from exc
 
 
 def _target_seconds(container: av.container.InputContainer, stream: av.VideoStream) -> float:

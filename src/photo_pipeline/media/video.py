@@ -22,10 +22,15 @@ Only headers are read (FFmpeg's stream probe), never a whole decode. The probe r
 under FFmpeg's interrupt callback (PyAV ``timeout``): a demuxer stuck reading gives up
 after ``time_limit`` seconds with ``decode_timeout``. Decoding frames (the poster) runs in
 a killable child process instead: see ``media.poster``.
+
+FFmpeg gets the file we opened and checked (``/dev/fd/N``), never the name (a file named
+``http:…`` is no URL to us), with the demuxer of the sniffed format forced and only the
+``file`` protocol allowed: a playlist or concat script cannot make it open anything else.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -54,6 +59,15 @@ from photo_pipeline.media.isobmff import display_rotation
 
 DEFAULT_TIME_LIMIT: float = 30.0
 _ISOBMFF_FORMATS = frozenset({"mp4", "mov", "m4v", "3gp"})
+# FFmpeg's demuxer for each video format media.formats recognises
+DEMUXERS = {
+    **dict.fromkeys(_ISOBMFF_FORMATS, "mov"),
+    "mpegts": "mpegts",
+    "m2ts": "mpegts",
+    "avi": "avi",
+    "mkv": "matroska",
+    "webm": "matroska",
+}
 # FFmpeg writes a missing QuickTime date as the epoch of its clock: no capture time at all.
 _NO_DATE = (datetime(1904, 1, 1), datetime(1970, 1, 1))
 
@@ -84,13 +98,7 @@ def probe_video(
     kind: str, fp: BinaryIO, path: Path, file_size: int, max_pixels: int, time_limit: float
 ) -> VideoProbe:
     """Probe the video at ``path`` (``fp`` is it, opened); raises MediaError."""
-    try:
-        container = av.open(str(path), timeout=(time_limit, time_limit))
-    except av.error.ExitError as exc:  # the interrupt callback fired
-        raise MediaError(DECODE_TIMEOUT, f"{path}: probe exceeded {time_limit:g} s") from exc
-    except av.error.FFmpegError as exc:
-        raise _failure(exc, path) from exc
-    with container:
+    with open_container(fp, kind, path, time_limit) as container:
         if not container.streams.video:
             raise MediaError(UNSUPPORTED_FORMAT, f"{path}: {kind} without a video stream")
         stream = container.streams.video[0]
@@ -122,6 +130,24 @@ def probe_video(
     )
 
 
+def open_container(
+    fp: BinaryIO, kind: str, path: Path, time_limit: float
+) -> av.container.InputContainer:
+    """Open the already opened ``fp`` (a ``kind`` video) in FFmpeg; raises MediaError."""
+    source = f"/dev/fd/{fp.fileno()}" if os.path.isdir("/dev/fd") else f"file:{path}"
+    try:
+        return av.open(
+            source,
+            format=DEMUXERS[kind],
+            options={"protocol_whitelist": "file"},
+            timeout=(time_limit, time_limit),
+        )
+    except av.error.ExitError as exc:  # the interrupt callback fired
+        raise MediaError(DECODE_TIMEOUT, f"{path}: probe exceeded {time_limit:g} s") from exc
+    except av.error.FFmpegError as exc:
+        raise _failure(exc, path) from exc
+
+
 def _duration(stream: Any, container: Any) -> float | None:
     if stream.duration is not None and stream.time_base:
         seconds = float(stream.duration * stream.time_base)
@@ -139,7 +165,9 @@ def _failure(exc: av.error.FFmpegError, path: Path) -> MediaError:
         and not isinstance(exc, av.error.InvalidDataError)
     ):
         return media_error_from_os(exc, path)
-    return MediaError(CORRUPT_FILE, f"{path}: does not open as video: {exc}")
+    # FFmpeg names the source (/dev/fd/N): say the file instead
+    reason = exc.strerror or type(exc).__name__
+    return MediaError(CORRUPT_FILE, f"{path}: does not open as video: {reason}")
 
 
 # ── tags ──────────────────────────────────────────────────────────────────────
