@@ -1,7 +1,7 @@
 """Slow and unauthenticated clients against a real ``photo-pipeline serve`` on loopback:
 idle connections, headers that never end, bodies that stall, unauthenticated 1 MB
 uploads. The server closes each by its deadlines or refuses it before reading its body,
-keeps serving, and its memory returns to its baseline. Bounded: 130 connections a round,
+keeps serving, and its memory returns to its baseline. Bounded: 140 connections a round,
 short deadlines (set on the command line), every wait a polled condition."""
 
 from __future__ import annotations
@@ -129,11 +129,15 @@ def _read_until_closed(socks: list[socket.socket]) -> dict[socket.socket, bytes]
 
 
 def _flood(server: Server) -> None:
-    """One round: 40 idle connections, 30 whose headers never end, 30 unauthenticated
-    and 30 authenticated uploads that stall after 64 KiB of 1 MB. The authenticated ones
+    """One round: 40 idle connections, 10 kept alive after one answer, 30 whose headers
+    never end, 30 unauthenticated and 30 authenticated uploads that stall after 64 KiB
+    of 1 MB. The authenticated ones
     come from another loopback address: failed auth is limited per address, and the
     anonymous uploads spend 127.0.0.1's budget."""
     idle = [server.connect() for _ in range(40)]
+    kept = [
+        server.connect(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n") for _ in range(10)
+    ]
     half = [
         server.connect(b"GET /api/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ") for _ in range(30)
     ]
@@ -142,9 +146,12 @@ def _flood(server: Server) -> None:
     stalled = [
         server.connect(_upload_headers(True) + first_part, source=OTHER_CLIENT) for _ in range(30)
     ]
-    received = _read_until_closed(idle + half + anonymous + stalled)
+    received = _read_until_closed(idle + kept + half + anonymous + stalled)
     for sock in idle + half:
         assert received[sock] == b""  # closed by the header deadline, nothing to answer
+    for sock in kept:
+        # Answered, then closed by the keep-alive deadline.
+        assert received[sock].startswith(b"HTTP/1.1 200"), received[sock][:200]
     for sock in anonymous:
         answer = received[sock].decode("latin-1").lower()
         # Refused from its headers: the server answered while most of the body was unsent
