@@ -76,3 +76,16 @@ def test_a_hang_is_killed_and_reaped(tmp_path) -> None:
     assert "poster frame" in caught.value.detail
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
+
+
+def test_a_child_whose_parent_cannot_kill_it_ends_itself(tmp_path, monkeypatch) -> None:
+    # as when the worker is killed with -9: nobody sends SIGKILL, the child's alarm fires
+    from photo_pipeline.media import bounded
+
+    monkeypatch.setattr(bounded, "_kill_and_reap", lambda pid: os.waitpid(pid, 0))
+    pid_file = tmp_path / "pid"
+    with pytest.raises(MediaError) as caught:
+        run_bounded(hang, str(pid_file), time_limit=0.2)
+    assert caught.value.code == "decode_timeout"
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)

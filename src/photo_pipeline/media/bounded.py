@@ -11,11 +11,16 @@ starts in about a millisecond. The child touches only what ``fn`` uses, returns 
 the pipe and leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's
 buffers). Should fork ever copy a lock held by another thread of the parent, the child
 would block on it and be killed at the deadline like any other hang.
+
+The child also bounds itself: an alarm (default action: terminate) a second after the
+deadline ends it even when its parent died first (a worker killed with -9) and cannot
+kill it; Ctrl-C in the terminal is left to the parent, which owns the item.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import pickle
 import resource
@@ -54,7 +59,7 @@ def run_bounded(
         pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_end)
-        _child(write_end, fn, args, memory_limit)
+        _child(write_end, fn, args, memory_limit, time_limit)
     os.close(write_end)
     try:
         data = _read_until(read_end, time.monotonic() + time_limit)
@@ -74,10 +79,16 @@ def run_bounded(
     raise MediaError(CORRUPT_FILE, f"{what} failed: {value}")
 
 
-def _child(write_end: int, fn: Callable[..., Any], args: tuple[Any, ...], memory: int) -> None:
+def _child(
+    write_end: int, fn: Callable[..., Any], args: tuple[Any, ...], memory: int, seconds: float
+) -> None:
     status = 0
     try:
         try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(math.ceil(seconds) + 1)
             _limit_memory(memory)
             message: tuple[str, Any] = ("ok", fn(*args))
         except MediaError as exc:
@@ -127,4 +138,5 @@ def _kill_and_reap(pid: int) -> None:
     # SIGKILL is harmless to a child that has exited: until reaped, its pid is not reused
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+    with contextlib.suppress(ChildProcessError):  # SIGCHLD ignored: reaped already
+        os.waitpid(pid, 0)
