@@ -15,6 +15,7 @@ from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
 from photo_pipeline.api.state import api_state
 from photo_pipeline.pipeline.browse import AssetFilter, Browser
 from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
 from photo_pipeline.pipeline.renditions import rendition_file
 from photo_pipeline.pipeline.similar import near_duplicate_groups
 
@@ -169,7 +170,7 @@ def duplicates(request: Request) -> Duplicates:
     lib = api_state(request).library
     browser = Browser(lib.sessions)
     decisions = browser.decisions()
-    exact = Catalog(lib.sessions).duplicates()
+    exact = annotate_exact_groups(lib.sessions, Catalog(lib.sessions).duplicates())
     near = near_duplicate_groups(lib.sessions)
     ids = [g["asset_id"] for g in exact] + [a["asset_id"] for g in near for a in g["assets"]]
     versions = browser.rendition_versions(ids)

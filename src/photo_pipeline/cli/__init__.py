@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
+    dedupe,
     jobs,
     library,
     organize,

@@ -19,6 +19,7 @@ from photo_pipeline.cli.common import (
 from photo_pipeline.cli.finish import finish_jobs
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.similar import near_duplicate_groups
 from photo_pipeline.sample import write_sample
@@ -94,7 +95,8 @@ def duplicates(
     if near:
         _near_duplicates(as_json)
         return
-    groups = _catalog().duplicates()
+    # The suggested keeper (what `dedupe` would keep) first, with why.
+    groups = annotate_exact_groups(library().sessions, _catalog().duplicates())
     if as_json:
         print_json(groups)
         return
@@ -103,8 +105,11 @@ def duplicates(
     for group in groups:
         console.print(f"[bold]{group['content_hash'][:12]}[/] {group['size']} bytes")
         for file in group["files"]:
+            mark = f"keep ({group['keeper_reason']})" if file.get("keep") else "    "
             console.print(
-                f"  {file['source']}/{paths.display(file['path'])}", highlight=False, soft_wrap=True
+                f"  {mark} {file['source']}/{paths.display(file['path'])}",
+                highlight=False,
+                soft_wrap=True,
             )
 
 

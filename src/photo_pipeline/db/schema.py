@@ -334,6 +334,40 @@ timeshift_entries = Table(
     Index("ix_timeshift_entries_asset_id", "asset_id"),
 )
 
+# The journal of dedupe jobs (pipeline.dedupe): one row per copy moved into the
+# quarantine (<home>/quarantine/<job id>/<quarantine_path>), with the keeper it was
+# checked against, so that a crash resumes, an undo puts it back and a purge deletes
+# it for good. No foreign key to jobs: the quarantine outlives pruned job rows.
+dedupe_entries = Table(
+    "dedupe_entries",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), nullable=False),
+    Column("seq", Integer, nullable=False),  # order in the plan
+    Column("group_key", String(64), nullable=False),  # exact:<asset id>, near:<group id>
+    Column("kind", String(16), nullable=False),  # copy, near, sidecar
+    Column("reason", String(32), nullable=False),  # why the keeper won (pipeline.keeper)
+    Column("file_id", BigInteger),  # the catalogue's file row
+    Column("source_id", BigInteger, nullable=False),
+    Column("source_path", Text, nullable=False),  # relative to the source (pipeline.paths)
+    Column("quarantine_path", Text, nullable=False),  # relative to the job's quarantine
+    Column("content_hash", String(64), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("keeper_source_id", BigInteger, nullable=False),
+    Column("keeper_path", Text, nullable=False),
+    Column("keeper_hash", String(64), nullable=False),
+    # planned, quarantined, skipped, restored, purged
+    Column("state", String(16), nullable=False),
+    Column("error_code", String(100)),
+    Column("error_message", Text),
+    Column("quarantined_at", UTCDateTime),
+    Column("undo_job_id", String(36)),
+    Column("purge_job_id", String(36)),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("job_id", "seq"),
+    Index("ix_dedupe_entries_state", "state"),
+)
+
 # ── renditions and near duplicates (render, similar) ───────────────────────────
 
 renditions = Table(

@@ -3,8 +3,9 @@ rows. Importing this package registers them on ``photo_pipeline.jobs.handlers.re
 """
 
 # Each module registers its job types: scan, render, similar, organize (and
-# organize.undo), verify, places, timeshift (and its undo).
+# organize.undo), verify, places, timeshift (and its undo), dedupe (its undo, purge).
 from photo_pipeline.pipeline import (  # noqa: F401
+    dedupe,
     organize,
     places,
     render,

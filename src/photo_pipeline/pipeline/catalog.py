@@ -20,6 +20,9 @@ from photo_pipeline.media import PhotoMetadata
 from photo_pipeline.media.places import ZoneAndPlace, sort_instant
 
 PRESENT, FAILED, MISSING = "present", "failed", "missing"
+# Moved into the quarantine by dedupe (its path is where it came from and where an
+# undo puts it back); never "missing" to a scan.
+QUARANTINED = "quarantined"
 
 
 class KnownFile(NamedTuple):
@@ -93,7 +96,7 @@ class Catalog:
                     .where(
                         files.c.source_id == source_id,
                         files.c.path.in_(paths[start : start + 500]),
-                        files.c.state != MISSING,
+                        files.c.state.not_in([MISSING, QUARANTINED]),
                     )
                     .values(state=MISSING, updated_at=now)
                 ).rowcount
@@ -353,6 +356,44 @@ class Catalog:
                     mtime_ns=row["mtime_ns"],
                     inode=row["inode"],
                     updated_at=now,
+                )
+            )
+
+    # ── dedupe (called inside the dedupe journal's transaction) ────────────────
+    @staticmethod
+    def record_quarantined(session: Session, file_ids: list[int], now: datetime) -> None:
+        """Files dedupe moved into the quarantine: no longer present (duplicates and
+        listings leave them out), their rows kept for the undo."""
+        for start in range(0, len(file_ids), 500):
+            session.execute(
+                update(files)
+                .where(files.c.id.in_(file_ids[start : start + 500]))
+                .values(state=QUARANTINED, updated_at=now)
+            )
+
+    @staticmethod
+    def record_restored(session: Session, rows: list[dict[str, Any]], now: datetime) -> None:
+        """Files an undo put back: present again, with what they are on disk now."""
+        for row in rows:
+            session.execute(
+                update(files)
+                .where(files.c.id == row["file_id"])
+                .values(
+                    state=row["state"],
+                    size=row["size"],
+                    mtime_ns=row["mtime_ns"],
+                    inode=row["inode"],
+                    updated_at=now,
+                )
+            )
+
+    @staticmethod
+    def record_purged(session: Session, file_ids: list[int]) -> None:
+        """Quarantined files deleted for good: their rows go."""
+        for start in range(0, len(file_ids), 500):
+            session.execute(
+                files.delete().where(
+                    files.c.id.in_(file_ids[start : start + 500]), files.c.state == QUARANTINED
                 )
             )
 

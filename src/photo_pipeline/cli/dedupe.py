@@ -1,0 +1,138 @@
+"""``dedupe``: move every copy of a duplicate but one into the quarantine, undo that,
+or purge the quarantine for good."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from photo_pipeline.cli.common import (
+    EXIT_REFUSED,
+    JsonOption,
+    WaitOption,
+    app,
+    console,
+    err_console,
+    library,
+    print_json,
+)
+from photo_pipeline.cli.finish import finish_job
+from photo_pipeline.pipeline import dedupe as deduping
+
+_SHOWN = 40
+
+
+def _refuse(code: str, detail: str) -> None:
+    err_console.print(f"[red]error[/] {code}: {detail}", highlight=False)
+    raise typer.Exit(EXIT_REFUSED)
+
+
+@app.command()
+def dedupe(
+    near: Annotated[
+        bool,
+        typer.Option("--near", help="Also near duplicates, where you recorded which to keep."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and why; touch nothing.")
+    ] = False,
+    undo: Annotated[
+        str | None,
+        typer.Option("--undo", metavar="JOB_ID", help="Put back what a dedupe job moved."),
+    ] = None,
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Delete quarantined files for good.")
+    ] = False,
+    older_than_days: Annotated[
+        int | None,
+        typer.Option(
+            "--older-than-days", min=0, max=36_525, help="With --purge: quarantined before."
+        ),
+    ] = None,
+    wait: WaitOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Reclaim the space of exact duplicates: keep one copy of each (the keeper policy,
+    explained by --dry-run), move the others into <home>/quarantine/<job id>/."""
+    lib = library()
+    if sum((undo is not None, purge, dry_run)) > 1:
+        _refuse("invalid_option", "--undo, --purge and --dry-run go alone")
+    if purge and older_than_days is None:
+        _refuse("invalid_option", "--purge needs --older-than-days N")
+    if older_than_days is not None and not purge:
+        _refuse("invalid_option", "--older-than-days goes with --purge")
+    if dry_run:
+        plan = deduping.plan_dedupe(lib.sessions, near=near)
+        print_json(plan) if as_json else _print_plan(plan)
+        return
+    if undo is not None:
+        job = deduping.start_undo(lib.service, undo)
+    elif purge:
+        assert older_than_days is not None
+        job = deduping.start_purge(lib.service, lib.settings.home, older_than_days)
+    else:
+        # Rerunning a command whose job is still active (it was killed) rejoins it.
+        job = deduping.start_dedupe(lib.service, lib.settings.home, near=near, rejoin=True)
+
+    def show(final: dict[str, Any]) -> None:
+        report = deduping.dedupe_report(lib.sessions, final["id"])
+        if as_json:
+            print_json({"job": final, "report": report})
+            return
+        console.print(f"{final['job_type']} job {final['id']}: {final['state']}", highlight=False)
+        if wait:
+            _print_report(report)
+
+    finish_job(job, wait=wait, as_json=as_json, show=show)
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    table = Table("keep", "why", "to the quarantine")
+    shown = 0
+    for group in plan["groups"]:
+        for n, moving in enumerate(group["quarantine"]):
+            if shown == _SHOWN:
+                break
+            shown += 1
+            first = n == 0
+            table.add_row(
+                group["keeper"] if first else "",
+                group["reason"] if first else "",
+                moving["path"],
+            )
+    if plan["groups"]:
+        console.print(table)
+    summary = plan["summary"]
+    if summary["files"] > shown:
+        console.print(f"… and {summary['files'] - shown} more (--json shows all)")
+    reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary["keeper_reasons"].items()))
+    console.print(
+        f"{summary['groups']} groups: {summary['files']} files to quarantine, "
+        f"{summary['bytes']:,} bytes reclaimed{f' (keepers: {reasons})' if reasons else ''}",
+        highlight=False,
+    )
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    if "bytes_reclaimed" in report:
+        console.print(
+            f"{report['purged']} files purged, {report['bytes_reclaimed']:,} bytes reclaimed",
+            highlight=False,
+        )
+        return
+    if "restored" in report:
+        console.print(f"{report['restored']} files put back", highlight=False)
+        return
+    states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no files"
+    console.print(
+        f"{report['entries']} files: {states}; {report['bytes_quarantined']:,} bytes quarantined",
+        highlight=False,
+    )
+    for problem in report["problems"]:
+        console.print(
+            f"  skipped {problem['path']}: {problem['reason']} {problem['message'] or ''}",
+            highlight=False,
+            soft_wrap=True,
+        )

@@ -1,0 +1,377 @@
+"""The dedupe plan: which copy of each duplicate stays, which move to the quarantine.
+
+Read from the catalogue, decided by :mod:`pipeline.keeper`, touching nothing: the dry
+run, the API and the job itself call :func:`build_dedupe_plan`, so they agree.
+
+- Exact groups (one content, several present files): the keeper stays, and so does
+  every other copy the user's decision names; the rest move.
+- Near groups (different bytes) only with ``near`` and only where the user recorded
+  a decision: every file of an asset not kept moves, checked against a file of a kept
+  asset.
+- Sidecars (``.xmp``/``.aae``) move with their photo when every photo of their
+  bundle (same folder, same stem) moves, so a bundle is never split.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import (
+    assets,
+    duplicate_decisions,
+    files,
+    jobs,
+    near_duplicates,
+    sources,
+)
+from photo_pipeline.jobs.handlers import ItemError
+from photo_pipeline.media import SUPPORTED_EXTENSIONS
+from photo_pipeline.pipeline import keeper, paths, transfer
+from photo_pipeline.pipeline.catalog import MISSING, PRESENT, QUARANTINED
+
+SIDECAR_EXTENSIONS = frozenset({".xmp", ".aae"})
+ORGANIZE_JOB_TYPE = "organize"  # pipeline.organize.JOB_TYPE, without importing the handler
+
+
+@dataclass(frozen=True)
+class Member:
+    """One catalogued file."""
+
+    file_id: int
+    source_id: int
+    source_root: str  # absolute
+    path: str  # stored form, relative to the source
+    content_hash: str
+    size: int
+    mtime_ns: int
+    asset_id: int | None
+
+    @property
+    def key(self) -> str:
+        """The file's full path, as decisions and listings name it."""
+        return f"{self.source_root}/{paths.display(self.path)}"
+
+    @property
+    def folder(self) -> tuple[int, str]:
+        return self.source_id, os.path.dirname(paths.from_text(self.path))
+
+    @property
+    def stem(self) -> str:
+        return bundle_stem(os.path.basename(paths.from_text(self.path)))
+
+
+@dataclass(frozen=True)
+class Move:
+    """One file to move into the quarantine, and the keeper it is checked against."""
+
+    seq: int
+    group_key: str
+    kind: str  # copy (an exact duplicate), near (a near duplicate not kept), sidecar
+    reason: str  # why the keeper won (keeper.REASONS)
+    member: Member
+    quarantine_path: str  # stored form, relative to the job's quarantine folder
+    keeper: Member
+
+
+@dataclass
+class GroupPlan:
+    key: str  # exact:<asset id> or near:<group id>
+    keeper: Member
+    reason: str
+    kept: list[Member]
+    moves: list[Move] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.key,
+            "kind": self.key.split(":", 1)[0],
+            "keeper": self.keeper.key,
+            "reason": self.reason,
+            "why": keeper.explain(self.reason),
+            "kept": [m.key for m in self.kept],
+            "quarantine": [
+                {"path": m.member.key, "size": m.member.size, "kind": m.kind} for m in self.moves
+            ],
+            "bytes": sum(m.member.size for m in self.moves),
+        }
+
+
+def bundle_stem(name: str) -> str:
+    """``IMG_1.JPG.xmp`` -> ``img_1``; ``IMG_1.CR2`` -> ``img_1`` (a bundle's key)."""
+    stem, ext = os.path.splitext(name)
+    if ext.lower() in SIDECAR_EXTENSIONS:
+        inner_stem, inner_ext = os.path.splitext(stem)
+        if inner_ext.lower() in SUPPORTED_EXTENSIONS:
+            stem = inner_stem
+    return stem.lower()
+
+
+def is_sidecar(path: str) -> bool:
+    return os.path.splitext(paths.from_text(path))[1].lower() in SIDECAR_EXTENSIONS
+
+
+@dataclass
+class _Library:
+    photos: list[Member]  # present files with an asset
+    sidecars: list[tuple[int, int, str, str, int]]  # file id, source id, root, path, mtime
+    organized: list[str]  # destinations of organize jobs
+    decisions: dict[str, set[str]]
+    near_groups: dict[int, list[int]]  # group id -> asset ids
+
+
+def _read(session_factory: sessionmaker[Session], near: bool) -> _Library:
+    with read_session(session_factory) as session:
+        rows = session.execute(
+            select(
+                files.c.id,
+                files.c.source_id,
+                files.c.path,
+                files.c.mtime_ns,
+                files.c.state,
+                files.c.asset_id,
+                sources.c.path.label("root"),
+                assets.c.content_hash,
+                assets.c.size,
+            )
+            .join(sources, sources.c.id == files.c.source_id)
+            .outerjoin(assets, assets.c.id == files.c.asset_id)
+            .where(files.c.state.not_in([MISSING, QUARANTINED]))
+            .order_by(files.c.source_id, files.c.path)
+        ).all()
+        organized = [
+            params["destination"]
+            for params in session.scalars(
+                select(jobs.c.params).where(jobs.c.job_type == ORGANIZE_JOB_TYPE)
+            )
+            if isinstance(params, dict) and params.get("destination")
+        ]
+        decisions = {
+            r.group_key: {str(k) for k in r.keep}
+            for r in session.execute(select(duplicate_decisions))
+        }
+        near_groups: dict[int, list[int]] = {}
+        if near:
+            for group_id, asset_id in session.execute(
+                select(near_duplicates.c.group_id, near_duplicates.c.asset_id).order_by(
+                    near_duplicates.c.group_id, near_duplicates.c.asset_id
+                )
+            ):
+                near_groups.setdefault(group_id, []).append(asset_id)
+    photos, sidecars = [], []
+    for r in rows:
+        if r.state == PRESENT and r.content_hash is not None:
+            photos.append(
+                Member(
+                    r.id,
+                    r.source_id,
+                    r.root,
+                    r.path,
+                    r.content_hash,
+                    r.size,
+                    r.mtime_ns,
+                    r.asset_id,
+                )
+            )
+        elif is_sidecar(r.path):
+            sidecars.append((r.id, r.source_id, r.root, r.path, r.mtime_ns))
+    return _Library(photos, sidecars, organized, decisions, near_groups)
+
+
+def build_dedupe_plan(
+    session_factory: sessionmaker[Session], *, near: bool = False, sidecars: bool = True
+) -> list[GroupPlan]:
+    """Every group with something to move, in a stable order; the moves numbered.
+    ``sidecars=False`` leaves out the sidecars that would travel (they are hashed
+    here, reading files: not what a listing wants)."""
+    lib = _read(session_factory, near)
+    bundles: dict[tuple[int, str, str], list[Member]] = {}
+    for photo in lib.photos:
+        bundles.setdefault((*photo.folder, photo.stem), []).append(photo)
+    sidecars_of: dict[tuple[int, str, str], list[tuple[int, int, str, str, int]]] = {}
+    for sidecar in lib.sidecars:
+        _, source_id, _, path, _ = sidecar
+        relative = paths.from_text(path)
+        folder = (source_id, os.path.dirname(relative))
+        sidecars_of.setdefault((*folder, bundle_stem(os.path.basename(relative))), []).append(
+            sidecar
+        )
+
+    def as_copy(member: Member, decided: set[str]) -> keeper.Copy:
+        bundle_key = (*member.folder, member.stem)
+        companions = [p for p in bundles.get(bundle_key, []) if p.file_id != member.file_id]
+        beside = sidecars_of.get(bundle_key, [])
+        oldest = min([member.mtime_ns] + [p.mtime_ns for p in companions] + [s[4] for s in beside])
+        return keeper.Copy(
+            key=member.key,
+            path=paths.display(member.path),
+            mtime_ns=oldest,
+            organized=any(_inside(member.source_root, d) for d in lib.organized),
+            bundle=len(companions) + len(beside),
+            decided=member.key in decided,
+        )
+
+    def pick(members: list[Member], decided: set[str]) -> tuple[Member, str]:
+        by_key = {m.key: m for m in members}
+        chosen, reason = keeper.choose([as_copy(m, decided) for m in members])
+        return by_key[chosen.key], reason
+
+    by_asset: dict[int, list[Member]] = {}
+    for photo in lib.photos:
+        by_asset.setdefault(photo.asset_id, []).append(photo)  # type: ignore[arg-type]
+    # Near groups with a decision: (key, assets kept, assets present).
+    near_decided = []
+    leaving: set[int] = set()  # assets whose every file moves (near, not kept)
+    for group_id, asset_ids in sorted(lib.near_groups.items()):
+        key = f"near:{group_id}"
+        present = [a for a in asset_ids if by_asset.get(a)]
+        kept_ids = [a for a in present if str(a) in lib.decisions.get(key, set())]
+        if not kept_ids or len(present) < 2:
+            continue  # no decision (or nothing it keeps is present): never by default
+        near_decided.append((key, kept_ids, present))
+        leaving.update(a for a in present if a not in kept_ids)
+    exact: dict[int, GroupPlan] = {}
+    for asset_id, members in sorted(by_asset.items()):
+        if len(members) < 2 or asset_id in leaving:
+            continue
+        key = f"exact:{asset_id}"
+        decided = {m.key for m in members} & lib.decisions.get(key, set())
+        chosen, reason = pick(members, decided)
+        kept = [m for m in members if m is chosen or m.key in decided]
+        plan = GroupPlan(key, chosen, reason, kept)
+        for member in members:
+            if member not in kept:
+                plan.moves.append(_move(plan, "copy", member))
+        exact[asset_id] = plan
+    plans: list[GroupPlan] = []
+    for key, kept_ids, present in near_decided:
+        # Checked against the file that stays of a kept asset (its exact keeper).
+        staying = [exact[a].keeper if a in exact else by_asset[a][0] for a in kept_ids]
+        chosen, _ = pick(staying, set())
+        plan = GroupPlan(key, chosen, keeper.DECISION, staying)
+        for asset_id in present:
+            if asset_id not in kept_ids:
+                for member in by_asset[asset_id]:
+                    plan.moves.append(_move(plan, "near", member))
+        plans.append(plan)
+    plans.extend(exact.values())
+    moving = {m.member.file_id for p in plans for m in p.moves}
+    for plan in plans:
+        for move in list(plan.moves):
+            bundle_key = (*move.member.folder, move.member.stem)
+            if (
+                not sidecars
+                or move.kind == "sidecar"
+                or any(p.file_id not in moving for p in bundles.get(bundle_key, []))
+            ):
+                continue  # a photo of the bundle stays: its sidecars stay with it
+            for file_id, source_id, root, path, mtime in sidecars_of.pop(bundle_key, []):
+                sidecar = _hashed_sidecar(file_id, source_id, root, path, mtime)
+                if sidecar is not None:
+                    plan.moves.append(_move(plan, "sidecar", sidecar))
+    _number(plans)
+    return [p for p in plans if p.moves]
+
+
+def _move(plan: GroupPlan, kind: str, member: Member) -> Move:
+    return Move(0, plan.key, kind, plan.reason, member, "", plan.keeper)
+
+
+def _hashed_sidecar(
+    file_id: int, source_id: int, root: str, path: str, mtime: int
+) -> Member | None:
+    absolute = os.path.join(root, paths.from_text(path))
+    try:
+        digest = transfer.content_hash(absolute)
+        size = os.path.getsize(absolute)
+    except (ItemError, OSError):
+        return None  # unreadable or gone: left where it is
+    if digest is None:
+        return None
+    return Member(file_id, source_id, root, path, digest, size, mtime, None)
+
+
+def _number(plans: list[GroupPlan]) -> None:
+    """Sequence numbers and quarantine paths: ``<source-relative path>``, or
+    ``source-<id>/<path>`` when two sources hold one relative path."""
+    claimed: dict[str, int] = {}
+    seq = 0
+    numbered: dict[int, list[Move]] = {id(plan): [] for plan in plans}
+    # Sidecars last: each moves after every photo of its bundle, whatever their groups.
+    for sidecars in (False, True):
+        for plan in plans:
+            for move in plan.moves:
+                if (move.kind == "sidecar") is not sidecars:
+                    continue
+                seq += 1
+                relative = move.member.path
+                owner = claimed.setdefault(relative.casefold(), move.member.source_id)
+                if owner != move.member.source_id:
+                    relative = f"source-{move.member.source_id}/{relative}"
+                    claimed.setdefault(relative.casefold(), move.member.source_id)
+                numbered[id(plan)].append(
+                    Move(
+                        seq,
+                        move.group_key,
+                        move.kind,
+                        move.reason,
+                        move.member,
+                        relative,
+                        move.keeper,
+                    )
+                )
+    for plan in plans:
+        plan.moves = numbered[id(plan)]
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def summary(plans: Iterable[GroupPlan]) -> dict[str, Any]:
+    plans = list(plans)
+    reasons: dict[str, int] = {}
+    for plan in plans:
+        reasons[plan.reason] = reasons.get(plan.reason, 0) + 1
+    return {
+        "groups": len(plans),
+        "files": sum(len(p.moves) for p in plans),
+        "bytes": sum(m.member.size for p in plans for m in p.moves),
+        "keeper_reasons": reasons,
+    }
+
+
+def exact_keepers(session_factory: sessionmaker[Session]) -> dict[int, tuple[str, str]]:
+    """The keeper of each exact-duplicate group (asset id -> (full path, reason)), for
+    the duplicates listings: the copy a dedupe would keep."""
+    found: dict[int, tuple[str, str]] = {}
+    for plan in build_dedupe_plan(session_factory, sidecars=False):
+        if plan.key.startswith("exact:"):
+            found[int(plan.key.split(":", 1)[1])] = (plan.keeper.key, plan.reason)
+    return found
+
+
+def annotate_exact_groups(
+    session_factory: sessionmaker[Session], groups: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Mark each exact group's suggested keeper (``keeper``, ``keeper_reason``,
+    ``why``; the keeper's file first, ``keep: true``), as ``Catalog.duplicates`` lists
+    them."""
+    keepers = exact_keepers(session_factory)
+    for group in groups:
+        chosen = keepers.get(group["asset_id"])
+        if chosen is None:
+            continue
+        path, reason = chosen
+        group["keeper"], group["keeper_reason"] = path, reason
+        group["why"] = keeper.explain(reason)
+        for file in group["files"]:
+            file["keep"] = f"{file['source']}/{paths.display(file['path'])}" == path
+        group["files"].sort(key=lambda f: not f["keep"])
+    return groups

@@ -1,0 +1,367 @@
+"""dedupe end to end on real files (#16): the plan and why each keeper won, the
+quarantine, undo, purge, the checks that never lose the last copy, and the CLI."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.pipeline import dedupe, organize
+from photo_pipeline.pipeline.browse import Browser
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
+from photo_pipeline.pipeline.similar import _replace_groups
+from tests.factories import photos
+from tests.integration.test_organize import run_worker, scan_folders, tiny_filesystem  # noqa: F401
+
+TYPES = (dedupe.JOB_TYPE, dedupe.UNDO_JOB_TYPE, dedupe.PURGE_JOB_TYPE)
+DAY = 86_400 * 10**9
+BASE = 1_700_000_000 * 10**9
+
+
+def stamp(path: Path, days_ago: int, mode: int = 0o644) -> Path:
+    os.chmod(path, mode)
+    os.utime(path, ns=(BASE - days_ago * DAY, BASE - days_ago * DAY))
+    return path
+
+
+def same_bytes(original: Path, copy: Path, days_ago: int, mode: int = 0o644) -> Path:
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes(original.read_bytes())
+    return stamp(copy, days_ago, mode)
+
+
+def build(root: Path) -> None:
+    """Exact groups of 2 to 5 copies, a RAW+JPEG pair with a sidecar, a copy with its
+    own sidecar, near duplicates, and unique photos."""
+    for n in range(1, 5):  # content n has n + 1 copies
+        original = stamp(photos.jpeg(root / f"card/IMG_000{n}.jpg", size=(32, 24), seed=n), 10)
+        names = ["backup/IMG_000{n}.jpg", "backup/copy_IMG_000{n}.jpg", "old/IMG_000{n} (1).jpg"]
+        names += ["old/deeper/IMG_000{n} - Copy.jpg"]
+        for k in range(n):
+            # Some copies more private; copy_ ones older than the original, in vain.
+            days = [5, 30, 3, 2][k]
+            same_bytes(original, root / names[k].format(n=n), days, 0o600 if k % 2 else 0o644)
+    pair = root / "camera-card"
+    stamp(photos.dng(pair / "IMG_0100.dng", seed=100), 5)
+    stamp(photos.jpeg(pair / "IMG_0100.JPG", size=(32, 24), seed=101), 5)
+    (pair / "IMG_0100.xmp").write_text("<x:xmpmeta>rating 5</x:xmpmeta>")
+    stamp(pair / "IMG_0100.xmp", 5)
+    # An older lone copy of the pair's JPEG at a shorter path: the pair wins anyway.
+    same_bytes(pair / "IMG_0100.JPG", root / "b/IMG_0100.JPG", 50)
+    # A renamed copy with a sidecar of its own: the sidecar travels with it.
+    stamp(photos.jpeg(root / "card/IMG_0200.jpg", size=(32, 24), seed=200), 10)
+    same_bytes(root / "card/IMG_0200.jpg", root / "dups/IMG_0200 copy.jpg", 30)
+    (root / "dups/IMG_0200 copy.xmp").write_text("<x:xmpmeta>copy's rating</x:xmpmeta>")
+    # Near duplicates: an original and a smaller re-save (different bytes), twice.
+    for n in (300, 400):
+        photos.jpeg(root / f"card/IMG_{n}.jpg", size=(48, 32), seed=n)
+        photos.jpeg(root / f"edits/IMG_{n}_small.jpg", size=(36, 24), seed=n, quality=60)
+    photos.jpeg(root / "card/unique.jpg", size=(32, 24), seed=999)
+
+
+def sha256_tree(root: Path) -> dict[str, tuple[str, int, int]]:
+    """Relative path -> (sha256, mtime, mode) of every file below ``root``."""
+    found = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            info = path.stat()
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            found[str(path.relative_to(root))] = (digest, info.st_mtime_ns, info.st_mode & 0o7777)
+    return found
+
+
+def digests(*trees: dict) -> Counter:
+    return Counter(h for tree in trees for h, _, _ in tree.values())
+
+
+@pytest.fixture
+def library(tmp_path, session_factory):
+    root = tmp_path / "photos"
+    build(root)
+    scan_folders(session_factory, root)
+    ids = {a["content_hash"]: a["id"] for a in Catalog(session_factory).assets(limit=10_000)}
+    by_path = {f["path"]: f["asset_id"] for f in Catalog(session_factory).files()}
+    # Near groups as `similar` records them: keeper first; a decision on one only.
+    groups = []
+    for n in (300, 400):
+        big, small = by_path[f"card/IMG_{n}.jpg"], by_path[f"edits/IMG_{n}_small.jpg"]
+        groups.append(
+            [
+                {"id": big, "distance": 0},
+                {"id": small, "distance": 2},
+            ]
+        )
+    _replace_groups(session_factory, groups)
+    Browser(session_factory).decide(f"near:{by_path['card/IMG_300.jpg']}", [
+        str(by_path["card/IMG_300.jpg"])
+    ])  # fmt: skip
+    assert len(ids) >= 10
+    return root
+
+
+def run(session_factory, job: dict) -> dict:
+    run_worker(session_factory, *TYPES)
+    return JobService(session_factory).get(job["id"])
+
+
+def test_the_plan_keeps_one_copy_and_says_why(session_factory, library):
+    plan = dedupe.plan_dedupe(session_factory)
+    by_keeper = {Path(g["keeper"]).relative_to(library).as_posix(): g for g in plan["groups"]}
+    assert by_keeper["card/IMG_0001.jpg"]["reason"] == "oldest"
+    # copy_IMG_0002.jpg is older, and loses to the original-looking name.
+    assert by_keeper["card/IMG_0002.jpg"]["reason"] == "original_name"
+    # The pair's JPEG stays with its RAW and sidecar; the lone older copy goes.
+    pair = by_keeper["camera-card/IMG_0100.JPG"]
+    assert pair["reason"] == "keeps_pair"
+    assert [Path(q["path"]).relative_to(library).as_posix() for q in pair["quarantine"]] == [
+        "b/IMG_0100.JPG"
+    ]
+    # The renamed copy's own sidecar travels with it.
+    renamed = by_keeper["card/IMG_0200.jpg"]
+    assert sorted(Path(q["path"]).name for q in renamed["quarantine"]) == [
+        "IMG_0200 copy.jpg",
+        "IMG_0200 copy.xmp",
+    ]
+    assert all(g["kind"] == "exact" for g in plan["groups"]), "near groups need --near"
+    # 1+2+3+4 copies of IMG_000n, the pair's lone copy, the renamed copy + sidecar.
+    assert plan["summary"]["files"] == 10 + 1 + 2
+    assert plan["summary"]["bytes"] == sum(
+        q["size"] for g in plan["groups"] for q in g["quarantine"]
+    )
+    near = dedupe.plan_dedupe(session_factory, near=True)
+    near_groups = [g for g in near["groups"] if g["kind"] == "near"]
+    # Only the group with a decision; never the other one by default.
+    assert [(Path(g["keeper"]).name, g["reason"]) for g in near_groups] == [
+        ("IMG_300.jpg", "decision")
+    ]
+    assert [Path(q["path"]).name for q in near_groups[0]["quarantine"]] == ["IMG_300_small.jpg"]
+    # The duplicates listing suggests the same keeper, first.
+    listed = annotate_exact_groups(session_factory, Catalog(session_factory).duplicates())
+    for group in listed:
+        assert group["files"][0]["keep"] is True
+        assert group["keeper"] == f"{group['files'][0]['source']}/{group['files'][0]['path']}"
+    assert {g["keeper"] for g in listed} == {g["keeper"] for g in plan["groups"]}
+
+
+def test_dedupe_quarantines_copies_and_undo_restores_the_tree(session_factory, library, tmp_path):
+    home = tmp_path / "home"
+    before = sha256_tree(library)
+    duplicates_before = Catalog(session_factory).duplicates()
+    plan = dedupe.plan_dedupe(session_factory, near=True)
+    service = JobService(session_factory)
+    job = dedupe.start_dedupe(service, home, near=True)
+    with pytest.raises(organize.LibraryBusy):  # one library-wide mutation at a time
+        organize.start_organize(service, tmp_path / "out")
+    final = run(session_factory, job)
+    assert final["state"] == JobState.SUCCEEDED
+    assert service.progress(job["id"])["by_state"] == {"succeeded": plan["summary"]["files"]}
+    quarantine = home / "quarantine" / job["id"]
+    left, held = sha256_tree(library), sha256_tree(quarantine)
+    # Nothing lost, nothing doubled: library + quarantine hold what the library held.
+    assert digests(left, held) == digests(before)
+    assert not set(left) & set(held)
+    # The quarantine mirrors the source-relative paths, mtimes and modes.
+    for relative, facts in held.items():
+        assert before[relative] == facts, relative
+    planned = {
+        Path(q["path"]).relative_to(library).as_posix()
+        for g in plan["groups"]
+        for q in g["quarantine"]
+    }
+    assert set(held) == planned
+    # Every photo content still has exactly one file in place, except the near
+    # duplicate the decision let go (its only file is in the quarantine).
+    photo_counts = Counter(h for p, (h, _, _) in left.items() if not p.endswith(".xmp"))
+    assert set(photo_counts.values()) == {1}
+    assert before["edits/IMG_300_small.jpg"][0] not in photo_counts
+    assert "edits/IMG_400_small.jpg" in left  # no decision on that near group
+    assert {"camera-card/IMG_0100.dng", "camera-card/IMG_0100.JPG"} <= set(left)
+    assert "camera-card/IMG_0100.xmp" in left and "dups/IMG_0200 copy.xmp" in held
+    # The catalogue follows: no exact duplicates left, the rows marked quarantined.
+    catalog = Catalog(session_factory)
+    assert catalog.duplicates() == []
+    states = Counter(f["state"] for f in catalog.files())
+    assert states["quarantined"] == len(planned)
+    # A rescan finds nothing missing (quarantined rows are not missing files).
+    scan_folders(session_factory, library)
+    assert "missing" not in {f["state"] for f in catalog.files()}
+    report = dedupe.dedupe_report(session_factory, job["id"])
+    assert report["states"] == {"quarantined": len(planned)}
+    assert report["bytes_quarantined"] == plan["summary"]["bytes"]
+
+    undo = dedupe.start_undo(service, job["id"])
+    assert dedupe.start_undo(service, job["id"])["id"] == undo["id"]
+    assert run(session_factory, undo)["state"] == JobState.SUCCEEDED
+    assert sha256_tree(library) == before, "undo did not restore paths, bytes, mtimes, modes"
+    assert not quarantine.exists() or not any(quarantine.rglob("*"))
+    assert catalog.duplicates() == duplicates_before
+    assert dedupe.dedupe_report(session_factory, undo["id"])["restored"] == len(planned)
+    scan_folders(session_factory, library)
+    assert "missing" not in {f["state"] for f in catalog.files()}
+    assert catalog.duplicates() == duplicates_before
+
+
+def test_purge_deletes_quarantined_copies_while_their_keeper_is_there(
+    session_factory, library, tmp_path
+):
+    home = tmp_path / "home"
+    service = JobService(session_factory)
+    plan = dedupe.plan_dedupe(session_factory)
+    job = dedupe.start_dedupe(service, home)
+    run(session_factory, job)
+    kept = sha256_tree(library)
+    # A keeper deleted by hand after the dedupe: its group's copies stay quarantined.
+    group = next(g for g in plan["groups"] if Path(g["keeper"]).name == "IMG_0004.jpg")
+    Path(group["keeper"]).unlink()
+    # Nothing is old enough yet for a week-old purge.
+    young = dedupe.start_purge(service, home, 7)
+    run(session_factory, young)
+    assert dedupe.dedupe_report(session_factory, young["id"]) == {
+        "job_id": young["id"],
+        "purged": 0,
+        "bytes_reclaimed": 0,
+    }
+    purge = dedupe.start_purge(service, home, 0)
+    assert run(session_factory, purge)["state"] == JobState.SUCCEEDED
+    failed = service.items(purge["id"], states=["failed"])
+    assert {i["error_code"] for i in failed} == {"keeper_missing"} and len(failed) == 4
+    quarantine = home / "quarantine" / job["id"]
+    assert sorted(Path(p).name for p in sha256_tree(quarantine)) == sorted(
+        Path(q["path"]).name for q in group["quarantine"]
+    )
+    report = dedupe.dedupe_report(session_factory, purge["id"])
+    reclaimed = plan["summary"]["bytes"] - sum(q["size"] for q in group["quarantine"])
+    assert report == {
+        "job_id": purge["id"],
+        "purged": plan["summary"]["files"] - 4,
+        "bytes_reclaimed": reclaimed,
+    }
+    kept.pop(str(Path(group["keeper"]).relative_to(library)))
+    assert sha256_tree(library) == kept
+    # Purged rows are gone from the catalogue; an undo now brings back what is left.
+    rows = {f["path"]: f["state"] for f in Catalog(session_factory).files()}
+    assert list(rows.values()).count("quarantined") == 4
+    undo = dedupe.start_undo(service, job["id"])
+    run(session_factory, undo)
+    codes = Counter(i["error_code"] for i in service.items(undo["id"]))
+    assert codes == {None: 4, "purged": plan["summary"]["files"] - 4}
+
+
+def test_a_changed_copy_and_a_missing_keeper_are_never_touched(session_factory, library, tmp_path):
+    home = tmp_path / "home"
+    plan = dedupe.plan_dedupe(session_factory)
+    groups = {Path(g["keeper"]).name: g for g in plan["groups"]}
+    # A copy edited after the scan, and a keeper deleted by hand.
+    edited = Path(groups["IMG_0003.jpg"]["quarantine"][0]["path"])
+    edited.write_bytes(edited.read_bytes() + b"edited after the scan")
+    edited_bytes = edited.read_bytes()
+    gone = Path(groups["IMG_0002.jpg"]["keeper"])
+    gone.unlink()
+    before = sha256_tree(library)
+    service = JobService(session_factory)
+    job = run(session_factory, dedupe.start_dedupe(service, home))
+    assert job["state"] == JobState.SUCCEEDED
+    failed = {
+        i["item_key"].split(":", 1)[1]: i["error_code"]
+        for i in service.items(job["id"], states=["failed"])
+    }
+    expected = {str(edited.relative_to(library)): "content_changed"}
+    for q in groups["IMG_0002.jpg"]["quarantine"]:
+        expected[str(Path(q["path"]).relative_to(library))] = "keeper_missing"
+    assert failed == expected
+    assert edited.read_bytes() == edited_bytes
+    after = sha256_tree(library)
+    for relative in expected:
+        assert after[relative] == before[relative], f"{relative} was touched"
+    report = dedupe.dedupe_report(session_factory, job["id"])
+    assert {p["reason"] for p in report["problems"]} == {"content_changed", "keeper_missing"}
+    assert report["states"]["skipped"] == len(expected)
+
+
+def test_a_quarantine_on_a_full_disk_fails_cleanly(session_factory, library, tiny_filesystem):  # noqa: F811
+    # The library home (so its quarantine) on a 16 KiB filesystem: some copies fit.
+    big = library / "big"
+    for n in range(4):
+        original = photos.jpeg(big / f"IMG_9{n}.jpg", size=(120, 90), seed=50 + n, quality=95)
+        same_bytes(original, library / f"bigcopies/IMG_9{n} copy.jpg", 40)
+    scan_folders(session_factory, library)
+    before = sha256_tree(library)
+    service = JobService(session_factory)
+    job = run(session_factory, dedupe.start_dedupe(service, tiny_filesystem))
+    items = service.items(job["id"])
+    codes = Counter(i["error_code"] for i in items)
+    assert codes["disk_full"] and codes[None], codes  # some fitted, some did not
+    quarantine = tiny_filesystem / "quarantine" / job["id"]
+    held = sha256_tree(quarantine) if quarantine.exists() else {}
+    assert not [p for p in held if "/.pp-" in f"/{p}"], "a temp file was left behind"
+    left = sha256_tree(library)
+    for item in items:
+        relative = item["item_key"].split(":", 1)[1]
+        if item["error_code"] is None:
+            assert relative not in left and held[relative] == before[relative]
+        else:  # disk_full, or a sidecar whose photo stayed
+            assert left[relative] == before[relative] and relative not in held
+    assert digests(left, held) == digests(before)
+
+
+def test_cli_dry_run_dedupe_undo_and_purge(cli, session_factory, library, tmp_path):
+    code, out, _ = cli("dedupe", "--dry-run", "--json")
+    assert code == 0
+    assert json.loads(out) == dedupe.plan_dedupe(session_factory)
+    code, out, _ = cli("dedupe", "--dry-run")
+    assert code == 0 and "13 files" in out and "original_name" in out
+    before = sha256_tree(library)
+    code, out, err = cli("dedupe", "--wait", "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["job"]["state"] == "succeeded" and shown["report"]["states"] == {"quarantined": 13}
+    assert len(sha256_tree(library)) == len(before) - 13
+    code, out, _ = cli("duplicates", "--json")
+    assert code == 0 and json.loads(out) == []
+    code, out, err = cli("dedupe", "--undo", shown["job"]["id"], "--wait", "--json")
+    assert code == 0, err
+    assert json.loads(out)["report"]["restored"] == 13
+    assert sha256_tree(library) == before
+    code, _, err = cli("dedupe", "--purge")
+    assert code == 2 and "older-than-days" in err
+    code, _, err = cli("dedupe", "--undo", "not-a-job")
+    assert code == 2 and "not_a_dedupe_job" in err
+    code, out, err = cli("dedupe", "--wait", "--json")
+    code, out, err = cli("dedupe", "--purge", "--older-than-days", "0", "--wait", "--json")
+    assert code == 0, err
+    assert json.loads(out)["report"]["purged"] == 13
+
+
+def test_disk_full_inside_a_copy_leaves_no_partial_file(
+    session_factory, library, tmp_path, monkeypatch
+):
+    home = tmp_path / "home"
+    real_write = os.write
+
+    def full_disk(fd: int, data) -> int:
+        if ".pp-dedupe-" in os.readlink(f"/proc/self/fd/{fd}"):
+            real_write(fd, bytes(data[:7]))  # a partial write, then no space
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    before = sha256_tree(library)
+    monkeypatch.setattr(os, "write", full_disk)
+    service = JobService(session_factory)
+    job = run(session_factory, dedupe.start_dedupe(service, home, hard_links=False))
+    monkeypatch.undo()
+    codes = {i["error_code"] for i in service.items(job["id"])}
+    # Sidecars wait for their photo, which could not move.
+    assert codes == {"disk_full", "photo_kept"}
+    assert sha256_tree(library) == before
+    quarantine = home / "quarantine" / job["id"]
+    assert not quarantine.exists() or sha256_tree(quarantine) == {}
