@@ -382,3 +382,23 @@ def test_content_decides_the_demuxer(tmp_path) -> None:
     renamed = path.rename(tmp_path / "clip.mp4")
     assert read_metadata(renamed).format == "mkv"
     assert render_file(renamed, SMALL).renditions[0].width == 32
+
+
+def test_isolated_probe_reads_the_same(tmp_path) -> None:
+    path = videos.iphone_mov(tmp_path / "IMG_0001.MOV")
+    assert read_metadata(path, isolate_video=True) == read_metadata(path)
+    truncated = videos.truncated_mp4(tmp_path / "t.mp4")
+    assert code_of(read_metadata, truncated, isolate_video=True) == "corrupt_file"
+
+
+def test_isolated_probe_that_hangs_is_killed(tmp_path, monkeypatch) -> None:
+    from photo_pipeline.media import metadata
+
+    def hang(*args):
+        import time
+
+        time.sleep(600)
+
+    monkeypatch.setattr(metadata, "probe_video", hang)
+    path = videos.video(tmp_path / "c.mp4")
+    assert code_of(read_metadata, path, isolate_video=True, time_limit=0.5) == "decode_timeout"

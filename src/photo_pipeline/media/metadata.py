@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from photo_pipeline.media.bounded import run_bounded
 from photo_pipeline.media.capture_time import CaptureTime
 from photo_pipeline.media.decode import Probe, probe_pillow
 from photo_pipeline.media.errors import EMPTY_FILE, UNSUPPORTED_FORMAT, MediaError
@@ -84,9 +85,16 @@ def read_metadata(
     mtime: datetime | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     time_limit: float = DEFAULT_TIME_LIMIT,
+    isolate_video: bool = False,
 ) -> MediaMetadata:
     """Identify, sanity-check and describe the photo or video at ``path``; raises
-    MediaError. ``time_limit`` (seconds) bounds a video's probe."""
+    MediaError.
+
+    ``time_limit`` (seconds) bounds a video's probe through FFmpeg's interrupt callback,
+    which demuxers check between reads. ``isolate_video`` runs the probe in a child
+    process killed at the limit (``media.bounded``), which also bounds a decoder stuck
+    inside FFmpeg's stream probe or a read blocked in the kernel, for about a fork's cost
+    (milliseconds; see bench/video.py)."""
     path = Path(path)
     with open_original(path) as fp:
         try:
@@ -108,7 +116,7 @@ def read_metadata(
             # the file's own mtime, as this machine's naive local time like a camera clock
             mtime = datetime.fromtimestamp(file_mtime)
         if kind in VIDEO_FORMATS:
-            return _video(kind, fp, path, file_size, mtime, max_pixels, time_limit)
+            return _video(kind, fp, path, file_size, mtime, max_pixels, time_limit, isolate_video)
         return _photo(kind, fp, path, file_size, mtime, max_pixels)
 
 
@@ -154,8 +162,13 @@ def _video(
     mtime: datetime,
     max_pixels: int,
     time_limit: float,
+    isolate: bool,
 ) -> MediaMetadata:
-    probe = probe_video(kind, fp, path, file_size, max_pixels, time_limit)
+    args = (kind, fp, path, file_size, max_pixels, time_limit)
+    if isolate:  # the child inherits the open file
+        probe = run_bounded(probe_video, *args, time_limit=time_limit, what=f"{path}: probe")
+    else:
+        probe = probe_video(*args)
     position = video_position(probe.tags)
     return MediaMetadata(
         format=probe.format,
