@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,11 @@ def video(
     metadata: Mapping[str, str] | None = None,
     seed: int = 0,
     pix_fmt: str = "yuv420p",
+    sample_aspect_ratio: Fraction | None = None,
     default_name: str = "clip.mp4",
 ) -> Path:
-    """A video of ``seconds`` at ``fps``; the container follows the file's suffix."""
+    """A video of ``seconds`` at ``fps``; the container follows the file's suffix.
+    ``sample_aspect_ratio`` makes its pixels non-square (4/3: 48 stored show as 64)."""
     target = _target(path, default_name)
     suffix = target.suffix.lower()
     options: dict[str, str] = {}
@@ -95,6 +98,8 @@ def video(
         stream: Any = container.add_stream(codec, rate=fps, options=_QUIET.get(codec, {}))
         stream.width, stream.height = size
         stream.pix_fmt = pix_fmt
+        if sample_aspect_ratio is not None:
+            stream.codec_context.sample_aspect_ratio = sample_aspect_ratio
         if codec == "libx265" and suffix in (".mov", ".mp4"):
             stream.codec_tag = "hvc1"  # what Apple writes and plays
         if rotation:

@@ -6,6 +6,7 @@ import io
 import subprocess
 import sys
 from datetime import UTC, datetime
+from fractions import Fraction
 
 import av
 import numpy as np
@@ -402,3 +403,12 @@ def test_isolated_probe_that_hangs_is_killed(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(metadata, "probe_video", hang)
     path = videos.video(tmp_path / "c.mp4")
     assert code_of(read_metadata, path, isolate_video=True, time_limit=0.5) == "decode_timeout"
+
+
+def test_non_square_pixels_are_shown_square(tmp_path) -> None:
+    # anamorphic: 48x48 stored pixels, each 4/3 as wide as high, show as 64x48
+    path = videos.video(tmp_path / "a.mp4", size=(48, 48), sample_aspect_ratio=Fraction(4, 3))
+    meta = read_metadata(path)
+    assert (meta.width, meta.height) == (64, 48)
+    poster = poster_frame(path, max_size=64, max_pixels=10**6)
+    assert (poster.width, poster.height) == (64, 48)

@@ -35,7 +35,7 @@ from photo_pipeline.media.errors import (
 )
 from photo_pipeline.media.files import media_error_from_os, open_original
 from photo_pipeline.media.formats import HEADER_SIZE, VIDEO_FORMATS, sniff
-from photo_pipeline.media.video import DEFAULT_TIME_LIMIT, open_container
+from photo_pipeline.media.video import DEFAULT_TIME_LIMIT, display_width, open_container
 
 _TARGET_SECONDS = 1.0
 _TARGET_FRACTION = 0.1
@@ -116,7 +116,8 @@ def _decode(
             if frame is None:
                 raise MediaError(CORRUPT_FILE, f"{path}: no video frame decodes")
             seconds = max(0.0, float(frame.time or start) - start)
-            return PosterFrame(_upright_rgb(frame, max_size), round(seconds, 3))
+            width = display_width(frame.width, stream.sample_aspect_ratio)
+            return PosterFrame(_upright_rgb(frame, width, max_size), round(seconds, 3))
     except MediaError:
         raise
     except av.error.ExitError as exc:
@@ -179,8 +180,10 @@ def _decode_until(
     return chosen
 
 
-def _upright_rgb(frame: av.VideoFrame, max_size: int) -> np.ndarray:
-    width, height = frame.width, frame.height
+def _upright_rgb(frame: av.VideoFrame, width: int, max_size: int) -> np.ndarray:
+    """RGB at most ``max_size`` on its longest edge, ``width`` wide before that (square
+    pixels), turned by the frame's display matrix."""
+    height = frame.height
     scale = min(1.0, max_size / max(width, height))
     rgb = frame.reformat(
         width=max(1, round(width * scale)),

@@ -5,8 +5,9 @@ container's tags, interpreted like a photo's EXIF.
 here (``probe_video``) and returns the same ``MediaMetadata`` as for a photo, with
 ``kind="video"`` and:
 
-* ``width``/``height`` as displayed: the track's rotation (its ``tkhd`` matrix, e.g. an
-  iPhone portrait clip) swaps them; ``orientation`` stays 1;
+* ``width``/``height`` as displayed: non-square pixels (an anamorphic 1440x1080 AVCHD
+  clip shows 1920 wide) are stretched, and the track's rotation (its ``tkhd`` matrix, e.g.
+  an iPhone portrait clip) swaps them; ``orientation`` stays 1;
 * ``duration`` (seconds), ``video_codec`` (FFmpeg's name: ``h264``, ``hevc``…),
   ``frame_rate`` (frames per second), all None when the container does not say;
 * ``taken``: Apple's ``com.apple.quicktime.creationdate`` (local time with its offset,
@@ -34,6 +35,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -110,6 +112,7 @@ def probe_video(
                 CORRUPT_FILE, f"{path}: no usable frame size (missing, or beyond FFmpeg's limits)"
             )
         check_pixels(width, height, max_pixels, path)
+        width = display_width(width, stream.sample_aspect_ratio)
         tags = {**stream.metadata, **container.metadata}
         duration = _duration(stream, container)
         codec = stream.codec_context.name
@@ -146,6 +149,13 @@ def open_container(
         raise MediaError(DECODE_TIMEOUT, f"{path}: probe exceeded {time_limit:g} s") from exc
     except av.error.FFmpegError as exc:
         raise _failure(exc, path) from exc
+
+
+def display_width(width: int, sample_aspect_ratio: Fraction | None) -> int:
+    """The width of ``width`` pixels of the given shape (width/height) shown square."""
+    if not sample_aspect_ratio or sample_aspect_ratio == 1:
+        return width
+    return max(1, round(width * sample_aspect_ratio))
 
 
 def _duration(stream: Any, container: Any) -> float | None:
