@@ -4,15 +4,19 @@ health of the embedded worker."""
 
 from __future__ import annotations
 
+import errno
 from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
-from photo_pipeline.jobs import JobBlocked, JobState
-from photo_pipeline.jobs.runtime import Worker
+from photo_pipeline.jobs import JobBlocked, JobService, JobState, RetryPolicy
+from photo_pipeline.jobs.context import JobContext
+from photo_pipeline.jobs.handlers import HandlerRegistry
+from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.service import utc_now
+from photo_pipeline.jobs.workers import WorkerRegistry
 from tests.factories import photos
 from tests.integration._processes import WorkerProcess, wait_until
 from tests.integration._server import running_server
@@ -91,8 +95,6 @@ def test_burst_work_follows_chains_but_not_far_delays(service, clock):
 def test_worker_burst_exits_while_a_job_is_delayed_far_ahead(session_factory, db_url, tmp_path):
     """And the delayed job keeps its lock meanwhile (README: a job holds its lock from
     enqueue to its end, delays and retries included)."""
-    from photo_pipeline.jobs import JobService
-
     service = JobService(session_factory)
     delayed = service.enqueue(
         "test.record",
@@ -114,6 +116,28 @@ def test_worker_burst_exits_while_a_job_is_delayed_far_ahead(session_factory, db
     with pytest.raises(JobBlocked) as refused:
         service.enqueue("test.record", lock="library")
     assert refused.value.code == "lock_held"
+
+
+def test_a_full_disk_spends_an_interruption_not_an_attempt(session_factory):
+    handlers = HandlerRegistry()
+    runs = []
+
+    @handlers.handler("t.write")
+    def write(ctx: JobContext) -> None:
+        runs.append(ctx.job["attempts"])
+        if len(runs) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        for key in ctx.items():
+            ctx.succeed(key)
+
+    service = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
+    job = service.enqueue("t.write", items=["a"], max_attempts=1)
+    config = WorkerConfig(burst=True, poll_seconds=0.01)
+    Worker(service, WorkerRegistry(session_factory), handlers, config).run()
+    final = service.get(job["id"])
+    assert final["state"] == S.SUCCEEDED, final
+    assert (final["attempts"], final["interruptions"], runs) == (1, 1, [1, 1])
+    assert any(e["message"] and "No space" in e["message"] for e in service.events(job["id"]))
 
 
 def _photos(root: Path, count: int) -> None:

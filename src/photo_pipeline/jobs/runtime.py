@@ -3,6 +3,7 @@ recovers abandoned work, and shuts down without losing anything."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import multiprocessing
 import os
@@ -30,6 +31,7 @@ log = logging.getLogger("photo_pipeline.worker")
 
 # While the database is unreachable, try again after a capped, jittered backoff.
 RECONNECT = RetryPolicy(base_seconds=0.25, max_seconds=10.0)
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 # A burst worker waits for jobs due this soon (a short retry backoff), not longer.
 BURST_HORIZON = timedelta(seconds=60)
 
@@ -185,6 +187,9 @@ class Worker:
             outage = database_outage(exc)
             if outage is not None:
                 return self._hand_back_after_outage(ctx, outage)
+            full = disk_full(exc)
+            if full is not None:
+                return self._interrupt(ctx, ("disk_full", str(full)))
             ctx.log.exception("handler failed")
             return self._fail(ctx, exc)
         finally:
@@ -226,6 +231,24 @@ class Worker:
             return self._hand_back_after_outage(ctx, outage)
         except (JobError, LeaseLost) as error:
             ctx.log.warning("could not record the failure: %s", error)
+            return None
+        ctx.log.info("job %s", final["state"])
+        return JobState(final["state"])
+
+    def _interrupt(self, ctx: JobContext, error: tuple[str, str]) -> JobState | None:
+        """An infrastructure failure the handler could not get past (a full disk):
+        hand the job back without spending an attempt; it runs again after the
+        backoff of its interruption count, until ``max_interruptions`` run out."""
+        ctx.log.warning("job interrupted: %s: %s", *error)
+        try:
+            ctx.flush()  # items that succeeded before stay succeeded
+            final = self._service.interrupt(
+                ctx.job_id, fencing_token=ctx.fencing_token, error=error
+            )
+        except DatabaseUnavailable as outage:
+            return self._hand_back_after_outage(ctx, outage)
+        except (JobError, LeaseLost) as failure:
+            ctx.log.warning("could not hand the job back: %s", failure)
             return None
         ctx.log.info("job %s", final["state"])
         return JobState(final["state"])
@@ -357,10 +380,22 @@ class _Heartbeat(threading.Thread):
 def database_outage(exc: BaseException) -> DatabaseUnavailable | None:
     """The ``DatabaseUnavailable`` behind ``exc`` (itself, or what it was raised
     from), if the failure was the database going away rather than the handler."""
+    found = _cause(exc, lambda e: isinstance(e, DatabaseUnavailable))
+    return found if isinstance(found, DatabaseUnavailable) else None
+
+
+def disk_full(exc: BaseException) -> OSError | None:
+    """The ``ENOSPC``/``EDQUOT`` error behind ``exc``: the disk, not the handler."""
+    found = _cause(exc, lambda e: isinstance(e, OSError) and e.errno in _DISK_FULL)
+    return found if isinstance(found, OSError) else None
+
+
+def _cause(exc: BaseException, matches: Callable[[BaseException], bool]) -> BaseException | None:
+    """``exc`` or the first exception in its cause/context chain that ``matches``."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, DatabaseUnavailable):
+        if matches(current):
             return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
