@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from photo_pipeline import web
 from photo_pipeline.api import (
+    dedupe,
     docs,
     jobs,
     library,
@@ -85,6 +86,7 @@ def create_app(
     app.include_router(library.router, dependencies=bearer)
     app.include_router(library.media_router, dependencies=bearer_or_query)
     app.include_router(organize.router, dependencies=bearer)
+    app.include_router(dedupe.router, dependencies=bearer)
 
     @app.get("/api/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:

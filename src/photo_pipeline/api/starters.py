@@ -7,10 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from photo_pipeline.api.job_types import confined_path, job_type, require_job_paths_inside_roots
+from photo_pipeline.api.job_types import (
+    confined_path,
+    job_type,
+    require_inside_allowed_roots,
+    require_job_paths_inside_roots,
+)
 from photo_pipeline.api.models import JOB_ID, PLAIN_TEXT
 from photo_pipeline.jobs import Enqueued, JobConflict, JobSnapshot
-from photo_pipeline.pipeline import organize, places, timeshift, verify
+from photo_pipeline.pipeline import dedupe, organize, places, timeshift, verify
 from photo_pipeline.pipeline.imports import start_import
 from photo_pipeline.pipeline.library import Library
 from photo_pipeline.pipeline.render import enqueue_render, render_settings
@@ -181,4 +186,62 @@ def start_timeshift_undo(lib: Library, params: UndoParams, key: str | None) -> E
         timeshift.UNDO_JOB_TYPE,
         lambda p: p.get("job_id") == params.job_id,
         lambda: timeshift.start_undo(lib.service, params.job_id, idempotency_key=key),
+    )
+
+
+# ── dedupe (#16) ───────────────────────────────────────────────────────────────
+class DedupeParams(Params):
+    near: bool = Field(
+        default=False, description="Also near-duplicate groups with a recorded decision."
+    )
+
+
+class PurgeParams(Params):
+    older_than_days: int = Field(ge=0, le=36_525, description="Quarantined before this.")
+
+
+def _require_sources_inside_roots(lib: Library, roots: set[str], what: str) -> None:
+    """A dedupe moves files in the library's sources (its undo, back into them): with
+    ``PHOTO_PIPELINE_ALLOWED_ROOTS``, each must resolve inside one (403 otherwise)."""
+    if not lib.settings.allowed_roots:
+        return
+    for root in sorted(roots):
+        require_inside_allowed_roots(lib, root, f"{what}: source")
+
+
+@job_type("dedupe", DedupeParams, "Keep one copy of each duplicate; quarantine the others.")
+def start_dedupe(lib: Library, params: DedupeParams, key: str | None) -> Enqueued:
+    _require_sources_inside_roots(lib, set(lib.catalog.source_paths()), "dedupe")
+    return _once(
+        lib,
+        key,
+        dedupe.JOB_TYPE,
+        lambda p: p.get("near", False) == params.near and p.get("hard_links", True),
+        lambda: dedupe.start_dedupe(
+            lib.service, lib.settings.home, near=params.near, idempotency_key=key
+        ),
+    )
+
+
+@job_type("dedupe_undo", UndoParams, "Put back what a dedupe job moved into the quarantine.")
+def start_dedupe_undo(lib: Library, params: UndoParams, key: str | None) -> Enqueued:
+    entries = dedupe.Journal(lib.sessions).of_job(params.job_id)
+    _require_sources_inside_roots(
+        lib, {e.source_root for e in entries}, f"dedupe job {params.job_id}"
+    )
+    # One undo per dedupe job, whatever the request's key: asking again returns it.
+    before = lib.service.find_by_idempotency_key(dedupe.undo_key(params.job_id))
+    return Enqueued(dedupe.start_undo(lib.service, params.job_id), before is None)
+
+
+@job_type("dedupe_purge", PurgeParams, "Delete files quarantined N days ago or more, for good.")
+def start_dedupe_purge(lib: Library, params: PurgeParams, key: str | None) -> Enqueued:
+    return _once(
+        lib,
+        key,
+        dedupe.PURGE_JOB_TYPE,
+        lambda p: p.get("older_than_days") == params.older_than_days,
+        lambda: dedupe.start_purge(
+            lib.service, lib.settings.home, params.older_than_days, idempotency_key=key
+        ),
     )

@@ -68,6 +68,11 @@ class Catalog:
             row = session.execute(select(sources).where(sources.c.path == resolved)).one()
             return dict(row._mapping)
 
+    def source_paths(self) -> list[str]:
+        """Every registered source folder."""
+        with read_session(self._session_factory) as session:
+            return list(session.scalars(select(sources.c.path).order_by(sources.c.path)))
+
     @transactional
     def mark_scanned(self, source_ids: Iterable[int]) -> None:
         with write_session(self._session_factory) as session:

@@ -1,19 +1,30 @@
 // Duplicates: exact groups (one content, several paths) and near-duplicate groups
 // side by side, the suggested keeper marked. Choosing keepers records a decision;
-// no file is touched.
+// no file is touched. Above them, the dedupe plan (what would move to the
+// quarantine, the space reclaimed, why each keeper) and "Apply", which runs it as a
+// job followed live; the job's page offers undo.
 
 import { accessToken, get, post, withAccessToken } from "../api.js";
-import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } from "../components.js";
+import {
+  FINISHED, emptyState, inlineProblem, joinPath, pageHeader, pathView, progressView, showProblem, spinner,
+  stateBadge,
+} from "../components.js";
 import { fill, h } from "../dom.js";
-import { bytes, count, localTime, plural } from "../format.js";
+import { bytes, count, localTime, plural, shortId } from "../format.js";
+import { store, subscribe } from "../live.js";
+
+const PLAN_GROUPS = 200;
 
 export function render(main) {
   const exact = h("section.dup-section", { "aria-labelledby": "exact-title" });
   const near = h("section.dup-section.near", { "aria-labelledby": "near-title" });
   const tabs = h("div.segmented.dup-tabs", { role: "group", "aria-label": "Show" });
+  const reclaim = h("section.card.flush.dedupe-plan", { "aria-labelledby": "dedupe-title", "aria-busy": "true" });
+  const running = h("div.dedupe-running");
   fill(main,
     pageHeader("Duplicates", "Review what the library found. Recording a decision deletes nothing."),
-    tabs, h("div.dup-body", {}, spinner()));
+    running, reclaim, tabs, h("div.dup-body", {}, spinner()));
+  const dedupe = dedupePlan(reclaim, running, () => load());
   load();
 
   async function load() {
@@ -49,7 +60,103 @@ export function render(main) {
     } catch (error) {
       fill(main.querySelector(".dup-body"), inlineProblem(error));
     }
+    dedupe.load();
   }
+  return dedupe.leave;
+}
+
+/** The dedupe plan and its "Apply" button; ``afterRun`` reloads the groups. */
+function dedupePlan(card, running, afterRun) {
+  const includeNear = h("input#dedupe-near", { type: "checkbox" });
+  const apply = h("button.button.primary#dedupe-apply", { type: "button", disabled: true }, "Apply");
+  const summary = h("p.plan-summary", { role: "status" });
+  const body = h("div.dedupe-groups", {}, spinner());
+  let plan = null;
+  let ticket = 0;
+  let followed = null;
+  includeNear.addEventListener("change", load);
+  apply.addEventListener("click", start);
+  fill(card,
+    h("div.card-header", {},
+      h("h2#dedupe-title", {}, "Reclaim space"),
+      h("label.checkbox", { for: "dedupe-near" }, includeNear, "Near duplicates I chose keepers for"),
+      apply),
+    h("div.card-pad", {},
+      h("p.subtitle", {}, "Keeps one copy of each duplicate and moves the others into the library's quarantine, "
+        + "where an undo puts them back and a purge deletes them for good."),
+      summary, body));
+
+  async function load() {
+    const mine = ++ticket;
+    card.setAttribute("aria-busy", "true");
+    try {
+      const answer = await get("/api/dedupe/plan", { near: includeNear.checked ? "true" : undefined, limit: PLAN_GROUPS });
+      if (mine !== ticket) return;
+      plan = answer;
+      const s = answer.summary;
+      apply.disabled = !s.files || Boolean(followed && !FINISHED.has(followed.state));
+      fill(summary, s.files
+        ? [h("strong", {}, plural(s.files, "file")), " to quarantine from ", plural(s.groups, "group"),
+          ", ", h("strong.reclaimed", {}, bytes(s.bytes)), " reclaimed."]
+        : "Nothing to reclaim: no copy to move.");
+      fill(body, ...answer.groups.map(planGroup),
+        answer.truncated ? h("p.muted", {}, `The first ${count(answer.groups.length)} groups are shown.`) : null);
+    } catch (error) {
+      if (mine === ticket) fill(body, inlineProblem(error));
+    } finally {
+      if (mine === ticket) card.setAttribute("aria-busy", "false");
+    }
+  }
+
+  async function start() {
+    if (!plan?.summary.files) return;
+    apply.disabled = true;
+    try {
+      const job = await post("/api/jobs", { type: "dedupe", params: { near: includeNear.checked } });
+      store.put(job);
+      follow(job);
+    } catch (error) {
+      showProblem(error, { context: "Apply the dedupe plan" });
+      apply.disabled = false;
+    }
+  }
+
+  function follow(job) {
+    const progress = progressView(job);
+    const badge = h("span");
+    const link = h("a", { href: `/jobs/${job.id}`, dataset: { link: "" } }, `dedupe ${shortId(job.id)}`);
+    followed = {
+      id: job.id,
+      state: job.state,
+      update(current) {
+        fill(badge, stateBadge(current.state));
+        progress.update(current);
+        const finished = FINISHED.has(current.state) && !FINISHED.has(this.state);
+        this.state = current.state;
+        if (finished) afterRun(); // files moved: the groups and the plan changed
+      },
+    };
+    followed.update(job);
+    fill(running, h("section.card.flush.following", { "aria-label": "Dedupe in progress", dataset: { jobId: job.id } },
+      h("div.card-header", {}, h("h2", {}, "Reclaiming space: ", link), badge),
+      h("div.card-pad", {}, progress.root,
+        h("p.hint", {}, "Finished jobs can be undone from ", h("a", { href: `/jobs/${job.id}`, dataset: { link: "" } }, "the job's page"), "."))));
+  }
+
+  const leave = subscribe((change) => {
+    if (change.kind === "job" && followed?.id === change.job.id) followed.update(change.job);
+  });
+  return { load, leave };
+}
+
+function planGroup(group) {
+  return h("article.dedupe-group", { dataset: { group: group.group } },
+    h("div.dedupe-keeper", {},
+      h("span.keeper-badge", {}, "Keep"), pathView(group.keeper),
+      h("span.why", { dataset: { reason: group.reason } }, `because ${group.why}`)),
+    h("ul.dedupe-moves", {}, ...group.quarantine.map((moving) => h("li", {},
+      h("span.move-badge", {}, moving.kind === "sidecar" ? "Sidecar to quarantine" : "To quarantine"),
+      pathView(moving.path), h("span.muted", {}, ` ${bytes(moving.size)}`)))));
 }
 
 function decisionText(decision) {
@@ -115,11 +222,15 @@ function exactGroup(group) {
     h("div.dup-main", {},
       h("h3", {}, plural(files.length, "copy", "copies"), " of one photo ",
         h("span.muted", {}, `· ${bytes(group.size)} each`)),
+      group.why ? h("p.muted.keeper-why", {}, `Suggested keeper: ${group.why}.`) : null,
       decisionForm(group, files.map((file, n) => ({
         // A member is named by its full path: the source folder, then the file in it.
         value: joinPath(file.source, file.path),
-        preselected: n === 0,
-        label: h("span.choice-text", {}, pathView(joinPath(file.source, file.path))),
+        keeper: Boolean(file.keep),
+        // The keeper policy's choice (what dedupe would keep), listed first.
+        preselected: file.keep ?? n === 0,
+        label: h("span.choice-text", {}, pathView(joinPath(file.source, file.path)),
+          file.keep ? h("span.keeper-badge", {}, "Suggested keeper") : null),
       })), { legend: "Paths to keep" })));
   return card;
 }

@@ -1,9 +1,10 @@
 // One job: its state, live progress, prerequisites and lock, its items (by state),
 // and its event timeline.
 
-import { get } from "../api.js";
+import { get, post } from "../api.js";
 import {
-  FINISHED, chainKey, chainView, emptyState, inlineProblem, pathView, progressView, spinner, stateBadge,
+  FINISHED, chainKey, chainView, emptyState, inlineProblem, pathView, progressView, showProblem, spinner,
+  stateBadge,
 } from "../components.js";
 import { fill, h } from "../dom.js";
 import { count, duration, elapsed, shortId, when } from "../format.js";
@@ -41,7 +42,7 @@ export function render(main, [jobId], query) {
       h("div", {},
         h("h1", {}, h("span.job-type", {}, job.type), " ", h("span.job-id.large", {}, shortId(job.id))),
         h("p.subtitle", {}, h("code", {}, job.id))),
-      h("div.page-actions", {}, stateBadge(job.state), ...jobActions(job)));
+      h("div.page-actions", {}, stateBadge(job.state), ...jobActions(job), ...undoActions(job)));
     const blockedBy = job.waiting_for > 0
       ? job.prerequisites.filter((id) => store.get(id)?.state !== "succeeded")
       : [];
@@ -253,6 +254,28 @@ async function fetchAncestors(job, depth = 4) {
   const missing = job.prerequisites.filter((id) => !store.get(id));
   const fetched = await Promise.all(missing.map((id) => store.refresh(id).catch(() => null)));
   await Promise.all(fetched.filter(Boolean).map((p) => fetchAncestors(p, depth - 1)));
+}
+
+/** Undo of a finished dedupe job: its quarantined files go back where they were. */
+function undoActions(job) {
+  if (job.type !== "dedupe" || !FINISHED.has(job.state)) return [];
+  const holder = h("span.undo-action");
+  const button = h("button.button.small", {
+    type: "button", "aria-label": `Undo dedupe ${shortId(job.id)}`,
+    onclick: async () => {
+      button.disabled = true;
+      try {
+        // Asking again returns the same undo job: one per dedupe.
+        const undo = store.put(await post("/api/jobs", { type: "dedupe_undo", params: { job_id: job.id } }));
+        fill(holder, h("a.undo-link", { href: `/jobs/${undo.id}`, dataset: { link: "" } }, `Undo: dedupe_undo ${shortId(undo.id)}`));
+      } catch (error) {
+        showProblem(error, { context: `Undo dedupe ${shortId(job.id)}` });
+        button.disabled = false;
+      }
+    },
+  }, "Undo");
+  fill(holder, button);
+  return [holder];
 }
 
 function fact(name, value) {

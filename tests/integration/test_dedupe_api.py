@@ -1,0 +1,77 @@
+"""dedupe over a real server (#16): the plan route, the job types through the API's
+registry, the duplicates listing before, after and after the undo."""
+
+from __future__ import annotations
+
+import pytest
+
+from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from tests.integration._server import running_server
+from tests.integration.test_dedupe import library, sha256_tree  # noqa: F401
+
+
+@pytest.fixture
+def api(db_url, tmp_path, library):  # noqa: F811
+    with running_server(db_url, tmp_path / "home") as server:
+        yield server
+
+
+def run_jobs(api) -> None:
+    lib = api.library
+    worker = Worker(lib.service, lib.workers, registry, WorkerConfig(burst=True))
+    assert worker.run() == 0
+
+
+def test_plan_apply_and_undo_through_the_api(api, library):  # noqa: F811
+    before = sha256_tree(library)
+    with api.client() as http:
+        plan = http.get("/api/dedupe/plan")
+        assert plan.status_code == 200, plan.text
+        plan = plan.json()
+        assert plan["summary"]["files"] == 13 and not plan["truncated"]
+        assert all(g["why"] and g["keeper"] for g in plan["groups"])
+        assert http.get("/api/dedupe/plan", params={"limit": 1}).json()["truncated"] is True
+        assert (
+            http.get("/api/dedupe/plan", params={"near": "true"}).json()["summary"]["files"] == 14
+        )
+        assert http.get("/api/dedupe/plan", params={"limit": 0}).status_code == 422
+
+        listed = http.get("/api/duplicates").json()["exact"]
+        keepers = {g["keeper"] for g in plan["groups"]}
+        assert {g["keeper"] for g in listed} == keepers
+        assert all(g["files"][0]["keep"] and g["why"] for g in listed)
+
+        started = http.post("/api/jobs", json={"type": "dedupe", "params": {}})
+        assert started.status_code == 201, started.text
+        job = started.json()
+        run_jobs(api)
+        assert http.get(f"/api/jobs/{job['id']}").json()["state"] == "succeeded"
+        assert http.get("/api/duplicates").json()["exact"] == []
+        assert len(sha256_tree(library)) == len(before) - 13
+
+        undo = http.post("/api/jobs", json={"type": "dedupe_undo", "params": {"job_id": job["id"]}})
+        assert undo.status_code == 201, undo.text
+        again = http.post(
+            "/api/jobs", json={"type": "dedupe_undo", "params": {"job_id": job["id"]}}
+        )
+        assert again.status_code == 200 and again.json()["id"] == undo.json()["id"]
+        run_jobs(api)
+        assert sha256_tree(library) == before
+        assert {g["keeper"] for g in http.get("/api/duplicates").json()["exact"]} == keepers
+
+        bad = http.post(
+            "/api/jobs", json={"type": "dedupe_purge", "params": {"older_than_days": -1}}
+        )
+        assert bad.status_code == 422 and bad.json()["code"] == "invalid_params"
+        not_dedupe = http.post(
+            "/api/jobs", json={"type": "dedupe_undo", "params": {"job_id": undo.json()["id"]}}
+        )
+        assert not_dedupe.status_code == 422
+        assert not_dedupe.json()["code"] == "not_a_dedupe_job"
+        purge = http.post(
+            "/api/jobs", json={"type": "dedupe_purge", "params": {"older_than_days": 30}}
+        )
+        assert purge.status_code == 201, purge.text
+        run_jobs(api)
+        assert http.get(f"/api/jobs/{purge.json()['id']}").json()["state"] == "succeeded"
