@@ -1,0 +1,78 @@
+"""The dedupe plan on the duplicates page, "Apply" followed live, and undo from the
+job's page, in a real Chromium against a real server (#16)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.sample import write_sample
+from tests.e2e.conftest import require_chromium, sign_in, wait_for_jobs
+from tests.integration._processes import wait_until
+from tests.integration._server import running_server
+from tests.integration.test_dedupe import sha256_tree
+
+pytestmark = pytest.mark.timeout(120)
+PHOTOS = 6  # write_sample adds exact copies of the first two in copies/
+
+
+def expect(locator):
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(locator)
+
+
+@pytest.fixture
+def sample_server(tmp_path):
+    """Its own server: the test moves files, which other tests' library must not see."""
+    require_chromium()
+    photos = tmp_path / "photos"
+    write_sample(photos, PHOTOS)
+    with running_server(
+        f"sqlite:///{tmp_path / 'library.sqlite3'}", tmp_path / "home", embedded_workers=2
+    ) as server:
+        lib = server.library
+        import_folders(lib.service, lib.catalog, [photos], follow_up=lib.settings)
+        wait_for_jobs(server)
+        yield server, photos
+
+
+def test_apply_runs_the_plan_live_and_the_job_page_undoes_it(sample_server, page, shots):
+    server, photos = sample_server
+    before = sha256_tree(photos)
+    sign_in(page, server, "/duplicates")
+    plan = page.locator(".dedupe-plan")
+    expect(plan.locator(".plan-summary")).to_contain_text("2 files to quarantine")
+    groups = plan.locator("article.dedupe-group")
+    expect(groups).to_have_count(2)
+    # Each keeper says why it won; the copy in copies/ is what moves.
+    expect(groups.first.locator(".why")).to_contain_text("because")
+    expect(groups.first.locator(".dedupe-moves")).to_contain_text("copies/")
+    # The exact groups below preselect the same keeper.
+    page.get_by_role("button", name=re.compile("^Exact")).click()
+    keeper = page.locator("article.dup-group.exact .choice.keeper").first
+    expect(keeper.locator("input")).to_be_checked()
+    expect(keeper).not_to_contain_text("copies/")
+    page.screenshot(path=shots / "dedupe-plan.png", full_page=True)
+
+    page.get_by_role("button", name="Apply").click()
+    following = page.locator(".dedupe-running .following")
+    expect(following).to_be_visible()
+    expect(following.locator("[data-state]").first).to_have_text("succeeded")
+    expect(following.locator(".progress-label")).to_contain_text("2 / 2")
+    expect(plan.locator(".plan-summary")).to_contain_text("Nothing to reclaim")
+    expect(page.locator("article.dup-group.exact")).to_have_count(0)
+    assert not (photos / "copies").exists() or not list((photos / "copies").iterdir())
+    page.screenshot(path=shots / "dedupe-applied.png", full_page=True)
+
+    following.get_by_role("link", name=re.compile("^dedupe ")).click()
+    expect(page.locator(".page-actions")).to_contain_text("succeeded")
+    page.get_by_role("button", name=re.compile("^Undo dedupe")).click()
+    undo_link = page.get_by_role("link", name=re.compile("^Undo: dedupe_undo"))
+    expect(undo_link).to_be_visible()
+    page.screenshot(path=shots / "dedupe-job-undo.png", full_page=True)
+    undo_link.click()
+    expect(page.locator(".page-actions [data-state]").first).to_have_text("succeeded")
+    wait_until(lambda: sha256_tree(photos) == before, "the copies back in place")
