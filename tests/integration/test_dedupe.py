@@ -14,6 +14,7 @@ import pytest
 
 import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.jobs.context import LeaseLost
 from photo_pipeline.pipeline import dedupe, organize
 from photo_pipeline.pipeline.browse import Browser
 from photo_pipeline.pipeline.catalog import Catalog
@@ -151,6 +152,29 @@ def test_the_plan_keeps_one_copy_and_says_why(session_factory, library):
         assert group["files"][0]["keep"] is True
         assert group["keeper"] == f"{group['files'][0]['source']}/{group['files'][0]['path']}"
     assert {g["keeper"] for g in listed} == {g["keeper"] for g in plan["groups"]}
+    # The user's decision comes first, even for a copy-looking name; a decision may
+    # keep several copies.
+    group = by_keeper["card/IMG_0003.jpg"]
+    chosen = [q["path"] for q in group["quarantine"]][:2]
+    Browser(session_factory).decide(group["group"], chosen)
+    decided = {g["group"]: g for g in dedupe.plan_dedupe(session_factory)["groups"]}
+    again = decided[group["group"]]
+    assert (again["keeper"] in chosen, again["reason"]) == (True, "decision")
+    assert sorted(again["kept"]) == sorted(chosen)
+    assert {q["path"] for q in again["quarantine"]} == (
+        {q["path"] for q in group["quarantine"]} - set(chosen)
+    ) | {group["keeper"]}
+
+
+def test_a_worker_that_lost_its_lease_cannot_write_the_journal(session_factory, tmp_path):
+    service = JobService(session_factory)
+    job = dedupe.start_dedupe(service, tmp_path / "home")
+    claimed = service.claim([dedupe.JOB_TYPE], "worker-1", lease_seconds=60)
+    with pytest.raises(LeaseLost):
+        dedupe.Journal(session_factory, (job["id"], claimed["fencing_token"] - 1)).write_plan(
+            job["id"], []
+        )
+    dedupe.Journal(session_factory, (job["id"], claimed["fencing_token"])).write_plan(job["id"], [])
 
 
 def test_dedupe_quarantines_copies_and_undo_restores_the_tree(session_factory, library, tmp_path):
@@ -267,6 +291,8 @@ def test_a_changed_copy_and_a_missing_keeper_are_never_touched(session_factory, 
     edited_bytes = edited.read_bytes()
     gone = Path(groups["IMG_0002.jpg"]["keeper"])
     gone.unlink()
+    changed_keeper = Path(groups["IMG_0004.jpg"]["keeper"])
+    changed_keeper.write_bytes(changed_keeper.read_bytes() + b"edited keeper")
     before = sha256_tree(library)
     service = JobService(session_factory)
     job = run(session_factory, dedupe.start_dedupe(service, home))
@@ -278,13 +304,19 @@ def test_a_changed_copy_and_a_missing_keeper_are_never_touched(session_factory, 
     expected = {str(edited.relative_to(library)): "content_changed"}
     for q in groups["IMG_0002.jpg"]["quarantine"]:
         expected[str(Path(q["path"]).relative_to(library))] = "keeper_missing"
+    for q in groups["IMG_0004.jpg"]["quarantine"]:
+        expected[str(Path(q["path"]).relative_to(library))] = "keeper_changed"
     assert failed == expected
     assert edited.read_bytes() == edited_bytes
     after = sha256_tree(library)
     for relative in expected:
         assert after[relative] == before[relative], f"{relative} was touched"
     report = dedupe.dedupe_report(session_factory, job["id"])
-    assert {p["reason"] for p in report["problems"]} == {"content_changed", "keeper_missing"}
+    assert {p["reason"] for p in report["problems"]} == {
+        "content_changed",
+        "keeper_missing",
+        "keeper_changed",
+    }
     assert report["states"]["skipped"] == len(expected)
 
 

@@ -413,41 +413,51 @@ def _put_back(entry: Entry, quarantine: str, ctx: JobContext, kind: str) -> os.s
     q_rel, source_rel = paths.from_text(entry.quarantine_path), paths.from_text(entry.source_path)
     tag = _tag(ctx.job_id, entry.seq, kind)
     with contextlib.ExitStack() as stack:
-        held: transfer.Spot | None = None
-        there = None
         try:
             held = stack.enter_context(transfer.spot(quarantine, q_rel))
         except ItemError as exc:
             if exc.code != "missing":
                 raise
-        if held is not None:
-            transfer.unpark_leftovers(held, tag)  # parked by a run that died mid-remove
-            there = transfer.hash_at(held)
-        source = stack.enter_context(transfer.spot(entry.source_root, source_rel, create=True))
-        at_source = transfer.hash_at(source)
+            return _already_back(entry)
+        transfer.unpark_leftovers(held, tag)  # parked by a run that died mid-remove
+        there = transfer.hash_at(held)
         if there is None:
-            if at_source is not None and at_source[0] == expected:
-                return os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
-            if entry.state == PURGED:
-                raise ItemError("purged", f"{entry.source()}: purged from the quarantine")
-            if entry.state != QUARANTINED:
-                return None  # never moved
-            raise ItemError("missing", f"{entry.source()}: its quarantined copy is gone")
+            return _already_back(entry)
         if there[0] != expected:
             raise ItemError(
-                "quarantine_changed", f"{held and held.path}: changed in the quarantine; kept there"
+                "quarantine_changed", f"{held.path}: changed in the quarantine; kept there"
             )
+        source = stack.enter_context(transfer.spot(entry.source_root, source_rel, create=True))
+        at_source = transfer.hash_at(source)
         seen = None
         if at_source is None:
             temp = _temp_name(ctx.job_id, entry.seq, ctx.fencing_token, kind)
             link = _device(quarantine) == _device_of_folder(source.path)
-            _, seen = _place(held, source, temp, expected, link=link)  # type: ignore[arg-type]
+            _, seen = _place(held, source, temp, expected, link=link)
         elif at_source[0] != expected:
             raise ItemError(
                 "source_taken", f"{source.path}: another file now has this name; left alone"
             )
-        transfer.retire(held, expected, seen, f"{tag}-{ctx.fencing_token}.parked")  # type: ignore[arg-type]
+        transfer.retire(held, expected, seen, f"{tag}-{ctx.fencing_token}.parked")
         return os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
+
+
+def _already_back(entry: Entry) -> os.stat_result | None:
+    """Nothing in the quarantine: the copy is back in place already (a run that died
+    after putting it back), was never moved, or is gone (purged or deleted by hand)."""
+    try:
+        with transfer.spot(entry.source_root, paths.from_text(entry.source_path)) as source:
+            at_source = transfer.hash_at(source)
+            if at_source is not None and at_source[0] == entry.content_hash:
+                return os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
+    except ItemError as exc:
+        if exc.code != "missing":
+            raise
+    if entry.state == PURGED:
+        raise ItemError("purged", f"{entry.source()}: purged from the quarantine for good")
+    if entry.state != QUARANTINED:
+        return None  # never moved
+    raise ItemError("missing", f"{entry.source()}: its quarantined copy is gone")
 
 
 # ── the dedupe job ─────────────────────────────────────────────────────────────
