@@ -412,3 +412,17 @@ def test_non_square_pixels_are_shown_square(tmp_path) -> None:
     assert (meta.width, meta.height) == (64, 48)
     poster = poster_frame(path, max_size=64, max_pixels=10**6)
     assert (poster.width, poster.height) == (64, 48)
+
+
+def test_the_cooperative_deadline_ends_a_decode_in_process(tmp_path) -> None:
+    # inside the child, FFmpeg's interrupt callback and the per-packet deadline end a
+    # slow decode with a clear code before the watchdog has to kill anything
+    path = videos.video(tmp_path / "c.mp4", seconds=2.0)
+    assert code_of(poster_module.decode_poster, str(path), 64, 10**6, 1e-9) == "decode_timeout"
+
+
+def test_poster_of_a_photo_is_unsupported(tmp_path) -> None:
+    from tests.factories import photos
+
+    path = photos.jpeg(tmp_path / "p.jpg", size=(64, 48))
+    assert code_of(poster_frame, path, max_size=64, max_pixels=10**6) == "unsupported_format"

@@ -67,8 +67,8 @@ def poster_frame(
     time_limit: float = DEFAULT_TIME_LIMIT,
 ) -> PosterFrame:
     """The poster frame of the video at ``path``; raises MediaError (``decode_timeout``,
-    ``too_many_pixels``, ``corrupt_file``, …). ``path`` must already be known to be a video
-    (``media.formats``)."""
+    ``too_many_pixels``, ``corrupt_file``, ``unsupported_format`` for a file that is no
+    video, …)."""
     return run_bounded(
         decode_poster,
         str(path),
@@ -120,7 +120,7 @@ def _decode(
             return PosterFrame(_upright_rgb(frame, width, max_size), round(seconds, 3))
     except MediaError:
         raise
-    except av.error.ExitError as exc:
+    except (av.error.ExitError, TimeoutError) as exc:  # FFmpeg's interrupt, or our deadline
         raise MediaError(DECODE_TIMEOUT, f"{path}: decode exceeded {time_limit:g} s") from exc
     except (av.error.FFmpegError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or f"{type(exc).__name__}: {exc}"
@@ -172,7 +172,7 @@ def _decode_until(
         if count >= _MAX_PACKETS:
             break
         if time.monotonic() > deadline:
-            raise MediaError(DECODE_TIMEOUT, f"{container.name}: decode exceeded its limit")
+            raise TimeoutError  # reported with the path below
         for frame in packet.decode():
             chosen = frame
             if frame.time is None or frame.time >= moment - 1e-3:

@@ -32,6 +32,7 @@ FFmpeg gets the file we opened and checked (``/dev/fd/N``), never the name (a fi
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -138,6 +139,7 @@ def open_container(
 ) -> av.container.InputContainer:
     """Open the already opened ``fp`` (a ``kind`` video) in FFmpeg; raises MediaError."""
     source = f"/dev/fd/{fp.fileno()}" if os.path.isdir("/dev/fd") else f"file:{path}"
+    started = time.monotonic()
     try:
         return av.open(
             source,
@@ -145,9 +147,10 @@ def open_container(
             options={"protocol_whitelist": "file"},
             timeout=(time_limit, time_limit),
         )
-    except av.error.ExitError as exc:  # the interrupt callback fired
-        raise MediaError(DECODE_TIMEOUT, f"{path}: probe exceeded {time_limit:g} s") from exc
     except av.error.FFmpegError as exc:
+        # an interrupted probe often reports the data it did not get as invalid
+        if isinstance(exc, av.error.ExitError) or time.monotonic() - started >= time_limit:
+            raise MediaError(DECODE_TIMEOUT, f"{path}: probe exceeded {time_limit:g} s") from exc
         raise _failure(exc, path) from exc
 
 
