@@ -397,3 +397,41 @@ def test_disk_full_inside_a_copy_leaves_no_partial_file(
     assert sha256_tree(library) == before
     quarantine = home / "quarantine" / job["id"]
     assert not quarantine.exists() or sha256_tree(quarantine) == {}
+
+
+@pytest.mark.parametrize("hard_links", [True, False], ids=["link", "copy"])
+def test_a_copy_held_open_by_a_writer_stays_and_leaves_no_quarantined_twin(
+    session_factory, library, tmp_path, monkeypatch, hard_links
+):
+    """A program that opened the copy before the move: it stays in place, and what was
+    already placed in the quarantine is taken back (no file in both places)."""
+    from photo_pipeline.pipeline import transfer
+
+    home = tmp_path / "home"
+    plan = dedupe.plan_dedupe(session_factory)
+    target = Path(
+        next(g for g in plan["groups"] if Path(g["keeper"]).name == "IMG_0001.jpg")["quarantine"][
+            0
+        ]["path"]
+    )
+    held: list[int] = []
+    real_retire = transfer.retire
+
+    def open_then_retire(place, *args):
+        if place.path == str(target) and not held:
+            held.append(os.open(target, os.O_WRONLY))
+        return real_retire(place, *args)
+
+    monkeypatch.setattr(transfer, "retire", open_then_retire)
+    service = JobService(session_factory)
+    job = run(session_factory, dedupe.start_dedupe(service, home, hard_links=hard_links))
+    monkeypatch.undo()
+    os.close(held[0])
+    codes = {i["item_key"].split(":", 1)[1]: i["error_code"] for i in service.items(job["id"])}
+    relative = str(target.relative_to(library))
+    assert codes.pop(relative) == "source_in_use"
+    assert set(codes.values()) == {None}
+    held_files = sha256_tree(home / "quarantine" / job["id"])
+    assert relative not in held_files and target.exists()
+    assert not [p for p in held_files if "/.pp-" in f"/{p}"]
+    assert len(held_files) == plan["summary"]["files"] - 1

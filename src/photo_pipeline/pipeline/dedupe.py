@@ -541,7 +541,9 @@ def _quarantine_one(
         transfer.spot(entry.source_root, source_rel) as source,
         transfer.spot(quarantine, q_rel, create=True) as held,
     ):
-        transfer.unpark_leftovers(source, tag)  # parked by a run that died mid-remove
+        # Parked by a run that died mid-remove (the original, or a withdrawn copy).
+        transfer.unpark_leftovers(source, tag)
+        transfer.unpark_leftovers(held, tag)
         there = transfer.hash_at(held)
         if there is not None and there[0] != entry.content_hash:
             raise ItemError("destination_taken", f"{held.path}: another file is there; kept it")
