@@ -18,8 +18,11 @@ from photo_pipeline.db.errors import unreachable
 
 # Writers wait this long for SQLite's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
-# PostgreSQL ends a session that sits idle inside a transaction this long.
-PG_IDLE_IN_TRANSACTION_MS = 300_000
+# PostgreSQL ends a session that sits idle inside a transaction this long. Every
+# transaction here runs its statements back to back (milliseconds); one idle for
+# seconds belongs to a client that froze or was cut off mid-transaction, and its row
+# locks would keep every other worker from recovering its job (SKIP LOCKED).
+PG_IDLE_IN_TRANSACTION_MS = 20_000
 # Session execution option naming a write transaction (BEGIN IMMEDIATE on SQLite).
 _WRITE = "photo_pipeline_write"
 

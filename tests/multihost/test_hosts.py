@@ -1,0 +1,153 @@
+"""Workers on two hosts (network namespaces) sharing one PostgreSQL queue: a host cut
+off mid-job, a frozen host, and a database restart. Every item ends done once, and a
+worker that lost its job is fenced out when it comes back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from photo_pipeline.db import open_database
+from photo_pipeline.jobs import JobService, JobState
+from tests.integration._processes import REPO, wait_until
+from tests.multihost._netns import Host, HostNetwork
+
+LEASE = "3"
+ITEMS = 240
+
+
+def worker_env(network: HostNetwork, home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PHOTO_PIPELINE_DATABASE_URL": network.host_url,
+        "PHOTO_PIPELINE_HOME": str(home),
+        "PYTHONPATH": str(REPO),
+        "PHOTO_PIPELINE_RETRY_BASE_SECONDS": "0.001",
+        "PHOTO_PIPELINE_RETRY_MAX_SECONDS": "0.01",
+    }
+
+
+def start_worker(network: HostNetwork, host: Host, home: Path, log: str):
+    command = [
+        sys.executable,
+        "-m",
+        "photo_pipeline",
+        "worker",
+        "--import",
+        "tests.integration.handlers",
+        "--lease-seconds",
+        LEASE,
+        "--poll-seconds",
+        "0.1",
+        "--concurrency",
+        "2",
+        "--batch-size",
+        "10",
+    ]
+    return host.spawn(command, worker_env(network, home), home / log)
+
+
+@pytest.fixture
+def service(network: HostNetwork) -> Iterator[JobService]:
+    """The coordinator as the test sees it (through the database's socket)."""
+    factory = open_database(network.local_url)
+    yield JobService(factory)
+    factory.kw["bind"].dispose()
+
+
+def setup(service: JobService, tmp_path: Path) -> tuple[dict, Path]:
+    home = tmp_path / "home"  # shared by every host: one filesystem
+    home.mkdir()
+    job = service.submit(
+        "test.record",
+        items=[f"photo-{n:04d}" for n in range(ITEMS)],
+        params={"log": str(home / "work.log"), "item_seconds": 0.02},
+    ).job
+    return job, home
+
+
+def succeeded(service: JobService, job_id: str) -> int:
+    return service.progress(job_id)["by_state"].get("succeeded", 0)
+
+
+def finished_by_one(service: JobService, job_id: str, home: Path) -> None:
+    assert service.get(job_id)["state"] == JobState.SUCCEEDED
+    assert service.progress(job_id)["by_state"] == {"succeeded": ITEMS}
+    worked = {line.split()[1] for line in (home / "work.log").read_text().splitlines()}
+    assert worked == {f"photo-{n:04d}" for n in range(ITEMS)}, "an item was never worked on"
+
+
+def test_a_partitioned_host_loses_its_job_and_is_fenced_out(network, service, tmp_path):
+    job, home = setup(service, tmp_path)
+    first, second = network.hosts
+    a = start_worker(network, first, home, "a.log")
+    wait_until(lambda: succeeded(service, job["id"]) >= 30, "the first host's progress")
+    owner = service.get(job["id"])["lease_owner"]
+    b = start_worker(network, second, home, "b.log")
+
+    first.link(up=False)  # pull the cable mid-job
+    wait_until(
+        lambda: service.get(job["id"])["lease_owner"] not in (None, owner),
+        "the second host to take the job over",
+    )
+    wait_until(lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish")
+    first.link(up=True)
+    wait_until(lambda: "lease lost" in (home / "a.log").read_text(), "the first host to give up")
+    assert a.poll() is None, "the first worker crashed instead of carrying on"
+    finished_by_one(service, job["id"], home)
+    assert service.get(job["id"])["fencing_token"] >= 2
+    for process in (a, b):
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+
+
+def test_a_frozen_host_is_fenced_out_when_it_wakes(network, service, tmp_path):
+    job, home = setup(service, tmp_path)
+    first, second = network.hosts
+    a = start_worker(network, first, home, "a.log")
+    wait_until(lambda: succeeded(service, job["id"]) >= 30, "the first host's progress")
+    owner = service.get(job["id"])["lease_owner"]
+    b = start_worker(network, second, home, "b.log")
+    a.send_signal(signal.SIGSTOP)
+    try:
+        wait_until(
+            lambda: service.get(job["id"])["lease_owner"] not in (None, owner),
+            "the second host to take the job over",
+        )
+        wait_until(
+            lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish"
+        )
+    finally:
+        a.send_signal(signal.SIGCONT)
+    wait_until(lambda: "lease lost" in (home / "a.log").read_text(), "the frozen host to give up")
+    finished_by_one(service, job["id"], home)
+    for process in (a, b):
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+
+
+def test_workers_ride_out_a_database_restart(network, service, tmp_path):
+    job, home = setup(service, tmp_path)
+    first, second = network.hosts
+    a = start_worker(network, first, home, "a.log")
+    b = start_worker(network, second, home, "b.log")
+    wait_until(lambda: succeeded(service, job["id"]) >= 30, "progress before the restart")
+    network.stop_database()
+    # Both workers keep trying while it is down (no crash, no exit) ...
+    wait_until(
+        lambda: any("database unavailable" in (home / f).read_text() for f in ("a.log", "b.log")),
+        "the worker to notice the outage",
+    )
+    assert a.poll() is None and b.poll() is None, "a worker exited during the outage"
+    network.start_database()
+    # ... and the job finishes once it is back.
+    wait_until(lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish")
+    finished_by_one(service, job["id"], home)
+    for process in (a, b):
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
