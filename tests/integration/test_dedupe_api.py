@@ -75,3 +75,39 @@ def test_plan_apply_and_undo_through_the_api(api, library):  # noqa: F811
         assert purge.status_code == 201, purge.text
         run_jobs(api)
         assert http.get(f"/api/jobs/{purge.json()['id']}").json()["state"] == "succeeded"
+
+
+def test_dedupe_moves_files_only_in_sources_inside_the_allowed_roots(
+    db_url,
+    tmp_path,
+    library,  # noqa: F811
+):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with (
+        running_server(db_url, tmp_path / "home", allowed_roots=(elsewhere,)) as api,
+        api.client() as http,
+    ):
+        refused = http.post("/api/jobs", json={"type": "dedupe", "params": {}})
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["code"] == "path_not_allowed"
+        assert str(library) in refused.json()["detail"]
+    # A dedupe started elsewhere (the command line) cannot be undone through the API
+    # while its sources lie outside the roots either.
+    with running_server(db_url, tmp_path / "home") as api, api.client() as http:
+        job = http.post("/api/jobs", json={"type": "dedupe", "params": {}}).json()
+        run_jobs(api)
+    with (
+        running_server(db_url, tmp_path / "home", allowed_roots=(elsewhere,)) as api,
+        api.client() as http,
+    ):
+        refused = http.post(
+            "/api/jobs", json={"type": "dedupe_undo", "params": {"job_id": job["id"]}}
+        )
+        assert refused.status_code == 403 and refused.json()["code"] == "path_not_allowed"
+    with (
+        running_server(db_url, tmp_path / "home", allowed_roots=(tmp_path,)) as api,
+        api.client() as http,
+    ):
+        undo = http.post("/api/jobs", json={"type": "dedupe_undo", "params": {"job_id": job["id"]}})
+        assert undo.status_code == 201, undo.text
