@@ -435,3 +435,30 @@ def test_a_copy_held_open_by_a_writer_stays_and_leaves_no_quarantined_twin(
     assert relative not in held_files and target.exists()
     assert not [p for p in held_files if "/.pp-" in f"/{p}"]
     assert len(held_files) == plan["summary"]["files"] - 1
+
+
+def test_a_duplicated_raw_jpeg_pair_is_kept_whole_in_one_folder(session_factory, tmp_path):
+    """Two folders each hold the same RAW, JPEG and sidecar: both keepers come from
+    one folder (whatever each file's own age), and the other folder's sidecar travels
+    with its photos."""
+    root = tmp_path / "photos"
+    stamp(photos.dng(root / "card/IMG_5.dng", seed=5), 9)
+    stamp(photos.jpeg(root / "card/IMG_5.JPG", size=(32, 24), seed=6), 9)
+    (root / "card/IMG_5.xmp").write_text("<x:xmpmeta>card</x:xmpmeta>")
+    stamp(root / "card/IMG_5.xmp", 9)
+    same_bytes(root / "card/IMG_5.dng", root / "backup/IMG_5.dng", 1)
+    same_bytes(root / "card/IMG_5.JPG", root / "backup/IMG_5.JPG", 20)  # older than card's
+    (root / "backup/IMG_5.xmp").write_text("<x:xmpmeta>backup</x:xmpmeta>")
+    stamp(root / "backup/IMG_5.xmp", 1)
+    scan_folders(session_factory, root)
+    plan = dedupe.plan_dedupe(session_factory)
+    keepers = {Path(g["keeper"]).relative_to(root).as_posix() for g in plan["groups"]}
+    assert keepers == {"backup/IMG_5.dng", "backup/IMG_5.JPG"}
+    assert {g["reason"] for g in plan["groups"]} == {"oldest"}
+    moving = sorted(Path(q["path"]).relative_to(root).as_posix() for g in plan["groups"]
+                    for q in g["quarantine"])  # fmt: skip
+    assert moving == ["card/IMG_5.JPG", "card/IMG_5.dng", "card/IMG_5.xmp"]
+    service = JobService(session_factory)
+    job = run(session_factory, dedupe.start_dedupe(service, tmp_path / "home"))
+    assert service.progress(job["id"])["by_state"] == {"succeeded": 3}
+    assert sorted(sha256_tree(root)) == ["backup/IMG_5.JPG", "backup/IMG_5.dng", "backup/IMG_5.xmp"]
