@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from photo_pipeline.cli.common import (
     EXIT_REFUSED,
@@ -89,30 +88,36 @@ def dedupe(
 
 
 def _print_plan(plan: dict[str, Any]) -> None:
-    table = Table("keep", "why", "to the quarantine")
     shown = 0
     for group in plan["groups"]:
-        for n, moving in enumerate(group["quarantine"]):
-            if shown == _SHOWN:
-                break
+        if shown >= _SHOWN:
+            break
+        console.print(
+            f"[bold]keep[/] {group['keeper']}  [dim]({group['reason']}: {group['why']})[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
+        for moving in group["quarantine"]:
             shown += 1
-            first = n == 0
-            table.add_row(
-                group["keeper"] if first else "",
-                group["reason"] if first else "",
-                moving["path"],
+            console.print(
+                f"  → quarantine {moving['path']}  [dim]{moving['size']:,} bytes[/]",
+                highlight=False,
+                soft_wrap=True,
             )
-    if plan["groups"]:
-        console.print(table)
     summary = plan["summary"]
     if summary["files"] > shown:
         console.print(f"… and {summary['files'] - shown} more (--json shows all)")
     reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary["keeper_reasons"].items()))
     console.print(
-        f"{summary['groups']} groups: {summary['files']} files to quarantine, "
+        f"{_plural(summary['groups'], 'group')}: {_plural(summary['files'], 'file')} to "
+        "quarantine, "
         f"{summary['bytes']:,} bytes reclaimed{f' (keepers: {reasons})' if reasons else ''}",
         highlight=False,
     )
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _print_report(report: dict[str, Any]) -> None:
