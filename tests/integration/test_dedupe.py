@@ -462,3 +462,9 @@ def test_a_duplicated_raw_jpeg_pair_is_kept_whole_in_one_folder(session_factory,
     job = run(session_factory, dedupe.start_dedupe(service, tmp_path / "home"))
     assert service.progress(job["id"])["by_state"] == {"succeeded": 3}
     assert sorted(sha256_tree(root)) == ["backup/IMG_5.JPG", "backup/IMG_5.dng", "backup/IMG_5.xmp"]
+
+
+def test_a_quarantine_inside_a_source_is_refused(session_factory, library):
+    with pytest.raises(dedupe.DedupeError) as refused:
+        dedupe.start_dedupe(JobService(session_factory), library / "card" / ".library")
+    assert refused.value.code == "quarantine_inside_source"

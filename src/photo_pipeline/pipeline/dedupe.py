@@ -58,7 +58,8 @@ _MAX_DAYS = 36_525
 
 
 class DedupeError(PhotoPipelineError):
-    """A request dedupe refuses: ``not_a_dedupe_job``, ``invalid_days``."""
+    """A request dedupe refuses: ``not_a_dedupe_job``, ``invalid_days``,
+    ``quarantine_inside_source``."""
 
     code = "dedupe_refused"
     status = 422
@@ -102,6 +103,7 @@ def start_dedupe(
     ``hard_links=False`` copies into the quarantine even within one filesystem (for
     tests and odd mounts)."""
     params: dict[str, Any] = {"home": os.path.abspath(home), "near": near}
+    _check_quarantine(service.session_factory, params["home"])
     if not hard_links:
         params["hard_links"] = False
     return _enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts, rejoin=rejoin)
@@ -142,6 +144,18 @@ def start_purge(
         "before": cutoff.isoformat(),
     }
     return _enqueue(service, PURGE_JOB_TYPE, params, idempotency_key, max_attempts)
+
+
+def _check_quarantine(session_factory: sessionmaker[Session], home: str) -> None:
+    """A quarantine inside a source would be scanned as originals again."""
+    quarantine = Path(os.path.realpath(os.path.join(home, QUARANTINE)))
+    for root in Catalog(session_factory).source_paths():
+        if quarantine.is_relative_to(root):
+            raise DedupeError(
+                "quarantine_inside_source",
+                f"the quarantine {quarantine} is inside the source {root}: its copies would "
+                "be catalogued as originals again; use a library home outside your photos",
+            )
 
 
 def _enqueue(
