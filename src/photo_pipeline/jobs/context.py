@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from typing import Any
 
@@ -18,6 +18,8 @@ from photo_pipeline.jobs.states import ItemState, JobState
 
 ItemFunction = Callable[[dict[str, Any], str], Any]
 ResultCallback = Callable[[str, Any], None]
+# Writes a handler's own rows inside the transaction that reports its items done.
+RowWriter = Callable[[Session], None]
 
 
 class LeaseLost(Exception):
@@ -63,7 +65,7 @@ class JobContext:
         self._flush_seconds = flush_seconds
         self._pending: list[tuple[str, ItemState, tuple[str, str] | None]] = []
         self._last_flush = time.monotonic()
-        self._before_flush: list[Callable[[], None]] = []
+        self._before_flush: list[Callable[[], RowWriter | None]] = []
 
     # ── stop signals ───────────────────────────────────────────────────────────
     @property
@@ -154,19 +156,20 @@ class JobContext:
             for future in in_flight:
                 future.cancel()
 
-    def before_flush(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` before each write of item results: a handler that buffers
-        its own rows (per item) writes them there, so they land before the items are
-        reported done, in batches too."""
+    def before_flush(self, callback: Callable[[], RowWriter | None]) -> None:
+        """Run ``callback`` before each write of item results, for a handler that
+        buffers rows of its own per item. It prepares them (outside any transaction)
+        and returns a writer, which runs inside the fenced transaction that reports
+        the items done: a worker that lost its lease writes neither its rows nor its
+        items. A callback that returns None has written whatever it had itself."""
         self._before_flush.append(callback)
 
     def flush(self) -> None:
-        """Write the buffered item results now."""
-        for callback in self._before_flush:
-            callback()
-        if self._pending:
+        """Write the buffered item results (and the handler's rows) now."""
+        writers = [writer for callback in self._before_flush if (writer := callback())]
+        if self._pending or writers:
             batch, self._pending = self._pending, []
-            self._write(batch)
+            self._write(batch, writers)
         self._last_flush = time.monotonic()
 
     # ── internals ──────────────────────────────────────────────────────────────
@@ -195,11 +198,21 @@ class JobContext:
         ):
             self.flush()
 
-    def _write(self, updates: list[tuple[Any, ...]]) -> None:
+    def _write(self, updates: list[tuple[Any, ...]], writers: Sequence[RowWriter] = ()) -> None:
         if self._lost.is_set():
             raise LeaseLost(f"job {self.job_id} is no longer held by {self.worker_id}")
+
+        def write_rows(session: Session) -> None:
+            for writer in writers:
+                writer(session)
+
         try:
-            state = self._service.set_items(self.job_id, updates, fencing_token=self.fencing_token)
+            state = self._service.set_items(
+                self.job_id,
+                updates,
+                fencing_token=self.fencing_token,
+                within=write_rows if writers else None,
+            )
         except JobConflict as exc:
             self._lost.set()
             raise LeaseLost(str(exc)) from exc

@@ -458,18 +458,22 @@ class JobService:
         updates: Iterable[ItemUpdate | tuple[str, str] | tuple[str, str, Any]],
         *,
         fencing_token: int | None = None,
+        within: Callable[[Session], None] | None = None,
     ) -> JobState:
         """Apply many item changes in one transaction: all or none. Returns the job's
         state, so that a worker notices a cancel request at its next write.
 
         With ``fencing_token`` the writes are refused (``JobConflict``) unless the
-        job is still leased under that token.
+        job is still leased under that token. ``within(session)`` writes the
+        handler's own rows in the same transaction, after that check.
         """
         batch = normalise_updates(updates)
         now = self._clock()
         with write_session(self._session_factory) as session:
             row = lock_job(session, job_id)
             _check_fence(row, fencing_token)
+            if within is not None:
+                within(session)
             if batch and row.state in TERMINAL_STATES:
                 # A finished job's items are its record; changing them would leave,
                 # say, a succeeded job with queued items for ever.

@@ -113,10 +113,14 @@ class Catalog:
         Re-recording a report changes nothing (items may run twice after a crash)."""
         if not reports:
             return
-        now = self._clock()
         with write_session(self._session_factory) as session:
-            for report in reports:
-                self._record_one(session, report, now)
+            self.record_in(session, reports)
+
+    def record_in(self, session: Session, reports: list[FileReport]) -> None:
+        """``record`` inside the caller's transaction (a scan's fenced item write)."""
+        now = self._clock()
+        for report in reports:
+            self._record_one(session, report, now)
 
     def _record_one(self, session: Session, report: FileReport, now: datetime) -> None:
         where = and_(files.c.source_id == report.source_id, files.c.path == report.path)

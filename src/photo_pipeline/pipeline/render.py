@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from photo_pipeline.config import Settings
 from photo_pipeline.jobs import Enqueued, JobService
-from photo_pipeline.jobs.context import JobContext
+from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError
 from photo_pipeline.media.phash import to_text
@@ -88,20 +90,35 @@ def render(ctx: JobContext) -> None:
         if outcome.warning:
             ctx.log.warning("asset %s: %s", outcome.asset_id, outcome.warning)
 
-    def record() -> None:
-        orphans = rows.record(done, fingerprint)
-        done.clear()
-        for relative in orphans:  # after the commit: no row points at them any more
+    orphans: list[str] = []  # files of committed batches that no row points at
+
+    def remove_orphans() -> None:
+        for relative in orphans:
             try:
                 store_path(home, relative).unlink(missing_ok=True)
             except roots.PathOutsideRoots as exc:
                 ctx.log.warning("old rendition not removed: %s", exc.detail)
+        orphans.clear()
+
+    def record() -> RowWriter:
+        remove_orphans()  # the previous batch's, committed by now
+        batch = done[:]
+        done.clear()
+
+        def write(session: Session) -> None:
+            # Assigned, not appended: a retried transaction computes them again.
+            orphans[:] = rows.record_in(session, batch, fingerprint)
+
+        return write  # with the items: a render that lost its lease writes no rows
 
     ctx.before_flush(record)
     # Originals are read only where the library's files may really be (a catalogued
     # file replaced by a symlink to elsewhere since the scan is refused).
     allowed = roots.library_roots(ctx.session_factory)
     ctx.map(functools.partial(render_item_within, allowed), on_result=keep)
+    if not ctx.should_stop:
+        ctx.flush()
+        remove_orphans()
 
 
 def item_key(row: dict[str, Any]) -> str:

@@ -213,33 +213,39 @@ class Renditions:
     def record(self, outcomes: list[RenderOutcome], fingerprint: str) -> list[str]:
         """Record rendered assets in one transaction (re-recording changes nothing);
         returns the relative paths of files that no row points at any more."""
+        with write_session(self._session_factory) as session:
+            return self.record_in(session, outcomes, fingerprint)
+
+    def record_in(
+        self, session: Session, outcomes: list[RenderOutcome], fingerprint: str
+    ) -> list[str]:
+        """``record`` inside the caller's transaction (a render's fenced item write)."""
         done = [o for o in outcomes if o.error is None and o.renditions]
         if not done:
             return []
         now = self._clock()
         orphans: list[str] = []
-        with write_session(self._session_factory) as session:
-            ids = [o.asset_id for o in done]
-            before = {
-                (row.asset_id, row.kind): row.path
-                for row in session.execute(
-                    select(renditions.c.asset_id, renditions.c.kind, renditions.c.path).where(
-                        renditions.c.asset_id.in_(ids)
-                    )
+        ids = [o.asset_id for o in done]
+        before = {
+            (row.asset_id, row.kind): row.path
+            for row in session.execute(
+                select(renditions.c.asset_id, renditions.c.kind, renditions.c.path).where(
+                    renditions.c.asset_id.in_(ids)
                 )
-            }
-            for outcome in done:
-                for rendition in outcome.renditions:
-                    self._upsert(session, outcome, rendition, fingerprint, now)
-                    old = before.get((outcome.asset_id, rendition.kind))
-                    if old is not None and old != rendition.path:
-                        orphans.append(old)  # another format: the old file goes
-                if outcome.phash is not None:
-                    session.execute(
-                        update(assets)
-                        .where(assets.c.id == outcome.asset_id)
-                        .values(phash=outcome.phash, updated_at=now)
-                    )
+            )
+        }
+        for outcome in done:
+            for rendition in outcome.renditions:
+                self._upsert(session, outcome, rendition, fingerprint, now)
+                old = before.get((outcome.asset_id, rendition.kind))
+                if old is not None and old != rendition.path:
+                    orphans.append(old)  # another format: the old file goes
+            if outcome.phash is not None:
+                session.execute(
+                    update(assets)
+                    .where(assets.c.id == outcome.asset_id)
+                    .values(phash=outcome.phash, updated_at=now)
+                )
         return orphans
 
     def _upsert(

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from photo_pipeline.jobs.context import JobContext
+from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, hash_file, read_metadata
 from photo_pipeline.pipeline import paths, roots
@@ -46,11 +46,13 @@ def scan(ctx: JobContext) -> None:
         if report.error:
             raise ItemError(*report.error)
 
-    def record() -> None:
+    def record() -> RowWriter:
         # Zones and places are looked up here, in the worker, one batch at a time:
         # the place data is loaded once per worker, not once per pool process.
-        catalog.record(locate_reports(found))
+        located = locate_reports(found)
         found.clear()
+        # Written with the items: a scan that lost its lease writes no rows.
+        return lambda session: catalog.record_in(session, located)
 
     # The catalogue rows of a batch land just before its items are reported done.
     ctx.before_flush(record)
