@@ -14,6 +14,7 @@ import pytest
 
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.jobs.workers import WorkerRegistry
 from tests.integration._processes import REPO, wait_until
 from tests.multihost._netns import Host, HostNetwork
 
@@ -89,6 +90,8 @@ def test_a_partitioned_host_loses_its_job_and_is_fenced_out(network, service, tm
     wait_until(lambda: succeeded(service, job["id"]) >= 30, "the first host's progress")
     owner = service.get(job["id"])["lease_owner"]
     b = start_worker(network, second, home, "b.log")
+    listed = {w["id"]: w for w in WorkerRegistry(service.session_factory).list()}
+    assert [j["id"] for j in listed[owner]["current_jobs"]] == [job["id"]]
 
     first.link(up=False)  # pull the cable mid-job
     wait_until(

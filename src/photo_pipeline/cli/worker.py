@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import os
+import random
+import time
 from typing import Annotated
 
 import typer
@@ -11,8 +14,13 @@ from rich.table import Table
 
 from photo_pipeline import logs
 from photo_pipeline.cli.common import JsonOption, app, console, library, print_json
+from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.jobs.runtime import RECONNECT, Worker, WorkerConfig
+from photo_pipeline.pipeline.home import check_home
+from photo_pipeline.pipeline.library import Library
+
+log = logging.getLogger("photo_pipeline.worker")
 
 ImportOption = Annotated[
     list[str] | None,
@@ -25,6 +33,20 @@ def load_handlers(modules: list[str]) -> None:
     importlib.import_module("photo_pipeline.pipeline")
     for module in modules:
         importlib.import_module(module)
+
+
+def _open_when_reachable() -> Library:
+    """The library, once its database answers: a worker started before its database
+    (a machine booting, a database restarting) waits for it, logging once."""
+    attempt, rng = 0, random.Random()
+    while True:
+        try:
+            return library()
+        except DatabaseUnavailable as exc:
+            if attempt == 0:
+                log.warning("database unavailable, waiting for it: %s", exc.detail)
+            attempt += 1
+            time.sleep(RECONNECT.delay(attempt, rng).total_seconds())  # a backoff, not a sync
 
 
 @app.command()
@@ -68,7 +90,8 @@ def worker(
     )
     if not (config.job_types or registry.job_types()):
         raise typer.BadParameter("no job types to serve: none are registered", param_hint="--types")
-    lib = library()
+    lib = _open_when_reachable()
+    check_home(lib.sessions, lib.settings.home)
     try:
         runner = Worker(lib.service, lib.workers, registry, config)
     except ValueError as exc:
@@ -82,19 +105,19 @@ def list_workers(
     all_: Annotated[bool, typer.Option("--all", help="Include stopped and dead ones.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Registered workers: id, host, pid, started, last heartbeat."""
+    """Registered workers: id, host, pid, current jobs, started, last heartbeat."""
     rows = library().workers.list(include_finished=all_)
     if as_json:
         print_json(rows)
         return
-    table = Table("id", "host", "pid", "state", "types", "started", "last heartbeat")
+    table = Table("id", "host", "pid", "state", "current jobs", "started", "last heartbeat")
     for row in rows:
         table.add_row(
             row["id"],
             row["host"],
             str(row["pid"]),
             row["state"],
-            ",".join(row["job_types"]),
+            "\n".join(f"{j['job_type']} {j['id']}" for j in row["current_jobs"]) or "-",
             f"{row['started_at']:%Y-%m-%d %H:%M:%S}",
             f"{row['heartbeat_at']:%H:%M:%S}",
         )

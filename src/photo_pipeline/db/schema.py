@@ -194,6 +194,15 @@ workers = Table(
 
 # ── the photo library ──────────────────────────────────────────────────────────
 
+# One row: the library's id. A marker file in the library home carries it too, so a
+# worker on another machine can tell that it sees this library's home (pipeline.home).
+library_identity = Table(
+    "library_identity",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
 sources = Table(
     "sources",
     metadata,

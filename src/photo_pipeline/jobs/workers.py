@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import transactional
-from photo_pipeline.db.schema import workers
+from photo_pipeline.db.schema import LEASED_JOB_STATES, jobs, workers
 from photo_pipeline.jobs.service import Clock, utc_now
 from photo_pipeline.jobs.states import WorkerState
 
@@ -88,7 +88,22 @@ class WorkerRegistry:
         if not include_finished:
             query = query.where(workers.c.state == RUNNING)
         with read_session(self._session_factory) as session:
-            return [dict(row._mapping) for row in session.execute(query)]
+            found = [dict(row._mapping) for row in session.execute(query)]
+            held = session.execute(
+                select(jobs.c.lease_owner, jobs.c.id, jobs.c.job_type)
+                .where(
+                    jobs.c.lease_owner.in_([w["id"] for w in found]),
+                    jobs.c.state.in_(LEASED_JOB_STATES),
+                )
+                .order_by(jobs.c.id)
+            ).all()
+        for worker in found:  # what each is working on now
+            worker["current_jobs"] = [
+                {"id": job_id, "job_type": job_type}
+                for owner, job_id, job_type in held
+                if owner == worker["id"]
+            ]
+        return found
 
     def _set_state(self, worker_ids: list[str], state: str) -> None:
         with write_session(self._session_factory) as session:

@@ -15,6 +15,7 @@ from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService, RetryPolicy
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.home import mark_home
 from photo_pipeline.pipeline.renditions import PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, STORE
 
 
@@ -37,6 +38,7 @@ def open_library(settings: Settings) -> Library:
     """Open (creating or upgrading) the library's home and database."""
     make_home_private(settings.home)
     factory = open_database(settings.database_url)
+    mark_home(factory, settings.home)
     policy = RetryPolicy(
         settings.retry_base_seconds, settings.retry_max_seconds, settings.max_interruptions
     )

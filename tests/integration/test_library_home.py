@@ -1,0 +1,56 @@
+"""A worker refuses to start where it cannot see the library's home (a second machine
+without the shared mount), and waits for a database that is not up yet."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from photo_pipeline.pipeline.home import MARKER
+from tests.integration._processes import environment, run_command
+from tests.integration.test_outage import POSTGRES_ONLY, proxy  # noqa: F401  (fixture)
+
+
+def test_a_worker_without_the_shared_home_refuses_to_start(db_url, tmp_path):
+    home = tmp_path / "home"
+    assert run_command(db_url, home, "init").returncode == 0
+    assert (home / MARKER).read_text().strip()
+
+    elsewhere = tmp_path / "not-mounted"  # what a second machine sees without the share
+    refused = run_command(db_url, elsewhere, "worker", "--burst")
+    assert refused.returncode == 2, refused.stderr
+    assert "library_home_not_shared" in refused.stderr and str(elsewhere) in refused.stderr
+    assert not (elsewhere / MARKER).exists(), "a worker must never mark a home it was given"
+
+    (elsewhere / MARKER).write_text("another-library\n")
+    assert "holds another library" in run_command(db_url, elsewhere, "worker", "--burst").stderr
+
+    served = run_command(db_url, home, "worker", "--burst")
+    assert served.returncode == 0, served.stderr
+
+
+@pytest.mark.parametrize("backend", POSTGRES_ONLY)
+def test_a_worker_started_before_its_database_waits_for_it(proxy, db_url, tmp_path):  # noqa: F811
+    """The database (behind a loopback proxy) is down when the worker starts."""
+    url = proxy.url_for(db_url)
+    proxy.down()
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "photo_pipeline", "worker", "--burst"],
+        env=environment(url, tmp_path / "home"),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stderr is not None
+        first = worker.stderr.readline()
+        assert "database unavailable, waiting for it" in first, first
+        assert worker.poll() is None, "the worker exited instead of waiting"
+        proxy.up()
+        assert worker.wait(timeout=60) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        worker.stderr.close()
