@@ -28,6 +28,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -35,9 +36,7 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
-sys.path[:0] = [str(BENCH_DIR), str(REPO)]
-
-from coordinator import heading, note, ratio, table  # noqa: E402
+sys.path[:0] = [str(REPO)]
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_video"
 SIZE = (1920, 1080)
@@ -50,6 +49,39 @@ ENCODERS = {
     "h264": ("libx264", {"preset": "veryfast", "g": "30"}),
     "hevc": ("libx265", {"preset": "ultrafast", "x265-params": "log-level=error:keyint=30"}),
 }
+
+
+# ── printing (as bench/coordinator.py prints, without importing the job service) ──
+def heading(title: str) -> None:
+    print(f"\n{title}\n{'─' * len(title)}", flush=True)
+
+
+def note(message: str) -> None:
+    print(textwrap.fill(message, 100, initial_indent="  ", subsequent_indent="    "), flush=True)
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> None:
+    cells = [headers, *[[_cell(v) for v in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        line = "  ".join(
+            c.rjust(w) if i else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        print(f"  {line}".rstrip())
+        if n == 0:
+            print("  " + "  ".join("-" * w for w in widths))
+    sys.stdout.flush()
 
 
 # ── clips ──────────────────────────────────────────────────────────────────────
