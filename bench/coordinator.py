@@ -46,7 +46,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import open_database, write_session
 from photo_pipeline.db.schema import job_events, jobs
 from photo_pipeline.jobs import JobService, utc_now
-from photo_pipeline.jobs.service import _request_hash
+from photo_pipeline.jobs.enqueue import _request_hash
 
 try:
     import procrastinate

@@ -113,10 +113,12 @@ Index(
     sqlite_where=_active,
     postgresql_where=_active,
 )
-# Claim walks this index in order and stops at the first row it can take.
+# Claim walks this index in order, per job type, and stops at the first row it can
+# take: other types' backlogs are never read.
 _claimable = text(_in("state", CLAIMABLE_JOB_STATES) + " AND waiting_for = 0")
 Index(
     "ix_jobs_claim_order",
+    jobs.c.job_type,
     jobs.c.priority.desc(),
     jobs.c.run_after,
     jobs.c.seq,

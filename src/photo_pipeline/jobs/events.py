@@ -43,19 +43,44 @@ def write_event(
     data: dict[str, Any] | None = None,
 ) -> None:
     """Append one event inside the caller's transaction (which holds the job's lock)."""
-    if session.get_bind().dialect.name == "postgresql":
-        transaction = session.get_transaction()
-        if session.info.get(_ORDER_LOCK_TAKEN) is not transaction:
-            session.execute(
-                text("SELECT pg_advisory_xact_lock(:key), pg_notify(:channel, '')"),
-                {"key": _PG_EVENT_ORDER_LOCK, "channel": EVENTS_CHANNEL},
-            )
-            session.info[_ORDER_LOCK_TAKEN] = transaction
+    _take_order_lock(session)
     session.execute(
         insert(job_events).values(
             job_id=job_id, event_type=event_type, message=message, data=data, created_at=now
         )
     )
+
+
+def write_events(
+    session: Session,
+    events: list[tuple[str, str, str | None, dict[str, Any] | None]],
+    now: datetime,
+) -> None:
+    """Append ``(job_id, event_type, message, data)`` events in one statement (new
+    jobs: nobody else can hold their rows yet)."""
+    if not events:
+        return
+    _take_order_lock(session)
+    rows = [
+        {"job_id": j, "event_type": t, "message": m, "data": d, "created_at": now}
+        for j, t, m, d in events
+    ]
+    for start in range(0, len(rows), 1000):
+        session.execute(insert(job_events), rows[start : start + 1000])
+
+
+def _take_order_lock(session: Session) -> None:
+    if session.get_bind().dialect.name == "postgresql":
+        transaction = session.get_transaction()
+        if session.info.get(_ORDER_LOCK_TAKEN) is not transaction:
+            session.execute(ORDER_LOCK_SQL)
+            session.info[_ORDER_LOCK_TAKEN] = transaction
+
+
+# PostgreSQL: taken before a transaction's first event, held until its commit.
+ORDER_LOCK_SQL = text(
+    f"SELECT pg_advisory_xact_lock({_PG_EVENT_ORDER_LOCK}), pg_notify('{EVENTS_CHANNEL}', '')"
+)
 
 
 def event_dict(row: Any) -> dict[str, Any]:

@@ -14,21 +14,45 @@ raises; nothing is decided on stale reads.
 
 from __future__ import annotations
 
-import hashlib
 import random
-import uuid
-from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Row, Select, and_, delete, func, insert, literal, or_, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Row,
+    and_,
+    delete,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import transactional, unique_violation
-from photo_pipeline.db.schema import job_events, job_items, job_prerequisites, jobs, workers
+from photo_pipeline.db.schema import (
+    EPOCH,
+    UTCDateTime,
+    job_events,
+    job_items,
+    job_prerequisites,
+    jobs,
+    workers,
+)
 from photo_pipeline.jobs import _checks as check
+from photo_pipeline.jobs import enqueue as enqueuing
+from photo_pipeline.jobs import hot_path, wakeup
+from photo_pipeline.jobs.clock import Clock, db_now, db_now_sql, utc_now
+from photo_pipeline.jobs.enqueue import Enqueued
 from photo_pipeline.jobs.errors import (
     InvalidArgument,
     InvalidTransition,
@@ -36,6 +60,7 @@ from photo_pipeline.jobs.errors import (
     JobConflict,
 )
 from photo_pipeline.jobs.events import event_dict, write_event
+from photo_pipeline.jobs.hot_path import claim_candidate
 from photo_pipeline.jobs.items import ItemUpdate, apply_item_updates, normalise_updates
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.states import (
@@ -59,26 +84,7 @@ from photo_pipeline.jobs.transitions import (
     snapshot,
 )
 
-Clock = Callable[[], datetime]
-
-
-# The claim index is partial; both planners use it only when the query repeats its
-# predicate literally (a bound parameter cannot prove it).
-_CLAIMABLE = text(
-    f"jobs.state IN ({', '.join(repr(s.value) for s in sorted(CLAIMABLE_STATES))}) "
-    "AND jobs.waiting_for = 0"
-)
 _RECOVERY_BATCH = 200
-_INSERT_CHUNK = 1000
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-class Enqueued(NamedTuple):
-    job: JobSnapshot
-    created: bool  # False: an idempotent replay returned the original job
 
 
 class JobService:
@@ -88,18 +94,24 @@ class JobService:
         self,
         session_factory: sessionmaker[Session],
         *,
-        clock: Clock = utc_now,
+        clock: Clock | None = None,
         retry_policy: RetryPolicy | None = None,
         recover_every: timedelta | None = timedelta(seconds=5),
         rng: random.Random | None = None,
     ) -> None:
         self._session_factory = session_factory
-        self._clock = clock
+        # Without a clock (production) leases, expiry, backoff and recovery use the
+        # database's time; a clock given (tests) is used instead. ``_clock`` also
+        # stamps what only people read (item and event times) without a round trip.
+        self._fixed_clock = clock is not None
+        self._clock: Clock = clock or utc_now
         # claim() runs recover_stale() at most this often, so recovery needs no cron.
         self._recover_every = recover_every
-        self._last_recovery: datetime | None = None
+        self._last_recovery: float | None = None
         self._transitions = Transitions(retry_policy or RetryPolicy(), rng or random.Random())
-        self._pg = session_factory.kw["bind"].dialect.name == "postgresql"
+        self._engine: Engine = session_factory.kw["bind"]
+        self._dialect = self._engine.dialect
+        self._pg = self._dialect.name == "postgresql"
 
     @property
     def session_factory(self) -> sessionmaker[Session]:
@@ -133,7 +145,6 @@ class JobService:
             prerequisites=prerequisites,
         ).job
 
-    @transactional
     def submit(
         self,
         job_type: str,
@@ -149,70 +160,53 @@ class JobService:
     ) -> Enqueued:
         """``enqueue`` that also says whether the job is new (``created``) or the
         original job of an idempotent replay (an HTTP API answers 201 or 200)."""
-        job_type = check.job_type(job_type)
-        lock = check.optional_key("lock", lock)
-        idempotency_key = check.optional_key("idempotency_key", idempotency_key)
-        keys = check.item_keys(items)
-        params = check.params(params)
-        priority = check.integer("priority", priority, -check.INT32_MAX, check.INT32_MAX)
-        max_attempts = check.integer("max_attempts", max_attempts, 1, 1000)
-        prereq_ids = sorted(set(check.item_keys(prerequisites)))
-        now = self._clock()
-        if run_after is not None:
-            run_after = check.aware_time("run_after", run_after)
-        request_hash = _request_hash(
-            job_type, lock, params, keys, prereq_ids, priority, max_attempts
+        checked = enqueuing.request(
+            job_type,
+            lock=lock,
+            idempotency_key=idempotency_key,
+            items=items,
+            params=params,
+            priority=priority,
+            run_after=run_after,
+            max_attempts=max_attempts,
+            prerequisites=prerequisites,
         )
-        job_id = str(uuid.uuid4())
-        try:
-            with write_session(self._session_factory) as session:
-                if idempotency_key is not None:
-                    existing = self._by_idempotency_key(session, idempotency_key)
-                    if existing is not None:
-                        return Enqueued(_same_request(existing, request_hash), False)
-                waiting_for = self._check_prerequisites(session, prereq_ids)
-                row = session.execute(
-                    insert(jobs)
-                    .values(
-                        id=job_id,
-                        job_type=job_type,
-                        state=JobState.QUEUED,
-                        priority=priority,
-                        params=params,
-                        request_hash=request_hash,
-                        lock_key=lock,
-                        idempotency_key=idempotency_key,
-                        waiting_for=waiting_for,
-                        attempts=0,
-                        max_attempts=max_attempts,
-                        run_after=run_after or now,
-                        fencing_token=0,
-                        version=1,
-                        created_at=now,
-                        updated_at=now,
-                    )
-                    .returning(*jobs.c)
-                ).one()
-                if prereq_ids:
-                    session.execute(
-                        insert(job_prerequisites),
-                        [{"job_id": job_id, "prerequisite_id": p} for p in prereq_ids],
-                    )
-                self._insert_items(session, job_id, keys, now)
-                write_event(session, job_id, "queued", now, data={"items": len(keys)})
-                return Enqueued(snapshot(row), True)
-        except IntegrityError as exc:
-            violated = unique_violation(exc)
-            if idempotency_key is not None:
-                # A concurrent enqueue with the same key committed first (PostgreSQL may
-                # report the lock index if it checked that one first).
-                with read_session(self._session_factory) as session:
-                    existing = self._by_idempotency_key(session, idempotency_key)
-                if existing is not None:
-                    return Enqueued(_same_request(existing, request_hash), False)
-            if lock is not None and violated == "uq_jobs_active_lock":
-                raise self._lock_held(lock) from exc
-            raise
+        return self._submit([checked])[0]
+
+    def enqueue_many(self, jobs_: Iterable[Mapping[str, Any]]) -> list[JobSnapshot]:
+        """Queue many jobs in one transaction, all or none: each mapping holds
+        ``enqueue``'s arguments by name (``job_type``, ``lock``, ``idempotency_key``,
+        ``items``, ``prerequisites``…), checked and refused as ``enqueue`` does.
+        Returns the jobs in order (the original job for an idempotent replay)."""
+        return [queued.job for queued in self.submit_many(jobs_)]
+
+    def submit_many(self, jobs_: Iterable[Mapping[str, Any]]) -> list[Enqueued]:
+        """``enqueue_many`` that also says which jobs are new."""
+        return self._submit(enqueuing.requests(jobs_))
+
+    @transactional
+    def _submit(self, batch: list[enqueuing.Request]) -> list[Enqueued]:
+        if not batch:
+            return []
+        keyed = any(r.idempotency_key is not None for r in batch)
+        for attempt in (1, 2):
+            try:
+                with write_session(self._session_factory) as session:
+                    now = self._now(session)
+                    results = enqueuing.write_batch(session, batch, now)
+                    self._signal_runnable(session, [q.job for q in results if q.created], now)
+                break
+            except IntegrityError as exc:
+                # A concurrent enqueue with one of our idempotency keys committed
+                # first (PostgreSQL may report the lock index if it checked that one
+                # first): once more, and its job is a replay.
+                if keyed and attempt == 1:
+                    continue
+                held = [r.lock for r in batch if r.lock is not None]
+                if held and unique_violation(exc) == "uq_jobs_active_lock":
+                    raise self._lock_held(held) from exc
+                raise
+        return results
 
     @transactional
     def add_items(
@@ -221,8 +215,8 @@ class JobService:
         """Add items to a job (e.g. files a scan discovers); keys already present are
         ignored. Returns how many were new."""
         keys = check.item_keys(item_keys)
-        now = self._clock()
         with write_session(self._session_factory) as session:
+            now = self._now(session)
             row = lock_job(session, job_id)
             _check_fence(row, fencing_token)
             if JobState(row.state) not in ACTIVE_STATES:
@@ -241,7 +235,7 @@ class JobService:
                 else set()
             )
             new = [k for k in keys if k not in existing]
-            self._insert_items(session, job_id, new, now)
+            enqueuing.insert_items(session, job_id, new, now)
             if new:
                 write_event(session, job_id, "items_added", now, data={"count": len(new)})
             return len(new)
@@ -259,27 +253,15 @@ class JobService:
         types = check.job_types(job_types)
         worker_id = check.key("worker_id", worker_id)
         lease = timedelta(seconds=check.lease_seconds(lease_seconds))
-        now = self._clock()
-        self._recover_if_due(now)
-        candidate = claim_candidate(types, now).scalar_subquery()
+        self._recover_if_due()
+        now, expires = self._now_sql(), self._now_sql(plus=lease)
+        if self._pg:
+            with self._autocommit() as conn:
+                row = conn.execute(hot_path.pg_claim(types, worker_id, now, expires)).one_or_none()
+            return None if row is None else snapshot(row)
         with write_session(self._session_factory) as session:
             row = session.execute(
-                update(jobs)
-                .where(jobs.c.seq == candidate)
-                .values(
-                    state=JobState.RUNNING,
-                    lease_owner=worker_id,
-                    lease_expires_at=now + lease,
-                    heartbeat_at=now,
-                    started_at=func.coalesce(
-                        jobs.c.started_at, literal(now, jobs.c.started_at.type)
-                    ),
-                    fencing_token=jobs.c.fencing_token + 1,
-                    attempts=jobs.c.attempts + 1,
-                    version=jobs.c.version + 1,
-                    updated_at=now,
-                )
-                .returning(*jobs.c)
+                hot_path.claim_update(types, worker_id, now, expires)
             ).one_or_none()
             if row is None:
                 return None
@@ -287,7 +269,7 @@ class JobService:
                 session,
                 row.id,
                 "claimed",
-                now,
+                row.updated_at,
                 message=worker_id,
                 data={"fencing_token": row.fencing_token, "attempt": row.attempts},
             )
@@ -319,7 +301,6 @@ class JobService:
         """Extend the lease and return the job's state, so that the worker notices a
         cancel request; None when ``worker_id`` no longer holds the job."""
         lease = timedelta(seconds=check.lease_seconds(lease_seconds))
-        now = self._clock()
         conditions = [
             jobs.c.id == job_id,
             jobs.c.lease_owner == worker_id,
@@ -327,17 +308,23 @@ class JobService:
         ]
         if fencing_token is not None:
             conditions.append(jobs.c.fencing_token == fencing_token)
-        with write_session(self._session_factory) as session:
-            state = session.scalar(
-                update(jobs)
-                .where(*conditions)
-                .values(heartbeat_at=now, lease_expires_at=now + lease)
-                .returning(jobs.c.state)
-            )
-            if state is None:
+        renew = (
+            update(jobs)
+            .where(*conditions)
+            .values(heartbeat_at=self._now_sql(), lease_expires_at=self._now_sql(plus=lease))
+            .returning(jobs.c.state)
+        )
+        if self._pg:
+            with self._autocommit() as conn:
+                state = conn.scalar(renew)
+        else:
+            with write_session(self._session_factory) as session:
+                state = session.scalar(renew)
+        if state is None:
+            with read_session(self._session_factory) as session:
                 require_job(session, job_id)
-                return None
-            return JobState(state)
+            return None
+        return JobState(state)
 
     # ── transitions ────────────────────────────────────────────────────────────
     @transactional
@@ -362,8 +349,14 @@ class JobService:
             raise InvalidTransition(
                 "invalid_transition", "a job becomes running only through claim()"
             )
-        now = self._clock()
+        if target is JobState.SUCCEEDED and fencing_token is not None and error is None:
+            done = self._succeed(job_id, fencing_token, worker_id)
+            if done is not None:
+                return done
+            # Some check failed: the general path below names it (or, the job having
+            # changed meanwhile, applies the move).
         with write_session(self._session_factory) as session:
+            now = self._now(session)
             row = lock_job(session, job_id)
             _check_fence(row, fencing_token, worker_id)
             if not can_transition(row.state, target):
@@ -391,8 +384,8 @@ class JobService:
         """Hand a leased job back to the queue without spending an attempt (a worker
         shutting down): it becomes ``retry_queued``, runnable at once, its running
         items queued again. A job being cancelled is cancelled instead."""
-        now = self._clock()
         with write_session(self._session_factory) as session:
+            now = self._now(session)
             row = lock_job(session, job_id)
             _check_fence(row, fencing_token)
             if row.state == JobState.CANCELLING:
@@ -408,8 +401,8 @@ class JobService:
         went away under it): the attempt is refunded and one interruption counted,
         as when a worker dies. A job being cancelled is cancelled instead."""
         error = check.error(error)
-        now = self._clock()
         with write_session(self._session_factory) as session:
+            now = self._now(session)
             row = lock_job(session, job_id)
             _check_fence(row, fencing_token)
             if row.state == JobState.CANCELLING:
@@ -425,9 +418,9 @@ class JobService:
     def cancel(self, job_id: str, *, reason: str | None = None) -> JobSnapshot:
         """Cancel: queued work at once; running work drains through ``cancelling``.
         Cancelling a job that is already cancelling changes nothing."""
-        now = self._clock()
         error = ("cancelled", reason or "cancelled on request")
         with write_session(self._session_factory) as session:
+            now = self._now(session)
             row = lock_job(session, job_id)
             state = JobState(row.state)
             if state is JobState.CANCELLING:
@@ -544,16 +537,17 @@ class JobService:
         spending an attempt, after the backoff of its interruption count, or failed
         once ``max_interruptions`` run out; a cancelling job is cancelled. Returns
         the recovered job ids."""
-        now = now or self._clock()
+        given = now
         # The registry's dead workers (found gone by any worker) void their leases too.
         owner_dead = or_(
             jobs.c.lease_owner.in_(list(dead_workers)),
             jobs.c.lease_owner.in_(select(workers.c.id).where(workers.c.state == WorkerState.DEAD)),
         )
-        abandoned = or_(jobs.c.lease_expires_at < now, owner_dead)
         recovered: list[str] = []
         while True:
             with write_session(self._session_factory) as session:
+                now = given or self._now(session)
+                abandoned = or_(jobs.c.lease_expires_at < now, owner_dead)
                 stale = session.execute(
                     job_with_facts()
                     .add_columns(owner_dead.label("owner_dead"))
@@ -581,7 +575,6 @@ class JobService:
                     recovered.append(row.id)
             if len(stale) < _RECOVERY_BATCH:
                 break
-        self._last_recovery = now
         return recovered
 
     @transactional
@@ -593,9 +586,9 @@ class JobService:
             raise InvalidArgument(
                 "invalid_older_than", f"older_than must be a timedelta >= 0, got {older_than!r}"
             )
-        cutoff = (now or self._clock()) - older_than
         finished = [s.value for s in FINISHED_STATES]
         with write_session(self._session_factory) as session:
+            cutoff = (now or self._now(session)) - older_than
             old_jobs = select(jobs.c.id).where(
                 jobs.c.state.in_(finished), jobs.c.finished_at < cutoff
             )
@@ -625,7 +618,7 @@ class JobService:
         queued (delayed or waiting on prerequisites too), retry_queued, or leased
         with an expired lease."""
         types = check.job_types(job_types)
-        now = self._clock()
+        now = self._now_sql()
         query = select(func.count()).where(
             jobs.c.job_type.in_(types),
             or_(
@@ -642,9 +635,9 @@ class JobService:
         on prerequisites of which one, down the chain, is leased or can run by then.
         A job delayed beyond ``within``, and whatever waits on it, does not count."""
         types = set(check.job_types(job_types))
-        due = self._clock() + within
-        now = self._clock()
         with read_session(self._session_factory) as session:
+            now = self._now(session)
+            due = now + within
             active = {
                 row.id: row
                 for row in session.execute(
@@ -698,7 +691,7 @@ class JobService:
 
     def find_by_idempotency_key(self, key: str) -> JobSnapshot | None:
         with read_session(self._session_factory) as session:
-            row = self._by_idempotency_key(session, key)
+            row = enqueuing.by_idempotency_key(session, key)
             return None if row is None else snapshot(row)
 
     def get(self, job_id: str) -> JobSnapshot | None:
@@ -763,55 +756,15 @@ class JobService:
             return [event_dict(e) for e in session.execute(query)]
 
     # ── internals ──────────────────────────────────────────────────────────────
-    def _check_prerequisites(self, session: Session, prereq_ids: list[str]) -> int:
-        """Count the prerequisites still to succeed; refuse unknown or failed ones.
-
-        The rows are share-locked so that none of them can finish between this count
-        and our commit (its success would not see our edge and never release us).
-        """
-        if not prereq_ids:
-            return 0
-        states = dict(
-            session.execute(
-                select(jobs.c.id, jobs.c.state)
-                .where(jobs.c.id.in_(prereq_ids))
-                .order_by(jobs.c.id)  # one lock order for every caller
-                .with_for_update(read=True)
-            ).all()
-        )
-        missing = [p for p in prereq_ids if p not in states]
-        if missing:
-            raise JobBlocked("unknown_prerequisite", f"no job with id {missing[0]!r}")
-        dead = [p for p, s in states.items() if s in (JobState.FAILED, JobState.CANCELLED)]
-        if dead:
-            raise JobBlocked(
-                "prerequisite_failed", f"prerequisite job {dead[0]} is {states[dead[0]]}"
-            )
-        return sum(1 for s in states.values() if s != JobState.SUCCEEDED)
-
-    @staticmethod
-    def _insert_items(session: Session, job_id: str, keys: list[str], now: datetime) -> None:
-        for start in range(0, len(keys), _INSERT_CHUNK):
-            session.execute(
-                insert(job_items),
-                [
-                    {
-                        "job_id": job_id,
-                        "item_key": key,
-                        "state": ItemState.QUEUED,
-                        "attempt_count": 0,
-                        "updated_at": now,
-                    }
-                    for key in keys[start : start + _INSERT_CHUNK]
-                ],
-            )
-
-    @staticmethod
-    def _by_idempotency_key(session: Session, key: str) -> Row[Any] | None:
-        return session.execute(select(jobs).where(jobs.c.idempotency_key == key)).one_or_none()
-
-    def _lock_held(self, lock: str) -> JobBlocked:
-        blockers = self.blockers(lock)
+    def _lock_held(self, lock: str | list[str]) -> JobBlocked:
+        """``lock_held`` naming the holder (of the first of ``lock`` that has one)."""
+        locks = [lock] if isinstance(lock, str) else lock
+        lock, blockers = locks[0], []
+        for candidate in locks:
+            blockers = self.blockers(candidate)
+            if blockers:
+                lock = candidate
+                break
         holders = ", ".join(f"{b['id']} ({b['state']})" for b in blockers)
         return JobBlocked(
             "lock_held",
@@ -820,24 +773,64 @@ class JobService:
             blocking_jobs=[b["id"] for b in blockers],
         )
 
-    def _recover_if_due(self, now: datetime) -> None:
+    def _recover_if_due(self) -> None:
+        if self._recover_every is None:
+            return
+        # The given clock's time (tests move it), else this process's monotonic one.
+        at = self._clock().timestamp() if self._fixed_clock else time.monotonic()
         last = self._last_recovery
-        if self._recover_every is not None and (
-            last is None or now - last >= self._recover_every or now < last
-        ):
-            self.recover_stale(now=now)
+        if last is None or at - last >= self._recover_every.total_seconds() or at < last:
+            self._last_recovery = at
+            self.recover_stale()
 
+    def _now(self, session: Session) -> datetime:
+        """The time decisions are made with: the database's (one short query inside
+        the caller's transaction), or the clock this service was given."""
+        if self._fixed_clock:
+            return self._clock()
+        return session.scalar(select(db_now(self._dialect)))
 
-def claim_candidate(job_types: list[str], now: datetime) -> Select[tuple[int]]:
-    """The next runnable job's ``seq``: a walk of the partial claim index that stops
-    at the first row not locked by another claimer."""
-    return (
-        select(jobs.c.seq)
-        .where(_CLAIMABLE, jobs.c.run_after <= now, jobs.c.job_type.in_(job_types))
-        .order_by(jobs.c.priority.desc(), jobs.c.run_after, jobs.c.seq)
-        .limit(1)
-        .with_for_update(skip_locked=True)  # rendered on PostgreSQL only
-    )
+    def _now_sql(self, *, plus: timedelta = timedelta(0)) -> ColumnElement[datetime]:
+        """The same time as SQL: the server's, or the given clock's as a parameter."""
+        if self._fixed_clock:
+            return literal(self._clock() + plus, UTCDateTime())
+        return db_now(self._dialect, plus)
+
+    @contextmanager
+    def _autocommit(self) -> Iterator[Connection]:
+        """PostgreSQL: a connection on which each statement commits by itself (one
+        round trip for a one-statement change, no BEGIN/COMMIT)."""
+        with self._engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
+
+    def _succeed(self, job_id: str, token: int, worker_id: str | None) -> JobSnapshot | None:
+        """The worker's usual finish in one round trip; None when a check failed."""
+        if self._pg:
+            params = {"job_id": job_id, "token": token, "worker_id": worker_id}
+            now_sql = db_now_sql(self._dialect)
+            if self._fixed_clock:
+                now_sql, params["now"] = ":now", _micros(self._clock())
+            statement = hot_path.pg_succeed(now_sql, check_owner=worker_id is not None)
+            with self._autocommit() as conn:
+                row = conn.execute(statement, params).one_or_none()
+            return None if row is None else snapshot(row)
+        with write_session(self._session_factory) as session:
+            row = session.execute(
+                hot_path.succeed_update(job_id, token, worker_id, self._now_sql())
+            ).one_or_none()
+            if row is None:
+                return None
+            now = row.updated_at
+            write_event(session, job_id, f"state:{JobState.SUCCEEDED}", now)
+            self._transitions.release_dependents(session, job_id, now)
+            return snapshot(row)
+
+    def _signal_runnable(
+        self, session: Session, queued: Iterable[JobSnapshot], now: datetime
+    ) -> None:
+        """New jobs that can run now wake idle workers (at commit)."""
+        ready = [j["job_type"] for j in queued if j["waiting_for"] == 0 and j["run_after"] <= now]
+        wakeup.runnable(session, ready)
 
 
 def _job_state(value: str) -> JobState:
@@ -864,32 +857,8 @@ def _check_fence(row: Row[Any], fencing_token: int | None, worker_id: str | None
         raise JobConflict("not_lease_owner", f"job {row.id} is held by {row.lease_owner}")
 
 
-def _request_hash(
-    job_type: str,
-    lock: str | None,
-    params: dict[str, Any],
-    items: list[str],
-    prerequisites: list[str],
-    priority: int,
-    max_attempts: int,
-) -> str:
-    request = {
-        "job_type": job_type,
-        "lock": lock,
-        "params": params,
-        "items": items,
-        "prerequisites": prerequisites,
-        "priority": priority,
-        "max_attempts": max_attempts,
-    }
-    return hashlib.sha256(check.canonical_json(request).encode()).hexdigest()
+def _micros(value: datetime) -> int:
+    return (value - EPOCH) // timedelta(microseconds=1)
 
 
-def _same_request(existing: Row[Any], request_hash: str) -> JobSnapshot:
-    if existing.request_hash != request_hash:
-        raise JobConflict(
-            "idempotency_conflict",
-            f"idempotency key {existing.idempotency_key!r} was used for a different request "
-            f"(job {existing.id})",
-        )
-    return snapshot(existing)
+__all__ = ["Clock", "Enqueued", "JobService", "JobSnapshot", "claim_candidate", "utc_now"]

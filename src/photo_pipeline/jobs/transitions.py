@@ -11,6 +11,7 @@ from sqlalchemy import Row, Select, select, update
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
+from photo_pipeline.jobs import wakeup
 from photo_pipeline.jobs.errors import InvalidTransition, JobConflict, JobNotFound
 from photo_pipeline.jobs.events import write_event
 from photo_pipeline.jobs.retry import RetryPolicy
@@ -108,15 +109,19 @@ class Transitions:
             raise JobConflict("concurrent_update", f"job {row.id} changed while being updated")
         for event_type, message in events:
             write_event(session, row.id, event_type, now, message=message)
+        if target in CLAIMABLE_STATES and result.waiting_for == 0 and result.run_after <= now:
+            wakeup.runnable(session, [result.job_type])
         if row.has_dependents and target is JobState.SUCCEEDED:
-            self._release_dependents(session, row.id, now)
+            self.release_dependents(session, row.id, now)
         elif row.has_dependents and target in (JobState.FAILED, JobState.CANCELLED):
             self._cancel_dependents(session, row.id, now)
         elif row.has_dependents and target is JobState.RETRY_QUEUED:
             self._revive_dependents(session, row.id, now)
         return snapshot(result)
 
-    def _release_dependents(self, session: Session, job_id: str, now: datetime) -> None:
+    def release_dependents(self, session: Session, job_id: str, now: datetime) -> None:
+        """A prerequisite succeeded: the jobs waiting on it wait for one fewer; those
+        left waiting for none become runnable (and wake workers)."""
         dependents = select(job_prerequisites.c.job_id).where(
             job_prerequisites.c.prerequisite_id == job_id
         )
@@ -124,11 +129,12 @@ class Transitions:
             update(jobs)
             .where(jobs.c.id.in_(dependents), jobs.c.waiting_for > 0)
             .values(waiting_for=jobs.c.waiting_for - 1, version=jobs.c.version + 1)
-            .returning(jobs.c.id, jobs.c.waiting_for)
+            .returning(jobs.c.id, jobs.c.waiting_for, jobs.c.job_type)
         ).all()
-        for dependent in released:
-            if dependent.waiting_for == 0:
-                write_event(session, dependent.id, "prerequisites_met", now)
+        ready = sorted((d.id, d.job_type) for d in released if d.waiting_for == 0)
+        for dependent_id, _ in ready:
+            write_event(session, dependent_id, "prerequisites_met", now)
+        wakeup.runnable(session, [job_type for _, job_type in ready])
 
     def _cancel_dependents(self, session: Session, job_id: str, now: datetime) -> None:
         """A prerequisite that ended without success cancels the jobs waiting on it
@@ -192,6 +198,8 @@ class Transitions:
             if revived != 1:
                 raise JobConflict("concurrent_update", f"job {row.id} changed while being updated")
             requeue_items(session, row.id, now, [ItemState.CANCELLED])
+            if waiting_for == 0:
+                wakeup.runnable(session, [row.job_type])
             write_event(
                 session,
                 row.id,

@@ -1,0 +1,214 @@
+"""The statements a worker sends for every job, each one round trip: claim (with its
+event) and finishing a job as succeeded (fence check, unfinished-item check, event,
+release of dependents).
+
+On PostgreSQL each is one statement (data-modifying CTEs) run outside an explicit
+transaction, so it costs no BEGIN or COMMIT of its own. On SQLite, where a
+statement is a function call and not a round trip, they are a few plain statements
+in one ``BEGIN IMMEDIATE`` transaction. bench/coordinator.py measured both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    TextClause,
+    func,
+    insert,
+    literal,
+    literal_column,
+    select,
+    text,
+    true,
+    union_all,
+    update,
+)
+from sqlalchemy.sql.dml import Update
+
+from photo_pipeline.db.schema import job_events, jobs
+from photo_pipeline.jobs.events import _PG_EVENT_ORDER_LOCK, EVENTS_CHANNEL
+from photo_pipeline.jobs.states import CLAIMABLE_STATES, LEASED_STATES, ItemState, JobState
+from photo_pipeline.jobs.wakeup import RUNNABLE_CHANNEL
+
+
+def _sql_list(values: Any) -> str:
+    return ", ".join(repr(str(v)) for v in sorted(values))
+
+
+# The claim index is partial; both planners use it only when the query repeats its
+# predicate literally (a bound parameter cannot prove it).
+CLAIMABLE = text(f"jobs.state IN ({_sql_list(CLAIMABLE_STATES)}) AND jobs.waiting_for = 0")
+
+
+def claim_candidate(job_types: list[str], now: Any) -> Select[tuple[int]]:
+    """The next runnable job's ``seq``. Per type, a walk of the claim index
+    ``(job_type, priority DESC, run_after, seq)`` that stops at the first row not
+    locked by another claimer; of those heads, the most urgent. Its cost does not
+    grow with other types' backlogs."""
+    order = (jobs.c.priority.desc(), jobs.c.run_after, jobs.c.seq)
+
+    def head(job_type: str) -> Select[Any]:
+        return (
+            select(jobs.c.seq, jobs.c.priority, jobs.c.run_after)
+            .where(CLAIMABLE, jobs.c.job_type == job_type, jobs.c.run_after <= now)
+            .order_by(*order)
+            .limit(1)
+            .with_for_update(skip_locked=True)  # rendered on PostgreSQL only
+        )
+
+    types = sorted(set(job_types))
+    if len(types) == 1:
+        return head(types[0]).with_only_columns(jobs.c.seq)
+    heads = [head(t).subquery() for t in types]
+    merged = union_all(*[select(h.c.seq, h.c.priority, h.c.run_after) for h in heads]).subquery()
+    return (
+        select(merged.c.seq)
+        .order_by(merged.c.priority.desc(), merged.c.run_after, merged.c.seq)
+        .limit(1)
+    )
+
+
+def claim_update(
+    job_types: list[str], worker_id: str, now: ColumnElement[Any], expires: ColumnElement[Any]
+) -> Update:
+    """Lease the candidate: a new fencing token, one more attempt."""
+    candidate = claim_candidate(job_types, now).scalar_subquery()
+    return (
+        update(jobs)
+        .where(jobs.c.seq == candidate)
+        .values(
+            state=JobState.RUNNING,
+            lease_owner=worker_id,
+            lease_expires_at=expires,
+            heartbeat_at=now,
+            started_at=func.coalesce(jobs.c.started_at, now),
+            fencing_token=jobs.c.fencing_token + 1,
+            attempts=jobs.c.attempts + 1,
+            version=jobs.c.version + 1,
+            updated_at=now,
+        )
+        .returning(*jobs.c)
+    )
+
+
+def pg_claim(
+    job_types: list[str], worker_id: str, now: ColumnElement[Any], expires: ColumnElement[Any]
+) -> Select[Any]:
+    """PostgreSQL: the claim and its ``claimed`` event in one statement. The event
+    is inserted after the event-order lock (see events.py), which is taken only once
+    a job was claimed."""
+    claimed = claim_update(job_types, worker_id, now, expires).cte("claimed")
+    ordered = (
+        select(
+            func.pg_advisory_xact_lock(literal_column(str(_PG_EVENT_ORDER_LOCK))),
+            func.pg_notify(literal_column(f"'{EVENTS_CHANNEL}'"), literal_column("''")),
+        )
+        .select_from(claimed)
+        .cte("ordered")
+    )
+    data = func.json_build_object(
+        literal_column("'fencing_token'"),
+        claimed.c.fencing_token,
+        literal_column("'attempt'"),
+        claimed.c.attempts,
+    )
+    event = (
+        insert(job_events)
+        .from_select(
+            ["job_id", "event_type", "message", "data", "created_at"],
+            select(
+                claimed.c.id,
+                literal_column("'claimed'"),
+                literal(worker_id),
+                data,
+                claimed.c.updated_at,
+            ).select_from(claimed.join(ordered, true())),
+        )
+        .cte("claim_event")
+    )
+    return select(claimed).add_cte(event)
+
+
+_LEASED = _sql_list(LEASED_STATES)
+_UNFINISHED = _sql_list([ItemState.QUEUED, ItemState.RUNNING])
+
+
+def pg_succeed(now_sql: str, *, check_owner: bool) -> TextClause:
+    """PostgreSQL: a leased job to ``succeeded`` in one statement, only under its
+    current fencing token (and owner) and with no unfinished item; writes its event,
+    releases the jobs waiting on it (with their events) and wakes workers for those
+    that became runnable. Returns the job's row, or no row when any check failed
+    (the caller then finds out which, and raises).
+
+    The item check reads the statement's snapshot: items are written only by the
+    lease holder, which finishes after its last write, and under the same token."""
+    owner = "AND (jobs.lease_owner = :worker_id OR jobs.lease_owner IS NULL)" if check_owner else ""
+    sql = f"""
+WITH done AS (
+  UPDATE jobs SET state = '{JobState.SUCCEEDED}', version = jobs.version + 1,
+    updated_at = {now_sql}, finished_at = {now_sql},
+    lease_owner = NULL, lease_expires_at = NULL
+  WHERE jobs.id = :job_id AND jobs.fencing_token = :token AND jobs.state IN ({_LEASED}) {owner}
+    AND NOT EXISTS (SELECT 1 FROM job_items AS i
+                    WHERE i.job_id = :job_id AND i.state IN ({_UNFINISHED}))
+  RETURNING jobs.*
+), ordered AS (
+  SELECT pg_advisory_xact_lock({_PG_EVENT_ORDER_LOCK}), pg_notify('{EVENTS_CHANNEL}', '')
+  FROM done
+), released AS (
+  UPDATE jobs AS d SET waiting_for = d.waiting_for - 1, version = d.version + 1
+  FROM job_prerequisites AS p, done
+  WHERE p.prerequisite_id = done.id AND d.id = p.job_id AND d.waiting_for > 0
+  RETURNING d.id, d.job_type, d.waiting_for, done.updated_at AS at
+), logged AS (
+  INSERT INTO job_events (job_id, event_type, created_at)
+  SELECT e.job_id, e.event_type, e.at FROM ordered, (
+    SELECT 0 AS n, done.id AS job_id, 'state:{JobState.SUCCEEDED}' AS event_type,
+           done.updated_at AS at FROM done
+    UNION ALL
+    SELECT 1, r.id, 'prerequisites_met', r.at FROM released AS r WHERE r.waiting_for = 0
+  ) AS e ORDER BY e.n, e.job_id
+), woken AS (
+  SELECT pg_notify('{RUNNABLE_CHANNEL}', r.job_type) FROM released AS r WHERE r.waiting_for = 0
+)
+SELECT done.* FROM done WHERE (SELECT count(*) FROM woken) >= 0
+"""
+    return text(sql).columns(**{column.name: column.type for column in jobs.c})
+
+
+def succeed_update(
+    job_id: str, token: int, worker_id: str | None, now: ColumnElement[Any]
+) -> Update:
+    """SQLite: the fenced, item-checked move to ``succeeded`` (the rest follows in
+    the same transaction)."""
+    from photo_pipeline.db.schema import job_items
+
+    conditions = [
+        jobs.c.id == job_id,
+        jobs.c.fencing_token == token,
+        jobs.c.state.in_(LEASED_STATES),
+        ~select(job_items.c.id)
+        .where(
+            job_items.c.job_id == job_id,
+            job_items.c.state.in_([ItemState.QUEUED, ItemState.RUNNING]),
+        )
+        .exists(),
+    ]
+    if worker_id is not None:
+        conditions.append((jobs.c.lease_owner == worker_id) | jobs.c.lease_owner.is_(None))
+    return (
+        update(jobs)
+        .where(*conditions)
+        .values(
+            state=JobState.SUCCEEDED,
+            version=jobs.c.version + 1,
+            updated_at=now,
+            finished_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
+        )
+        .returning(*jobs.c)
+    )
