@@ -341,3 +341,21 @@ def test_undo_of_a_job_inside_the_roots_is_accepted(session_factory, db_url, tmp
     answer, undos = undo_request(db_url, tmp_path, allowed, job_id)
     assert answer.status_code == 201, answer.text
     assert [j["id"] for j in undos] == [answer.json()["id"]]
+
+
+def test_retry_of_a_job_whose_paths_left_the_roots_is_refused(session_factory, db_url, tmp_path):
+    """A retry acts on the job's paths as an undo does: an organize started from the
+    command line outside the roots cannot be run again through the API."""
+    base = tmp_path.resolve()
+    allowed = base / "allowed"
+    allowed.mkdir()
+    job_id = organized(session_factory, allowed / "photos", base / "elsewhere", move=False)
+    with (
+        running_server(db_url, tmp_path / "home", allowed_roots=(allowed,)) as api,
+        api.client() as http,
+    ):
+        answer = http.post(f"/api/jobs/{job_id}/retry")
+        state = api.library.service.get(job_id)["state"]
+    assert answer.status_code == 403, answer.text
+    assert answer.json()["code"] == "path_not_allowed"
+    assert state == "succeeded"

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from photo_pipeline.api.problems import ApiError
 from photo_pipeline.jobs import Enqueued, JobConflict
-from photo_pipeline.pipeline import organize, scan
+from photo_pipeline.pipeline import dedupe, organize, scan
 from photo_pipeline.pipeline.library import Library
 from photo_pipeline.pipeline.roots import PathOutsideRoots, real_path_inside
 
@@ -109,12 +109,16 @@ def require_job_paths_inside_roots(lib: Library, job_id: str) -> None:
     been started from the command line, or before the roots changed, or a folder may
     since have become a symlink. An organize job's paths are its destination and the
     folders its journal touches (an undo's are its organize job's), a scan's are its
-    sources; timeshifts change the catalogue only."""
+    sources, a dedupe's the folders it moved files from; timeshifts change the catalogue
+    only."""
     if not lib.settings.allowed_roots:
         return
     job = lib.service.get(job_id)
     if job is not None and job["job_type"] == organize.UNDO_JOB_TYPE:
         job_id = job["params"]["organize_job_id"]
+        job = lib.service.get(job_id)
+    elif job is not None and job["job_type"] == dedupe.UNDO_JOB_TYPE:
+        job_id = job["params"]["dedupe_job_id"]
         job = lib.service.get(job_id)
     if job is None:
         return  # the request's own handling refuses it, with its own code
@@ -129,5 +133,10 @@ def require_job_paths_inside_roots(lib: Library, job_id: str) -> None:
             named.add(("source", entry.source_root))
             named.add(("source folder", os.path.dirname(entry.source())))
             named.add(("destination folder", os.path.dirname(entry.dest(destination))))
+    elif job["job_type"] == dedupe.JOB_TYPE:
+        # What it moved out, and what an undo or a retry would move back in.
+        for dedupe_entry in dedupe.Journal(lib.sessions).of_job(job_id):
+            named.add(("source", dedupe_entry.source_root))
+            named.add(("source folder", os.path.dirname(dedupe_entry.source())))
     for what, path in sorted(named):
         require_inside_allowed_roots(lib, path, f"{job['job_type']} job {job_id}: {what}")

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi import Path as PathParam
 from pydantic import Field
 
-from photo_pipeline.api.job_types import start_job
+from photo_pipeline.api.job_types import require_job_paths_inside_roots, start_job
 from photo_pipeline.api.models import (
     JOB_ID,
     PLAIN_TEXT,
@@ -126,8 +126,10 @@ def cancel_job(job_id: JobId, request: Request) -> Job:
 
 @router.post("/{job_id}/retry", response_model=Job)
 def retry_job(job_id: JobId, request: Request) -> Job:
-    """Queue a failed job again; its finished items are not redone."""
+    """Queue a failed job again; its finished items are not redone. A job that acts
+    on paths is retried only while they stay inside the allowed roots."""
     lib = api_state(request).library
+    require_job_paths_inside_roots(lib, job_id)
     return _job(lib, lib.service.retry(job_id))
 
 

@@ -225,10 +225,7 @@ def start_dedupe(lib: Library, params: DedupeParams, key: str | None) -> Enqueue
 
 @job_type("dedupe_undo", UndoParams, "Put back what a dedupe job moved into the quarantine.")
 def start_dedupe_undo(lib: Library, params: UndoParams, key: str | None) -> Enqueued:
-    entries = dedupe.Journal(lib.sessions).of_job(params.job_id)
-    _require_sources_inside_roots(
-        lib, {e.source_root for e in entries}, f"dedupe job {params.job_id}"
-    )
+    require_job_paths_inside_roots(lib, params.job_id)
     # One undo per dedupe job, whatever the request's key: asking again returns it.
     before = lib.service.find_by_idempotency_key(dedupe.undo_key(params.job_id))
     return Enqueued(dedupe.start_undo(lib.service, params.job_id), before is None)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -346,41 +346,6 @@ class Journal:
 
 
 # ── shared steps ───────────────────────────────────────────────────────────────
-def _tag(job_id: str, seq: int, kind: str) -> str:
-    """Hidden prefix of an entry's temp and parked files, named by job and entry."""
-    return f".pp-{kind}-{job_id[:8]}-{seq}"
-
-
-def _temp_name(job_id: str, seq: int, token: int, kind: str) -> str:
-    return f"{_tag(job_id, seq, kind)}-{token}.tmp"
-
-
-def _device(path: str) -> int | None:
-    try:
-        return os.stat(path).st_dev
-    except OSError:
-        return None
-
-
-def _device_of_folder(path: str) -> int | None:
-    folder = os.path.dirname(path)
-    while folder and not os.path.isdir(folder):
-        folder = os.path.dirname(folder)
-    return _device(folder)
-
-
-def _place(
-    source: transfer.Spot, dest: transfer.Spot, temp: str, expected: str, *, link: bool
-) -> tuple[os.stat_result, transfer.Identity]:
-    if link:
-        try:
-            return transfer.place_by_link(source, dest, expected)
-        except ItemError as exc:
-            if exc.code != "cross_device":
-                raise
-    return transfer.place_by_copy(source, dest, temp, expected)
-
-
 def _check_keeper(entry: Entry) -> None:
     """The keeper must be there and be what the plan saw: else the group is skipped."""
     where = os.path.join(entry.keeper_root, paths.display(entry.keeper_path))
@@ -399,18 +364,6 @@ def _check_keeper(entry: Entry) -> None:
         )
 
 
-def _sweep_temp_files(folders: Iterable[str], job_id: str, kind: str) -> None:
-    """Remove this job's temp files in ``folders`` (never through a symlinked one)."""
-    prefix = f".pp-{kind}-{job_id[:8]}-"
-    for folder in set(folders):
-        if os.path.realpath(folder) != folder:
-            continue
-        with contextlib.suppress(OSError):
-            for name in os.listdir(folder):
-                if name.startswith(prefix) and name.endswith(".tmp"):
-                    os.unlink(os.path.join(folder, name))
-
-
 def _remove_empty_folders(top: str) -> None:
     """Folders below ``top`` (and ``top``) left empty, deepest first."""
     if not os.path.isdir(top) or os.path.islink(top):
@@ -425,7 +378,7 @@ def _put_back(entry: Entry, quarantine: str, ctx: JobContext, kind: str) -> os.s
     None when this entry never reached the quarantine (nothing to put back)."""
     expected = entry.content_hash
     q_rel, source_rel = paths.from_text(entry.quarantine_path), paths.from_text(entry.source_path)
-    tag = _tag(ctx.job_id, entry.seq, kind)
+    names = transfer.PrivateNames(kind, ctx.job_id, entry.seq, ctx.fencing_token)
     with contextlib.ExitStack() as stack:
         try:
             held = stack.enter_context(transfer.spot(quarantine, q_rel))
@@ -433,7 +386,7 @@ def _put_back(entry: Entry, quarantine: str, ctx: JobContext, kind: str) -> os.s
             if exc.code != "missing":
                 raise
             return _already_back(entry)
-        transfer.unpark_leftovers(held, tag)  # parked by a run that died mid-remove
+        transfer.unpark_leftovers(held, names.prefix)  # parked by a run that died mid-remove
         there = transfer.hash_at(held)
         if there is None:
             return _already_back(entry)
@@ -445,14 +398,13 @@ def _put_back(entry: Entry, quarantine: str, ctx: JobContext, kind: str) -> os.s
         at_source = transfer.hash_at(source)
         seen = None
         if at_source is None:
-            temp = _temp_name(ctx.job_id, entry.seq, ctx.fencing_token, kind)
-            link = _device(quarantine) == _device_of_folder(source.path)
-            _, seen = _place(held, source, temp, expected, link=link)
+            link = transfer.device(quarantine) == transfer.device_of_folder(source.path)
+            _, seen = transfer.place(held, source, names.temp, expected, link=link)
         elif at_source[0] != expected:
             raise ItemError(
                 "source_taken", f"{source.path}: another file now has this name; left alone"
             )
-        transfer.retire(held, expected, seen, f"{tag}-{ctx.fencing_token}.parked")
+        transfer.retire(held, expected, seen, names.parking)
         return os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
 
 
@@ -500,8 +452,8 @@ def dedupe(ctx: JobContext) -> None:
         os.path.dirname(os.path.join(quarantine, paths.from_text(e.quarantine_path)))
         for e in entries
     ]
-    _sweep_temp_files(folders, ctx.job_id, JOB_TYPE)
-    q_device = _device(quarantine) if ctx.params.get("hard_links", True) else None
+    transfer.sweep_temp_files(folders, JOB_TYPE, ctx.job_id)
+    q_device = transfer.device(quarantine) if ctx.params.get("hard_links", True) else None
 
     def write_journal() -> None:
         journal.flush(_catalogue_quarantined)
@@ -534,7 +486,7 @@ def dedupe(ctx: JobContext) -> None:
         journal.record(entry, done, info)
         ctx.succeed(key)
     ctx.flush()
-    _sweep_temp_files(folders, ctx.job_id, JOB_TYPE)
+    transfer.sweep_temp_files(folders, JOB_TYPE, ctx.job_id)
     if not ctx.should_stop:
         _remove_empty_folders(quarantine)
 
@@ -550,27 +502,25 @@ def _quarantine_one(
         _put_back(entry, quarantine, ctx, JOB_TYPE)
         raise
     source_rel, q_rel = paths.from_text(entry.source_path), paths.from_text(entry.quarantine_path)
-    tag = _tag(ctx.job_id, entry.seq, JOB_TYPE)
+    names = transfer.PrivateNames(JOB_TYPE, ctx.job_id, entry.seq, ctx.fencing_token)
     with (
         transfer.spot(entry.source_root, source_rel) as source,
         transfer.spot(quarantine, q_rel, create=True) as held,
     ):
         # Parked by a run that died mid-remove (the original, or a withdrawn copy).
-        transfer.unpark_leftovers(source, tag)
-        transfer.unpark_leftovers(held, tag)
+        transfer.unpark_leftovers(source, names.prefix)
+        transfer.unpark_leftovers(held, names.prefix)
         there = transfer.hash_at(held)
         if there is not None and there[0] != entry.content_hash:
             raise ItemError("destination_taken", f"{held.path}: another file is there; kept it")
         seen = None  # placed by an earlier run: the original is checked by its bytes alone
         if there is None:
-            temp = _temp_name(ctx.job_id, entry.seq, ctx.fencing_token, JOB_TYPE)
-            link = q_device is not None and _device(entry.source()) == q_device
-            _, seen = _place(source, held, temp, entry.content_hash, link=link)
-        parking = f"{tag}-{ctx.fencing_token}.parked"
+            link = q_device is not None and transfer.device(entry.source()) == q_device
+            _, seen = transfer.place(source, held, names.temp, entry.content_hash, link=link)
         try:
-            transfer.retire(source, entry.content_hash, seen, parking)
+            transfer.retire(source, entry.content_hash, seen, names.parking)
         except ItemError:
-            _withdraw(held, entry, parking)  # the original stays: so no second copy
+            _withdraw(held, entry, names.parking)  # the original stays: so no second copy
             raise
         return os.stat(held.name, dir_fd=held.fd, follow_symlinks=False)
 
@@ -613,7 +563,9 @@ def undo(ctx: JobContext) -> None:
     for start in range(0, len(work), 1000):
         ctx.add_items(e.item_key for e in work[start : start + 1000])
     by_seq = {e.seq: e for e in work}
-    _sweep_temp_files((os.path.dirname(e.source()) for e in work), ctx.job_id, UNDO_JOB_TYPE)
+    transfer.sweep_temp_files(
+        (os.path.dirname(e.source()) for e in work), UNDO_JOB_TYPE, ctx.job_id
+    )
 
     def write_journal() -> None:
         journal.flush(_catalogue_restored)
@@ -635,7 +587,9 @@ def undo(ctx: JobContext) -> None:
         journal.record(entry, {"state": RESTORED, "undo_job_id": ctx.job_id}, restored)
         ctx.succeed(key)
     ctx.flush()
-    _sweep_temp_files((os.path.dirname(e.source()) for e in work), ctx.job_id, UNDO_JOB_TYPE)
+    transfer.sweep_temp_files(
+        (os.path.dirname(e.source()) for e in work), UNDO_JOB_TYPE, ctx.job_id
+    )
     if not ctx.should_stop:
         _remove_empty_folders(quarantine)
 
@@ -685,10 +639,10 @@ def purge(ctx: JobContext) -> None:
             _check_keeper(entry)  # never delete what may be the last copy
             try:
                 with transfer.spot(quarantine, paths.from_text(entry.quarantine_path)) as held:
-                    parking = (
-                        f"{_tag(ctx.job_id, entry.seq, PURGE_JOB_TYPE)}-{ctx.fencing_token}.parked"
+                    names = transfer.PrivateNames(
+                        PURGE_JOB_TYPE, ctx.job_id, entry.seq, ctx.fencing_token
                     )
-                    transfer.retire(held, entry.content_hash, None, parking)
+                    transfer.retire(held, entry.content_hash, None, names.parking)
             except ItemError as exc:
                 if exc.code != "missing":
                     raise

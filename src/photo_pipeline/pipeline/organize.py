@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -398,18 +398,6 @@ class Journal:
 
 
 # ── the organize job ───────────────────────────────────────────────────────────
-def _tag(job_id: str, seq: int, kind: str = "organize") -> str:
-    """The prefix of this entry's temp and parked files: hidden (scans skip them) and
-    named by job and entry, so that a resumed run and the final sweep find them."""
-    return f".pp-{kind}-{job_id[:8]}-{seq}"
-
-
-def _temp_name(job_id: str, seq: int, token: int, kind: str = "organize") -> str:
-    # The fencing token in the name: a worker that lost its lease and has not noticed
-    # yet never shares a temp file with the one that took over.
-    return f"{_tag(job_id, seq, kind)}-{token}.tmp"
-
-
 @registry.handler(JOB_TYPE)
 def organize(ctx: JobContext) -> None:
     params = ctx.params
@@ -438,7 +426,9 @@ def organize(ctx: JobContext) -> None:
     by_seq = {e.seq: e for e in work}
     os.makedirs(destination, exist_ok=True)
     # Temp files of an interrupted earlier attempt (one listing per folder).
-    _sweep_temp_files((e.dest(destination) for e in work), ctx.job_id, "organize")
+    transfer.sweep_temp_files(
+        (os.path.dirname(e.dest(destination)) for e in work), JOB_TYPE, ctx.job_id
+    )
     dest_device = os.stat(destination).st_dev
 
     def write_journal() -> None:
@@ -471,7 +461,9 @@ def organize(ctx: JobContext) -> None:
         journal.record(entry, done, info)
         ctx.succeed(key)
     ctx.flush()
-    _sweep_temp_files((e.dest(destination) for e in work), ctx.job_id, "organize")
+    transfer.sweep_temp_files(
+        (os.path.dirname(e.dest(destination)) for e in work), JOB_TYPE, ctx.job_id
+    )
 
 
 def _organize_one(
@@ -480,13 +472,13 @@ def _organize_one(
     """Place one file; safe to run again after a crash at any point."""
     inside(destination, paths.from_text(entry.dest_path))
     source_rel, dest_rel = paths.from_text(entry.source_path), paths.from_text(entry.dest_path)
-    tag = _tag(ctx.job_id, entry.seq)
+    names = transfer.PrivateNames(JOB_TYPE, ctx.job_id, entry.seq, ctx.fencing_token)
     with (
         transfer.spot(entry.source_root, source_rel) as source,
         transfer.spot(destination, dest_rel, create=True) as dest,
     ):
         if move:
-            transfer.unpark_leftovers(source, tag)  # parked by a run that died mid-remove
+            transfer.unpark_leftovers(source, names.prefix)  # parked by a run that died mid-remove
         there = transfer.hash_at(dest)
         if there is not None and there[0] != entry.content_hash:
             raise ItemError(
@@ -494,38 +486,19 @@ def _organize_one(
             )
         seen = None  # placed by an earlier run: the source is checked by its bytes alone
         if there is None:
-            temp = _temp_name(ctx.job_id, entry.seq, ctx.fencing_token)
-            link = move and link_device is not None and _device(entry.source()) == link_device
+            link = (
+                move and link_device is not None and transfer.device(entry.source()) == link_device
+            )
             try:
-                _, seen = _place(source, dest, temp, entry.content_hash, link=link)
+                _, seen = transfer.place(source, dest, names.temp, entry.content_hash, link=link)
             except ItemError as exc:
                 # Lost a race for the name: fine if the winner placed this very content.
                 placed = transfer.hash_at(dest)
                 if exc.code != "destination_taken" or not placed or placed[0] != entry.content_hash:
                     raise
         if move:
-            parking = f"{tag}-{ctx.fencing_token}.parked"
-            transfer.retire(source, entry.content_hash, seen, parking)
+            transfer.retire(source, entry.content_hash, seen, names.parking)
         return os.stat(dest.name, dir_fd=dest.fd, follow_symlinks=False)
-
-
-def _place(
-    source: transfer.Spot, dest: transfer.Spot, temp: str, expected: str, *, link: bool
-) -> tuple[os.stat_result, transfer.Identity]:
-    if link:
-        try:
-            return transfer.place_by_link(source, dest, expected)
-        except ItemError as exc:
-            if exc.code != "cross_device":
-                raise
-    return transfer.place_by_copy(source, dest, temp, expected)
-
-
-def _device(path: str) -> int | None:
-    try:
-        return os.stat(path).st_dev
-    except OSError:
-        return None
 
 
 def _catalogue_organized(session: Session, dest_source: int, batch: list[Recorded]) -> None:
@@ -549,19 +522,6 @@ def _catalogue_organized(session: Session, dest_source: int, batch: list[Recorde
     Catalog.record_organized(session, rows, utc_now())
 
 
-def _sweep_temp_files(paths_: Iterable[str], job_id: str, kind: str) -> None:
-    """Remove this job's temp files next to ``paths_``, left by a crash (never
-    through a symlinked folder)."""
-    prefix = f".pp-{kind}-{job_id[:8]}-"
-    for folder in {os.path.dirname(p) for p in paths_}:
-        if os.path.realpath(folder) != folder:
-            continue
-        with contextlib.suppress(OSError):
-            for name in os.listdir(folder):
-                if name.startswith(prefix) and name.endswith(".tmp"):
-                    os.unlink(os.path.join(folder, name))
-
-
 # ── undo ───────────────────────────────────────────────────────────────────────
 @registry.handler(UNDO_JOB_TYPE)
 def undo(ctx: JobContext) -> None:
@@ -576,7 +536,7 @@ def undo(ctx: JobContext) -> None:
         ctx.add_items(keys[start : start + 1000])
     by_seq = {e.seq: e for e in work}
     dest_source = Catalog(ctx.session_factory).add_source(Path(destination))["id"]
-    _sweep_temp_files((e.source() for e in work), ctx.job_id, "undo")
+    transfer.sweep_temp_files((os.path.dirname(e.source()) for e in work), "undo", ctx.job_id)
 
     def write_journal() -> None:
         journal.flush(lambda s, batch: _catalogue_undone(s, dest_source, batch))
@@ -598,7 +558,7 @@ def undo(ctx: JobContext) -> None:
         journal.record(entry, {"state": UNDONE}, restored)
         ctx.succeed(key)
     ctx.flush()
-    _sweep_temp_files((e.source() for e in work), ctx.job_id, "undo")
+    transfer.sweep_temp_files((os.path.dirname(e.source()) for e in work), "undo", ctx.job_id)
     if not ctx.should_stop:
         _remove_empty_folders(destination, work)
 
@@ -610,8 +570,7 @@ def _undo_one(
     restored source's stat for a move."""
     expected = entry.content_hash
     source_rel, dest_rel = paths.from_text(entry.source_path), paths.from_text(entry.dest_path)
-    tag = _tag(ctx.job_id, entry.seq, "undo")
-    parking = f"{tag}-{ctx.fencing_token}.parked"
+    names = transfer.PrivateNames("undo", ctx.job_id, entry.seq, ctx.fencing_token)
     with contextlib.ExitStack() as stack:
         dest: transfer.Spot | None = None
         there: tuple[str, transfer.Identity] | None = None
@@ -621,7 +580,7 @@ def _undo_one(
             if exc.code != "missing":
                 raise
         if dest is not None:
-            transfer.unpark_leftovers(dest, tag)  # parked by a run that died mid-remove
+            transfer.unpark_leftovers(dest, names.prefix)  # parked by a run that died mid-remove
             there = transfer.hash_at(dest)
         if (there and there[0]) != expected and entry.state != DONE:
             return False, None  # this job never placed it (it failed, or never ran)
@@ -635,7 +594,7 @@ def _undo_one(
                     raise ItemError(
                         "missing", f"{source.path}: the original is gone; the copy is kept"
                     )
-                transfer.retire(dest, expected, there[1], parking)
+                transfer.retire(dest, expected, there[1], names.parking)
             return True, None
         source = stack.enter_context(transfer.spot(entry.source_root, source_rel, create=True))
         at_source = transfer.hash_at(source)
@@ -643,23 +602,15 @@ def _undo_one(
         if at_source is None:
             if dest is None or there is None:
                 raise ItemError("missing", f"{entry.dest(destination)}: the moved file is gone")
-            temp = _temp_name(ctx.job_id, entry.seq, ctx.fencing_token, "undo")
-            link = _device(dest.path) == _device_of_folder(source.path)
-            _, seen = _place(dest, source, temp, expected, link=link)
+            link = transfer.device(dest.path) == transfer.device_of_folder(source.path)
+            _, seen = transfer.place(dest, source, names.temp, expected, link=link)
         elif at_source[0] != expected:
             raise ItemError(
                 "source_taken", f"{source.path}: another file now has this name; left alone"
             )
         if dest is not None:
-            transfer.retire(dest, expected, seen, parking)
+            transfer.retire(dest, expected, seen, names.parking)
         return True, os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
-
-
-def _device_of_folder(path: str) -> int | None:
-    folder = os.path.dirname(path)
-    while folder and not os.path.isdir(folder):
-        folder = os.path.dirname(folder)
-    return _device(folder)
 
 
 def _catalogue_undone(session: Session, dest_source: int, batch: list[Recorded]) -> None:

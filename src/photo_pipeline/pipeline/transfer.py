@@ -46,7 +46,7 @@ import os
 import signal
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import blake3
@@ -159,6 +159,74 @@ def _folder_error(exc: OSError, path: str, create: bool) -> ItemError:
     if create:
         return write_error(exc, path)
     return ItemError("unreadable_file", f"{path}: {exc.strerror}")
+
+
+@dataclass(frozen=True)
+class PrivateNames:
+    """The names of a journal entry's temp and parked files: hidden (scans skip them),
+    named by job kind, job and entry so that a resumed run and the final sweep find
+    them, and by fencing token so that a worker that lost its lease and has not
+    noticed yet never shares one with the worker that took over."""
+
+    kind: str
+    job_id: str
+    seq: int
+    token: int
+
+    @property
+    def prefix(self) -> str:
+        return f".pp-{self.kind}-{self.job_id[:8]}-{self.seq}"
+
+    @property
+    def temp(self) -> str:
+        return f"{self.prefix}-{self.token}.tmp"
+
+    @property
+    def parking(self) -> str:
+        return f"{self.prefix}-{self.token}.parked"
+
+
+def sweep_temp_files(folders: Iterable[str], kind: str, job_id: str) -> None:
+    """Remove a job's temp files left in ``folders`` by a crash (never through a
+    symlinked folder; parked files are restored by the entries, never swept)."""
+    prefix = f".pp-{kind}-{job_id[:8]}-"
+    for folder in set(folders):
+        if os.path.realpath(folder) != folder:
+            continue
+        with contextlib.suppress(OSError):
+            for name in os.listdir(folder):
+                if name.startswith(prefix) and name.endswith(".tmp"):
+                    os.unlink(os.path.join(folder, name))
+
+
+def device(path: str) -> int | None:
+    """The filesystem of ``path``, or None when it cannot be told."""
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
+
+
+def device_of_folder(path: str) -> int | None:
+    """The filesystem that a file created at ``path`` would land on."""
+    folder = os.path.dirname(path)
+    while folder and not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return device(folder)
+
+
+def place(
+    source: Spot, dest: Spot, temp_name: str, expected: str, *, link: bool
+) -> tuple[os.stat_result, Identity]:
+    """Put ``source``'s bytes at ``dest``: a hard link when ``link`` (a move within one
+    filesystem), else, or across filesystems, a verified copy (``place_by_copy``)."""
+    if link:
+        try:
+            return place_by_link(source, dest, expected)
+        except ItemError as exc:
+            if exc.code != "cross_device":
+                raise
+    return place_by_copy(source, dest, temp_name, expected)
 
 
 def content_hash(path: str) -> str | None:
