@@ -33,7 +33,7 @@ from photo_pipeline.api.server import ConnectionLimits
 from photo_pipeline.api.state import ApiState, api_state
 from photo_pipeline.db import read_session
 from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.jobs.runtime import DEFAULT_JOBS, Worker, WorkerConfig
 from photo_pipeline.pipeline.library import Library
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ def _embedded_worker(lib: Library, concurrency: int) -> Iterator[threading.Threa
     if concurrency <= 0:
         yield None
         return
-    config = WorkerConfig(concurrency=concurrency, poll_seconds=0.5)
+    config = WorkerConfig(concurrency=concurrency, jobs=DEFAULT_JOBS, poll_seconds=0.5)
     worker = Worker(lib.service, lib.workers, registry, config)
 
     def run() -> None:

@@ -16,7 +16,7 @@ from photo_pipeline import logs
 from photo_pipeline.cli.common import JsonOption, app, console, library, print_json
 from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import RECONNECT, Worker, WorkerConfig
+from photo_pipeline.jobs.runtime import DEFAULT_JOBS, RECONNECT, Worker, WorkerConfig
 from photo_pipeline.pipeline.home import check_home
 from photo_pipeline.pipeline.library import Library
 
@@ -55,6 +55,12 @@ def worker(
         int | None,
         typer.Option(min=1, max=256, help="Items processed in parallel [default: CPU count]."),
     ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", min=1, max=64, help="Jobs run at once; their items share the executor."
+        ),
+    ] = DEFAULT_JOBS,
     burst: Annotated[bool, typer.Option("--burst", help="Exit when no work is left.")] = False,
     types: Annotated[
         str | None, typer.Option(help="Comma-separated job types to serve (default: all).")
@@ -81,6 +87,7 @@ def worker(
     config = WorkerConfig(
         job_types=tuple(t.strip() for t in types.split(",") if t.strip()) if types else (),
         concurrency=concurrency or os.cpu_count() or 1,
+        jobs=jobs,
         executor=executor,
         lease_seconds=lease_seconds,
         poll_seconds=poll_seconds,

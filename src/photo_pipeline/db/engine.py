@@ -4,6 +4,7 @@ PostgreSQL through psycopg 3."""
 from __future__ import annotations
 
 import os
+import select
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db.errors import unreachable
@@ -35,7 +37,7 @@ def create_database_engine(url: str, **kwargs: Any) -> Engine:
     elif parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        engine = _postgres_engine(create_engine(parsed, pool_pre_ping=True, **kwargs))
+        engine = _postgres_engine(create_engine(parsed, **kwargs))
     else:
         raise ValueError(f"unsupported database URL {url!r}: use sqlite:/// or postgresql://")
     # A refused or broken connection becomes DatabaseUnavailable wherever it happens.
@@ -103,7 +105,28 @@ def _postgres_engine(engine: Engine) -> Engine:
             cursor.execute(f"SET idle_in_transaction_session_timeout = {PG_IDLE_IN_TRANSACTION_MS}")
         dbapi_connection.commit()
 
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        # Instead of a pre-ping (a round trip per checkout): a server that ended an
+        # idle connection (restart, termination, idle timeout) has left its goodbye
+        # or EOF on the socket, seen without a round trip. The pool then opens a new
+        # connection and tries once more.
+        if closed_by_server(dbapi_connection):
+            raise DisconnectionError("connection closed by the server")
+
     return engine
+
+
+def closed_by_server(dbapi_connection: Any) -> bool:
+    """Whether an idle psycopg connection is gone: closed, or with bytes waiting
+    that no query asked for."""
+    if dbapi_connection.closed:
+        return True
+    try:
+        readable, _, _ = select.select([dbapi_connection.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def is_sqlite(engine: Engine) -> bool:

@@ -12,13 +12,14 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
 from typing import Any
 
 from photo_pipeline.db.errors import DatabaseUnavailable
+from photo_pipeline.jobs import wakeup
 from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.errors import JobError
 from photo_pipeline.jobs.handlers import HandlerRegistry
@@ -32,6 +33,13 @@ log = logging.getLogger("photo_pipeline.worker")
 # While the database is unreachable, try again after a capped, jittered backoff.
 RECONNECT = RetryPolicy(base_seconds=0.25, max_seconds=10.0)
 _DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+_MIN_IDLE_SECONDS = 0.25
+# Jobs a worker runs at once unless told otherwise. Their items share one executor
+# (--concurrency), so more slots do not oversubscribe the CPU; they let a long scan,
+# a render and a similar of other folders all move, while each slot costs only a
+# thread, a heartbeat and a database connection. Locks (one organize, verify, dedupe
+# at a time; one scan per folder) rarely let more than a few run together anyway.
+DEFAULT_JOBS = 4
 # A burst worker waits for jobs due this soon (a short retry backoff), not longer.
 BURST_HORIZON = timedelta(seconds=60)
 
@@ -39,12 +47,18 @@ BURST_HORIZON = timedelta(seconds=60)
 @dataclass(frozen=True)
 class WorkerConfig:
     job_types: tuple[str, ...] = ()  # empty: every type the handler registry knows
-    concurrency: int = 1  # items in parallel within a job
+    concurrency: int = 1  # items in parallel, in one executor all jobs share
+    jobs: int = 1  # jobs run at once, each with its own lease, heartbeat and cancel
     # "thread": measured as fast as processes for Pillow work (it releases the GIL) and
     # without a pool's start-up (bench/worker.py); "process" for CPU-bound pure Python.
     executor: str = "thread"
     lease_seconds: float = 30.0
+    # Idle workers are woken when a job becomes runnable (PostgreSQL NOTIFY, or a job
+    # enqueued in this process) and when the next delayed job or lease is due. They
+    # also look every poll_seconds (SQLite: other processes' jobs), or every
+    # listen_poll_seconds while a PostgreSQL listener is up (a fallback only).
     poll_seconds: float = 1.0
+    listen_poll_seconds: float = 30.0
     burst: bool = False  # exit when no work is left
     shutdown_seconds: float = 10.0  # grace for in-flight items after SIGTERM/SIGINT
     batch_size: int = 50  # items marked running, and results written, per transaction
@@ -72,7 +86,9 @@ class Worker:
         self._shutdown = threading.Event()
         self._wake = threading.Event()
         self._done = threading.Event()
-        self._current: JobContext | None = None
+        self._current: dict[str, JobContext] = {}
+        self._current_lock = threading.Lock()
+        self._listening = threading.Event()
         self._signals = 0
         self._rng = random.Random()
         self._log = logging.LoggerAdapter(log, {"worker_id": self.id})
@@ -103,13 +119,15 @@ class Worker:
         the handler's later writes are refused by fencing."""
         if self._done.wait(self.config.shutdown_seconds):
             return
-        ctx = self._current
-        if ctx is not None:
-            self._log.warning("shutdown deadline passed: releasing job %s", ctx.job_id)
-            try:
-                self._service.release(ctx.job_id, fencing_token=ctx.fencing_token)
-            except JobError as exc:
-                self._log.warning("could not release job %s: %s", ctx.job_id, exc)
+        with self._current_lock:
+            contexts = list(self._current.values())
+        if contexts:
+            for ctx in contexts:
+                self._log.warning("shutdown deadline passed: releasing job %s", ctx.job_id)
+                try:
+                    self._service.release(ctx.job_id, fencing_token=ctx.fencing_token)
+                except JobError as exc:
+                    self._log.warning("could not release job %s: %s", ctx.job_id, exc)
             self._registry.stop(self.id)
             os._exit(0)
 
@@ -122,28 +140,54 @@ class Worker:
             self._done.set()
             return 0
         self._log.info(
-            "worker started: types=%s concurrency=%s", self._types, self.config.concurrency
+            "worker started: types=%s concurrency=%s jobs=%s",
+            self._types,
+            self.config.concurrency,
+            self.config.jobs,
         )
         pool = self._make_pool()
+        slots = (
+            ThreadPoolExecutor(self.config.jobs, thread_name_prefix="job")
+            if self.config.jobs > 1
+            else None
+        )
+        running: set[Future[Any]] = set()
+        unsubscribe = wakeup.subscribe(self._service.database_key, self._wake)
+        listener = self._start_listener()
         try:
             while not self._shutdown.is_set():
+                running = {f for f in running if not f.done()}
+                if len(running) >= self.config.jobs:
+                    self._wake.wait(self.config.poll_seconds)  # a finishing job wakes us
+                    self._wake.clear()
+                    continue
+                # Cleared before the claim: a wake arriving during it is not lost.
+                self._wake.clear()
                 try:
                     self._recover_dead_workers()
                     job = self._service.claim(
                         self._types, self.id, lease_seconds=self.config.lease_seconds
                     )
                     if job is not None:
-                        self.run_job(job, pool)
+                        if slots is None:
+                            self.run_job(job, pool)
+                        else:
+                            running.add(slots.submit(self._run_in_slot, job, pool))
                         continue
-                    if self.config.burst and not self._work_left():
+                    if self.config.burst and not running and not self._work_left():
                         break
                     self._registry.beat(self.id)
+                    idle = self._idle_seconds()
                 except DatabaseUnavailable as exc:
                     self._wait_for_database(exc)
                     continue
-                self._wake.wait(self.config.poll_seconds)
-                self._wake.clear()
+                self._wake.wait(idle)
         finally:
+            unsubscribe()
+            if listener is not None:
+                listener.set()
+            if slots is not None:
+                slots.shutdown(wait=True)  # stopping: each job finishes or is handed back
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
             try:
@@ -168,7 +212,8 @@ class Worker:
             flush_size=self.config.batch_size,
         )
         heartbeat = _Heartbeat(self._service, self._registry, ctx, self.config.lease_seconds)
-        self._current = ctx
+        with self._current_lock:
+            self._current[ctx.job_id] = ctx
         heartbeat.start()
         ctx.log.info("job started (attempt %s)", job["attempts"])
         try:
@@ -193,9 +238,58 @@ class Worker:
             ctx.log.exception("handler failed")
             return self._fail(ctx, exc)
         finally:
-            self._current = None
+            with self._current_lock:
+                self._current.pop(ctx.job_id, None)
 
     # ── internals ──────────────────────────────────────────────────────────────
+    def _run_in_slot(self, job: JobSnapshot, pool: Executor | None) -> None:
+        try:
+            self.run_job(job, pool)
+        except Exception:
+            self._log.exception("job %s: unexpected failure in its slot", job["id"])
+        finally:
+            self._wake.set()  # a slot is free: claim again
+
+    def _idle_seconds(self) -> float:
+        """How long to wait for a wake-up before looking again: until the next
+        delayed job or lease of our types is due, at most the poll interval."""
+        poll = (
+            self.config.listen_poll_seconds
+            if self._listening.is_set()
+            else self.config.poll_seconds
+        )
+        due = self._service.seconds_until_due(self._types)
+        if due is None:
+            return poll
+        # Not below a floor: a due job another worker is claiming, or a lease
+        # waiting for the next recovery sweep, must not make us spin.
+        return min(poll, max(due, _MIN_IDLE_SECONDS))
+
+    def _start_listener(self) -> threading.Event | None:
+        """PostgreSQL: a thread that LISTENs for runnable jobs of our types; returns
+        the event that stops it. It reconnects with backoff; meanwhile we poll."""
+        if not self._service.is_postgresql:
+            return None
+        stop = threading.Event()
+
+        def listen() -> None:
+            attempt = 0
+            while not stop.is_set():
+                try:
+                    wakeup.listen(self._service.database_url, self._types, self._on_runnable, stop)
+                except Exception as exc:  # the database went away: poll meanwhile
+                    self._listening.clear()
+                    self._log.debug("listener: %s", exc)
+                attempt += 1
+                stop.wait(RECONNECT.delay(attempt, self._rng).total_seconds())
+
+        threading.Thread(target=listen, name=f"listen-{self.id}", daemon=True).start()
+        return stop
+
+    def _on_runnable(self) -> None:
+        self._listening.set()
+        self._wake.set()
+
     def _finish(self, ctx: JobContext) -> JobState | None:
         token = ctx.fencing_token
         if ctx.lease_lost:

@@ -34,6 +34,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -116,6 +117,19 @@ class JobService:
     @property
     def session_factory(self) -> sessionmaker[Session]:
         return self._session_factory
+
+    @property
+    def is_postgresql(self) -> bool:
+        return self._pg
+
+    @property
+    def database_url(self) -> URL:
+        return self._engine.url
+
+    @property
+    def database_key(self) -> str:
+        """Names this database for in-process wake-ups (jobs.wakeup)."""
+        return wakeup.database_key(self._engine)
 
     # ── enqueue ────────────────────────────────────────────────────────────────
     def enqueue(
@@ -628,6 +642,28 @@ class JobService:
         )
         with read_session(self._session_factory) as session:
             return session.scalar(query) or 0
+
+    def seconds_until_due(self, job_types: Sequence[str]) -> float | None:
+        """Seconds until the next job of ``job_types`` becomes runnable by time (a
+        delayed job, a retry's backoff) or a lease of theirs expires (to recover);
+        None when there is neither. Negative when overdue."""
+        types = check.job_types(job_types)
+        next_run = (
+            select(func.min(jobs.c.run_after))
+            .where(hot_path.CLAIMABLE, jobs.c.job_type.in_(types))
+            .scalar_subquery()
+        )
+        next_expiry = (
+            select(func.min(jobs.c.lease_expires_at))
+            .where(jobs.c.state.in_(LEASED_STATES), jobs.c.job_type.in_(types))
+            .scalar_subquery()
+        )
+        with read_session(self._session_factory) as session:
+            run_at, expires_at, now = session.execute(
+                select(next_run, next_expiry, self._now_sql())
+            ).one()
+        due = [t for t in (run_at, expires_at) if t is not None]
+        return None if not due else (min(due) - now).total_seconds()
 
     def has_work(self, job_types: Sequence[str], *, within: timedelta = timedelta(0)) -> bool:
         """Whether a burst worker of ``job_types`` should stay: one of its jobs can run

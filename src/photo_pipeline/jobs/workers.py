@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import LEASED_JOB_STATES, jobs, workers
-from photo_pipeline.jobs.service import Clock, utc_now
+from photo_pipeline.jobs.clock import Clock, db_now
 from photo_pipeline.jobs.states import WorkerState
 
 RUNNING, STOPPED, DEAD = WorkerState.RUNNING, WorkerState.STOPPED, WorkerState.DEAD
@@ -37,13 +37,21 @@ def pid_alive(pid: int) -> bool:
 
 
 class WorkerRegistry:
-    def __init__(self, session_factory: sessionmaker[Session], *, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, session_factory: sessionmaker[Session], *, clock: Clock | None = None
+    ) -> None:
         self._session_factory = session_factory
         self._clock = clock
 
+    def _now(self) -> Any:
+        """The database's time (a worker's own clock may be off), or the given one."""
+        if self._clock is not None:
+            return self._clock()
+        return db_now(self._session_factory.kw["bind"].dialect)
+
     @transactional
     def register(self, worker_id: str, job_types: Iterable[str]) -> None:
-        now = self._clock()
+        now = self._now()
         with write_session(self._session_factory) as session:
             session.execute(
                 insert(workers).values(
@@ -61,7 +69,7 @@ class WorkerRegistry:
     def beat(self, worker_id: str) -> None:
         with write_session(self._session_factory) as session:
             session.execute(
-                update(workers).where(workers.c.id == worker_id).values(heartbeat_at=self._clock())
+                update(workers).where(workers.c.id == worker_id).values(heartbeat_at=self._now())
             )
 
     @transactional
@@ -110,5 +118,5 @@ class WorkerRegistry:
             session.execute(
                 update(workers)
                 .where(workers.c.id.in_(worker_ids), workers.c.state == RUNNING)
-                .values(state=state, stopped_at=self._clock())
+                .values(state=state, stopped_at=self._now())
             )
