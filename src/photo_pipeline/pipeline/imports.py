@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from photo_pipeline.config import Settings
 from photo_pipeline.errors import PhotoPipelineError
@@ -51,6 +52,16 @@ def start_import(
     return _import(service, catalog, folders, settings.max_pixels, settings, idempotency_key)[-1]
 
 
+def _scan_or_its_holder(service: JobService, request: dict[str, Any]) -> Enqueued:
+    try:
+        return service.submit(**request)
+    except JobBlocked as exc:
+        holders = service.blockers(request["lock"])
+        if exc.code != "lock_held" or not holders:
+            raise
+        return Enqueued(service.get(holders[0]["id"]), False)
+
+
 def _import(
     service: JobService,
     catalog: Catalog,
@@ -64,26 +75,28 @@ def _import(
             raise NotAFolder("not_a_folder", f"{folder} is not a folder")
     # Every job of the chain gets its own key, derived from the request's.
     scan_keys = [None if key is None else f"{key}#scan-{n}" for n in range(len(folders))]
-    jobs = []
-    for folder, scan_key in zip(folders, scan_keys, strict=True):
-        source = catalog.add_source(folder)
-        lock = scan.lock_for(source["id"])
-        try:
-            queued = service.submit(
-                scan.JOB_TYPE,
-                lock=lock,
-                idempotency_key=scan_key,
-                params={
-                    "sources": [{"id": source["id"], "path": source["path"]}],
-                    "max_pixels": max_pixels,
-                },
-            )
-        except JobBlocked as exc:
-            holders = service.blockers(lock)
-            if exc.code != "lock_held" or not holders:
-                raise
-            queued = Enqueued(service.get(holders[0]["id"]), False)
-        jobs.append(queued)
+    scans = [
+        {
+            "job_type": scan.JOB_TYPE,
+            "lock": scan.lock_for(source["id"]),
+            "idempotency_key": scan_key,
+            "params": {
+                "sources": [{"id": source["id"], "path": source["path"]}],
+                "max_pixels": max_pixels,
+            },
+        }
+        for source, scan_key in zip(
+            [catalog.add_source(folder) for folder in folders], scan_keys, strict=True
+        )
+    ]
+    try:
+        # Every folder's scan in one transaction.
+        jobs = service.submit_many(scans)
+    except JobBlocked as exc:
+        if exc.code != "lock_held":
+            raise
+        # A folder being scanned already: that scan joins the chain instead.
+        jobs = [_scan_or_its_holder(service, request) for request in scans]
     if follow_up is not None:
         renders = render.enqueue_render(
             service,
