@@ -154,11 +154,12 @@ def write_batch(session: Session, batch: list[Request], now: datetime) -> list[E
         }
         for n, waiting_for in zip(new, waiting, strict=True)
     ]
-    inserted: list[Row[Any]] = []
+    inserted: dict[str, Row[Any]] = {}
     for start in range(0, len(rows), _INSERT_CHUNK):
+        # Matched by id: asking for rows in parameter order makes SQLAlchemy insert
+        # them one by one on SQLite.
         chunk = rows[start : start + _INSERT_CHUNK]
-        statement = insert(jobs).returning(*jobs.c, sort_by_parameter_order=True)
-        inserted += session.execute(statement, chunk).all()
+        inserted.update((r.id, r) for r in session.execute(insert(jobs).returning(*jobs.c), chunk))
     edges = [{"job_id": ids[n], "prerequisite_id": p} for n in new for p in batch[n].prerequisites]
     _insert_chunked(session, job_prerequisites, edges)
     items = [
@@ -178,8 +179,8 @@ def write_batch(session: Session, batch: list[Request], now: datetime) -> list[E
         [(ids[n], "queued", None, {"items": len(batch[n].items)}) for n in new],
         now,
     )
-    for n, row in zip(new, inserted, strict=True):
-        results[n] = Enqueued(snapshot(row), True)
+    for n in new:
+        results[n] = Enqueued(snapshot(inserted[ids[n]]), True)
     for n, req in enumerate(batch):
         if results[n] is None:  # a repeat within the batch: the first one's job
             first = results[first_with_key[req.idempotency_key]]  # type: ignore[index]
