@@ -13,11 +13,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
 from photo_pipeline.api.state import api_state
-from photo_pipeline.pipeline.browse import AssetFilter, Browser
+from photo_pipeline.pipeline.browse import (
+    AssetFilter,
+    Browser,
+    decode_group_cursor,
+    encode_group_cursor,
+)
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
 from photo_pipeline.pipeline.renditions import rendition_file
-from photo_pipeline.pipeline.similar import near_duplicate_groups
+from photo_pipeline.pipeline.similar import near_group_page
 
 router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
 media_router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
@@ -63,6 +68,12 @@ class AssetSummary(BaseModel):
 class AssetPage(BaseModel):
     assets: list[AssetSummary]
     next_cursor: str | None
+    total: int | None = Field(
+        None,
+        description="On the first page (no cursor): how many assets the filters match; "
+        "exact up to 10,000, estimated from samples beyond (total_exact false).",
+    )
+    total_exact: bool | None = None
 
 
 class AssetDetail(BaseModel):
@@ -92,6 +103,10 @@ class Decision(BaseModel):
 class Duplicates(BaseModel):
     exact: list[dict[str, Any]]
     near: list[dict[str, Any]]
+    exact_next_cursor: str | None = Field(
+        None, description="Pass as ?cursor= for the next page of exact groups."
+    )
+    near_next_cursor: str | None = None
 
 
 def _urls(asset_id: int, versions: dict[str, str]) -> dict[str, str | None]:
@@ -126,9 +141,11 @@ def list_assets(
         place,
     )
     lib = api_state(request).library
-    rows, next_cursor = Browser(lib.sessions).asset_page(where, cursor=cursor, limit=limit)
+    browser = Browser(lib.sessions)
+    rows, next_cursor = browser.asset_page(where, cursor=cursor, limit=limit)
     page = [AssetSummary(**{**row, **_urls(row["id"], row.pop("renditions"))}) for row in rows]
-    return AssetPage(assets=page, next_cursor=next_cursor)
+    total, exact = browser.asset_total(where) if cursor is None else (None, None)
+    return AssetPage(assets=page, next_cursor=next_cursor, total=total, total_exact=exact)
 
 
 @router.get("/api/assets/{asset_id}", response_model=AssetDetail)
@@ -164,14 +181,35 @@ def get_rendition(
 
 
 @router.get("/api/duplicates", response_model=Duplicates)
-def duplicates(request: Request) -> Duplicates:
+def duplicates(
+    request: Request,
+    kind: Literal["exact", "near"] | None = None,
+    cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> Duplicates:
     """Exact duplicates (one content, several files) and near-duplicate groups (the
-    suggested keeper first), each with the decision recorded on it, if any."""
+    suggested keeper first), each with the decision recorded on it, if any: the first
+    ``limit`` groups of each kind (``?kind=``: of that kind only), by asset id (exact)
+    and keeper id (near). ``exact_next_cursor``/``near_next_cursor`` as ``?cursor=``
+    give the next page of that kind."""
     lib = api_state(request).library
     browser = Browser(lib.sessions)
+    after = {"exact": 0, "near": 0}
+    kinds = {"exact", "near"} if kind is None else {kind}
+    if cursor is not None:
+        cursor_kind, after[cursor_kind] = decode_group_cursor(cursor)
+        if kind is not None and kind != cursor_kind:
+            raise ApiError(422, "invalid_cursor", f"the cursor pages {cursor_kind} groups")
+        kinds = {cursor_kind}
+    exact: list[dict[str, Any]] = []
+    near: list[dict[str, Any]] = []
+    exact_next = near_next = None
+    if "exact" in kinds:
+        exact, exact_next = Catalog(lib.sessions).duplicate_page(after=after["exact"], limit=limit)
+        exact = annotate_exact_groups(lib.sessions, exact)
+    if "near" in kinds:
+        near, near_next = near_group_page(lib.sessions, after=after["near"], limit=limit)
     decisions = browser.decisions()
-    exact = annotate_exact_groups(lib.sessions, Catalog(lib.sessions).duplicates())
-    near = near_duplicate_groups(lib.sessions)
     ids = [g["asset_id"] for g in exact] + [a["asset_id"] for g in near for a in g["assets"]]
     versions = browser.rendition_versions(ids)
     for group in exact:
@@ -183,7 +221,12 @@ def duplicates(request: Request) -> Duplicates:
         group["decision"] = decisions.get(key)
         for asset in group["assets"]:
             asset.update(_urls(asset["asset_id"], versions.get(asset["asset_id"], {})))
-    return Duplicates(exact=exact, near=near)
+    return Duplicates(
+        exact=exact,
+        near=near,
+        exact_next_cursor=None if exact_next is None else encode_group_cursor("exact", exact_next),
+        near_next_cursor=None if near_next is None else encode_group_cursor("near", near_next),
+    )
 
 
 @router.post("/api/duplicates/decisions", status_code=201)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import textwrap
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,14 +18,13 @@ from photo_pipeline.cli.common import (
     app,
     console,
     library,
-    print_json,
 )
 from photo_pipeline.cli.finish import finish_jobs
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
 from photo_pipeline.pipeline.imports import import_folders
-from photo_pipeline.pipeline.similar import near_duplicate_groups
+from photo_pipeline.pipeline.similar import iter_near_groups, near_duplicate_groups
 from photo_pipeline.sample import write_sample
 
 
@@ -62,10 +65,10 @@ def assets(
     as_json: JsonOption = False,
 ) -> None:
     """Catalogued photos, oldest first."""
-    rows = _catalog().assets(since=since, camera=camera, place=place, limit=limit)
     if as_json:
-        print_json(rows)
+        _stream_json(_catalog().iter_assets(since=since, camera=camera, place=place, limit=limit))
         return
+    rows = _catalog().assets(since=since, camera=camera, place=place, limit=limit)
     table = Table("taken", "source", "camera", "size", "format", "files", "hash")
     for row in rows:
         camera_name = " ".join(p for p in (row["make"], row["model"]) if p)
@@ -96,10 +99,14 @@ def duplicates(
         _near_duplicates(as_json)
         return
     # The suggested keeper (what `dedupe` would keep) first, with why.
-    groups = annotate_exact_groups(library().sessions, _catalog().duplicates())
+    sessions = library().sessions
+    pages = _catalog().iter_duplicates()
     if as_json:
-        print_json(groups)
+        _stream_json(
+            group for page in _pages(pages) for group in annotate_exact_groups(sessions, page)
+        )
         return
+    groups = annotate_exact_groups(sessions, list(pages))
     if not groups:
         console.print("no exact duplicates")
     for group in groups:
@@ -114,10 +121,10 @@ def duplicates(
 
 
 def _near_duplicates(as_json: bool) -> None:
-    groups = near_duplicate_groups(library().sessions)
     if as_json:
-        print_json(groups)
+        _stream_json(iter_near_groups(library().sessions))
         return
+    groups = near_duplicate_groups(library().sessions)
     if not groups:
         console.print("no near duplicates (`photo-pipeline similar` looks for them)")
     for number, group in enumerate(groups, 1):
@@ -131,6 +138,24 @@ def _near_duplicates(as_json: bool) -> None:
                 highlight=False,
                 soft_wrap=True,
             )
+
+
+def _stream_json(rows: Iterable[Any]) -> None:
+    """A JSON array written one element at a time: nothing is held but the current
+    page of rows (the same document ``print_json`` would print)."""
+    first = True
+    for row in rows:
+        text = json.dumps(row, default=str, indent=2)
+        typer.echo(("[\n" if first else ",\n") + textwrap.indent(text, "  "), nl=False)
+        first = False
+    typer.echo("[]" if first else "\n]")
+
+
+def _pages(groups: Iterator[dict[str, Any]], size: int = 20_000) -> Iterator[list[dict[str, Any]]]:
+    """Consecutive lists of ``size`` groups, annotated a list at a time: each
+    annotation reads the whole dedupe plan, so the lists are long."""
+    while page := list(islice(groups, size)):
+        yield page
 
 
 @app.command()

@@ -133,6 +133,10 @@ Index(
     postgresql_where=_leased,
 )
 Index("ix_jobs_finished_at", jobs.c.finished_at)
+# Listings by type or state, newest first (GET /api/jobs?type=, ?state=): a walk down
+# one of these stops after a page, however many finished jobs there are.
+Index("ix_jobs_job_type_seq", jobs.c.job_type, jobs.c.seq)
+Index("ix_jobs_state_seq", jobs.c.state, jobs.c.seq)
 
 job_items = Table(
     "job_items",
@@ -255,7 +259,17 @@ assets = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Index("ix_assets_taken_local", "taken_local"),
     Index("ix_assets_make_model", "make", "model"),
-    Index("ix_assets_taken_order", "taken_order"),
+    # The listing's keyset (taken_order, id): a page is a range of this index.
+    Index("ix_assets_taken_order_id", "taken_order", "id"),
+    # `similar` re-pairs only the hashes changed since its last run, and hashes the
+    # thumbnails of the few assets still without one.
+    Index("ix_assets_updated_at", "updated_at"),
+    Index(
+        "ix_assets_unhashed",
+        "id",
+        sqlite_where=text("phash IS NULL"),
+        postgresql_where=text("phash IS NULL"),
+    ),
 )
 
 files = Table(
@@ -284,7 +298,8 @@ files = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     UniqueConstraint("source_id", "path"),
-    Index("ix_files_asset_id", "asset_id"),
+    # "Has a present file", "how many present files": answered from the index alone.
+    Index("ix_files_asset_id_state", "asset_id", "state"),
 )
 
 # The journal of organize jobs: one row per planned file transfer, written before any
@@ -418,6 +433,42 @@ near_duplicates = Table(
     Column("distance", Integer, nullable=False),  # Hamming distance to the keeper's phash
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_near_duplicates_group_id", "group_id"),
+)
+
+# Pairs of assets whose hashes lie within the near-duplicate radius, each pair once
+# (asset_id < other_id): what `similar` keeps between runs, so that new assets are
+# paired with the library without pairing the library again (pipeline.near_groups).
+near_pairs = Table(
+    "near_pairs",
+    metadata,
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column(
+        "other_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("distance", Integer, nullable=False),
+    PrimaryKeyConstraint("asset_id", "other_id"),
+    Index("ix_near_pairs_other_id", "other_id"),
+)
+
+# One row: the radius and the hashes the pairs were found with.
+near_index = Table(
+    "near_index",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),  # always 1
+    Column("max_distance", Integer, nullable=False),  # the job's ceiling
+    Column("radius", Integer, nullable=False),  # the radius used (adaptive, <= ceiling)
+    Column("hashes", BigInteger, nullable=False),  # hashed assets when last paired
+    # Assets updated at or after this instant (less a margin) are paired again.
+    Column("paired_until", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
 )
 
 # Keepers chosen for a duplicate group (web UI review); nothing is deleted. group_key

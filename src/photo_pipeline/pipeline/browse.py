@@ -8,7 +8,7 @@ import base64
 import json
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from sqlalchemy import Select, and_, exists, func, or_, select, tuple_
@@ -77,13 +77,29 @@ _SUMMARY = (
 )
 
 
-def _present_files() -> Any:
+def _has_present_file() -> Any:
+    """The asset has a present file: one probe of ix_files_asset_id_state."""
+    return exists().where(files.c.asset_id == assets.c.id, files.c.state == PRESENT)
+
+
+def _present_file_count() -> Any:
     return (
-        select(files.c.asset_id, func.count().label("files"))
-        .where(files.c.state == PRESENT, files.c.asset_id.is_not(None))
-        .group_by(files.c.asset_id)
-        .subquery("present")
+        select(func.count())
+        .where(files.c.asset_id == assets.c.id, files.c.state == PRESENT)
+        .correlate(assets)
+        .scalar_subquery()
     )
+
+
+# Totals: counted exactly up to this many assets (by id span); beyond, estimated from
+# _SAMPLES evenly spread id ranges of _SAMPLE_SPAN ids each (a few thousand rows read,
+# whatever the library's size).
+EXACT_TOTAL_UP_TO = 10_000
+_SAMPLES = 10
+_SAMPLE_SPAN = 500
+# taken_order is the UTC instant of taken_local (an offset of at most a day), so a
+# range of capture days is also a range of the listing index, widened by this much.
+_OFFSET_MARGIN = timedelta(days=2)
 
 
 def _rendition_versions(asset_ids: list[int], session: Session) -> dict[int, dict[str, str]]:
@@ -107,14 +123,15 @@ class Browser:
     ) -> tuple[list[dict[str, Any]], str | None]:
         """Assets with at least one present file in capture order (the UTC instant
         when known), at most ``limit``, and the cursor of the next page (or None)."""
-        present = _present_files()
+        # Walk the (taken_order, id) index from the cursor and stop after a page: each
+        # row costs a probe for a present file, never a count over the whole table.
         query = (
-            select(*_SUMMARY, present.c.files)
-            .join(present, present.c.asset_id == assets.c.id)
+            select(*_SUMMARY, _present_file_count().label("files"))
+            .where(_has_present_file())
             .order_by(assets.c.taken_order, assets.c.id)
             .limit(limit + 1)
         )
-        query = _filtered(query, where, present)
+        query = _filtered(query, where)
         if cursor is not None:
             order, asset_id = _decode_cursor(cursor)
             query = query.where(tuple_(assets.c.taken_order, assets.c.id) > (order, asset_id))
@@ -129,6 +146,31 @@ class Browser:
         for row in rows:
             del row["taken_order"]
         return rows, next_cursor
+
+    def asset_total(self, where: AssetFilter) -> tuple[int, bool]:
+        """How many assets ``asset_page`` lists with this filter, and whether that is
+        exact: counted up to EXACT_TOTAL_UP_TO assets, estimated from samples beyond
+        (so that showing a total never scans a big library)."""
+        counted = _filtered(select(func.count()).select_from(assets), where).where(
+            _has_present_file()
+        )
+        with read_session(self._session_factory) as session:
+            lowest, highest = session.execute(
+                select(func.min(assets.c.id), func.max(assets.c.id))
+            ).one()
+            if lowest is None:
+                return 0, True
+            span = highest - lowest + 1
+            if span <= EXACT_TOTAL_UP_TO:
+                return session.scalar(counted) or 0, True
+            step = span // _SAMPLES
+            found = 0
+            for n in range(_SAMPLES):
+                start = lowest + n * step
+                found += session.scalar(
+                    counted.where(assets.c.id.between(start, start + _SAMPLE_SPAN - 1))
+                )
+        return round(found * span / (_SAMPLES * _SAMPLE_SPAN)), False
 
     def asset(self, asset_id: int) -> dict[str, Any] | None:
         """Every catalogue fact about one asset, with its files and renditions."""
@@ -220,11 +262,19 @@ class Browser:
         return {f"{source}/{display(path)}" for source, path in session.execute(query)}
 
 
-def _filtered(query: Select[Any], where: AssetFilter, present: Any) -> Select[Any]:
+def _filtered(query: Select[Any], where: AssetFilter) -> Select[Any]:
     if where.taken_from is not None:
         query = query.where(assets.c.taken_local >= where.taken_from.isoformat())
+        start = datetime.combine(where.taken_from, time(), UTC)
+        if start > datetime.min.replace(tzinfo=UTC) + _OFFSET_MARGIN:
+            query = query.where(assets.c.taken_order >= start - _OFFSET_MARGIN)
     if where.taken_to is not None and where.taken_to < date.max:  # date.max: no upper bound
-        query = query.where(assets.c.taken_local < (where.taken_to + timedelta(days=1)).isoformat())
+        end = where.taken_to + timedelta(days=1)
+        query = query.where(assets.c.taken_local < end.isoformat())
+        if end < date.max - _OFFSET_MARGIN:
+            query = query.where(
+                assets.c.taken_order < datetime.combine(end, time(), UTC) + _OFFSET_MARGIN
+            )
     if where.camera:
         pattern = f"%{where.camera.lower()}%"
         query = query.where(
@@ -245,17 +295,17 @@ def _filtered(query: Select[Any], where: AssetFilter, present: Any) -> Select[An
     elif where.has_gps is False:
         query = query.where(assets.c.gps_latitude.is_(None))
     if where.duplicates == "exact":
-        query = query.where(present.c.files > 1)
+        query = query.where(_present_file_count() > 1)
     elif where.duplicates == "near":
+        others = near_duplicates.alias("others")
         query = query.where(
             exists().where(
                 and_(
                     near_duplicates.c.asset_id == assets.c.id,
-                    # A group of one is not a group.
-                    near_duplicates.c.group_id.in_(
-                        select(near_duplicates.c.group_id)
-                        .group_by(near_duplicates.c.group_id)
-                        .having(func.count() > 1)
+                    # A group of one is not a group: another member must exist.
+                    exists().where(
+                        others.c.group_id == near_duplicates.c.group_id,
+                        others.c.asset_id != near_duplicates.c.asset_id,
                     ),
                 )
             )
@@ -277,5 +327,22 @@ def _decode_cursor(cursor: str) -> tuple[datetime, int]:
         if when.tzinfo is None or type(asset_id) is not int or not 0 <= asset_id <= _MAX_ID:
             raise ValueError
         return when, asset_id
+    except (ValueError, TypeError, UnicodeDecodeError):
+        raise BadCursor("invalid_cursor", "cursor is not one this server gave out") from None
+
+
+def encode_group_cursor(kind: str, after: int) -> str:
+    """The cursor of the next page of ``kind`` duplicate groups (after this id)."""
+    raw = json.dumps([kind, after]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_group_cursor(cursor: str) -> tuple[str, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        kind, after = json.loads(raw)
+        if kind not in ("exact", "near") or type(after) is not int or not 0 <= after <= _MAX_ID:
+            raise ValueError
+        return kind, after
     except (ValueError, TypeError, UnicodeDecodeError):
         raise BadCursor("invalid_cursor", "cursor is not one this server gave out") from None

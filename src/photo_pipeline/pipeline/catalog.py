@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sqlalchemy import Insert, and_, func, or_, select, update
+from sqlalchemy import Insert, and_, exists, func, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -228,12 +228,29 @@ class Catalog:
         instant when known, floating photos by their wall clock: ``taken_order``).
         ``place`` matches a country code exactly, or is contained in the country,
         region or city name (case-insensitive)."""
+        return list(self.iter_assets(since=since, camera=camera, place=place, limit=limit))
+
+    def iter_assets(
+        self,
+        *,
+        since: str | None = None,
+        camera: str | None = None,
+        place: str | None = None,
+        limit: int | None = None,
+        page_size: int = 1000,
+    ) -> Iterator[dict[str, Any]]:
+        """``assets`` one keyset page at a time (a bounded read per page, whatever
+        the library's size)."""
+        present_files = (
+            select(func.count())
+            .where(files.c.asset_id == assets.c.id, files.c.state == PRESENT)
+            .correlate(assets)
+            .scalar_subquery()
+        )
         query = (
-            select(assets, func.count(files.c.id).label("files"))
-            .join(files, and_(files.c.asset_id == assets.c.id, files.c.state == PRESENT))
-            .group_by(assets.c.id)
+            select(assets, present_files.label("files"))
+            .where(exists().where(files.c.asset_id == assets.c.id, files.c.state == PRESENT))
             .order_by(assets.c.taken_order, assets.c.id)
-            .limit(limit)
         )
         if place:
             query = query.where(place_matches(place))
@@ -247,8 +264,20 @@ class Catalog:
                     func.lower(assets.c.model).like(pattern),
                 )
             )
-        with read_session(self._session_factory) as session:
-            return [dict(row._mapping) for row in session.execute(query)]
+        left = limit
+        after: tuple[Any, int] | None = None
+        while left is None or left > 0:
+            page = query.limit(page_size if left is None else min(page_size, left))
+            if after is not None:
+                page = page.where(tuple_(assets.c.taken_order, assets.c.id) > after)
+            with read_session(self._session_factory) as session:
+                rows = [dict(row._mapping) for row in session.execute(page)]
+            yield from rows
+            if len(rows) < page_size or not rows:
+                return
+            if left is not None:
+                left -= len(rows)
+            after = (rows[-1]["taken_order"], rows[-1]["id"])
 
     def files(self, *, states: Iterable[str] | None = None) -> list[dict[str, Any]]:
         query = (
@@ -263,13 +292,36 @@ class Catalog:
 
     def duplicates(self) -> list[dict[str, Any]]:
         """Exact duplicates: assets with more than one present file, with the files."""
+        return list(self.iter_duplicates())
+
+    def iter_duplicates(self, page_size: int = 500) -> Iterator[dict[str, Any]]:
+        """``duplicates`` one page at a time, by asset id."""
+        after = 0
+        while True:
+            groups, after_next = self.duplicate_page(after=after, limit=page_size)
+            yield from groups
+            if after_next is None:
+                return
+            after = after_next
+
+    def duplicate_page(
+        self, *, after: int = 0, limit: int = 100
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """At most ``limit`` exact-duplicate groups of assets with an id above
+        ``after``, by asset id, and the ``after`` of the next page (None at the end).
+        The groups are found by walking ix_files_asset_id_state from ``after``."""
+        shared = (
+            select(files.c.asset_id)
+            .where(files.c.asset_id > after, files.c.state == PRESENT)
+            .group_by(files.c.asset_id)
+            .having(func.count() > 1)
+            .order_by(files.c.asset_id)
+            .limit(limit + 1)
+        )
         with read_session(self._session_factory) as session:
-            shared = (
-                select(files.c.asset_id)
-                .where(files.c.state == PRESENT, files.c.asset_id.is_not(None))
-                .group_by(files.c.asset_id)
-                .having(func.count() > 1)
-            )
+            ids = list(session.scalars(shared))
+            more = len(ids) > limit
+            ids = ids[:limit]
             rows = session.execute(
                 select(
                     assets.c.id,
@@ -280,7 +332,7 @@ class Catalog:
                 )
                 .join(files, files.c.asset_id == assets.c.id)
                 .join(sources, sources.c.id == files.c.source_id)
-                .where(assets.c.id.in_(shared), files.c.state == PRESENT)
+                .where(assets.c.id.in_(ids), files.c.state == PRESENT)
                 .order_by(assets.c.id, sources.c.path, files.c.path)
             ).all()
         groups: dict[int, dict[str, Any]] = {}
@@ -295,7 +347,7 @@ class Catalog:
                 },
             )
             group["files"].append({"source": row.source_path, "path": row.path})
-        return list(groups.values())
+        return list(groups.values()), (ids[-1] if more else None)
 
     # ── organize (called inside the organize journal's transaction) ────────────
     @staticmethod
