@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     Dialect,
     Float,
@@ -19,6 +20,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.types import TypeDecorator
@@ -257,8 +259,23 @@ assets = Table(
     Column("phash", String(16)),  # perceptual hash, filled by the near-duplicate job
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # photo or video (media.formats.kind_of); the video facts are NULL for photos
+    Column("kind", String(8), nullable=False, server_default=text("'photo'")),
+    Column("duration_seconds", Float),
+    Column("video_codec", String(32)),  # FFmpeg's name: h264, hevc, vp9…
+    Column("frame_rate", Float),
+    # Apple's Live Photo id, the same in the still and its MOV (pipeline.live_photos)
+    Column("content_identifier", String(100)),
+    # On a Live Photo's motion part (its MOV): the still's asset. The pair is one asset
+    # to show; listings leave the motion part out. No foreign key: SQLite cannot add
+    # one to an existing table, and pairing re-checks the still anyway.
+    Column("live_of", BigInteger),
+    # A Google/Samsung Motion Photo: a JPEG with its clip appended (shown as live)
+    Column("is_motion_photo", Boolean, nullable=False, server_default=false()),
     Index("ix_assets_taken_local", "taken_local"),
     Index("ix_assets_make_model", "make", "model"),
+    Index("ix_assets_content_identifier", "content_identifier"),
+    Index("ix_assets_live_of", "live_of"),
     # The listing's keyset (taken_order, id): a page is a range of this index.
     Index("ix_assets_taken_order_id", "taken_order", "id"),
     # `similar` re-pairs only the hashes changed since its last run, and hashes the
