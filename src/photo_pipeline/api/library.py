@@ -71,7 +71,7 @@ class AssetPage(BaseModel):
     total: int | None = Field(
         None,
         description="On the first page (no cursor): how many assets the filters match; "
-        "exact up to 10,000, estimated from samples beyond (total_exact false).",
+        "exact up to 5,000, estimated from samples beyond (total_exact false).",
     )
     total_exact: bool | None = None
 

@@ -94,9 +94,9 @@ def _present_file_count() -> Any:
 # Totals: counted exactly up to this many assets (by id span); beyond, estimated from
 # _SAMPLES evenly spread id ranges of _SAMPLE_SPAN ids each (a few thousand rows read,
 # whatever the library's size).
-EXACT_TOTAL_UP_TO = 10_000
+EXACT_TOTAL_UP_TO = 5_000
 _SAMPLES = 10
-_SAMPLE_SPAN = 500
+_SAMPLE_SPAN = 200
 # taken_order is the UTC instant of taken_local (an offset of at most a day), so a
 # range of capture days is also a range of the listing index, widened by this much.
 _OFFSET_MARGIN = timedelta(days=2)

@@ -82,11 +82,14 @@ def _layout(hashes: int, radius: int) -> _Layout:
             continue
         flips = radius // chunks
         lookups = sum(comb(max(widths), i) for i in range(flips + 1))
-        per_hash = chunks * lookups * (1 + hashes / 2 ** min(widths))
+        # Lookups and candidates per hash, and the tables to build.
+        cost = hashes * chunks * lookups * (1 + hashes / 2 ** min(widths)) + chunks * 2 ** max(
+            widths
+        )
         shifts = np.cumsum([0, *widths[:-1]]).tolist()
         layout = _Layout(tuple(zip(shifts, widths, strict=True)), flips)
-        if best is None or per_hash < best[0]:
-            best = (per_hash, layout)
+        if best is None or cost < best[0]:
+            best = (cost, layout)
     assert best is not None
     return best[1]
 

@@ -150,8 +150,8 @@ def keeper_order(asset: dict[str, Any]) -> tuple[Any, ...]:
 # The same order in SQL.
 _KEEPER_ORDER = ((assets.c.width * assets.c.height).desc(), assets.c.taken_local, assets.c.id)
 # Assets updated this long before the last run's start are paired again: another
-# host's clock may lag behind this one's.
-_CLOCK_MARGIN = timedelta(minutes=10)
+# host's clock may lag behind this one's (a few assets re-paired, at worst).
+_CLOCK_MARGIN = timedelta(minutes=2)
 _LOAD_BATCH = 50_000
 _IN_CHUNK = 500
 
@@ -324,7 +324,9 @@ def _repair(
         for chunk in _chunks(members):
             ranked.extend(
                 session.execute(
-                    select(assets.c.id, *_KEEPER_ORDER[:2]).where(assets.c.id.in_(chunk))
+                    select(
+                        assets.c.id, assets.c.width * assets.c.height, assets.c.taken_local
+                    ).where(assets.c.id.in_(chunk))
                 ).all()
             )
         ranked_ids = [row[0] for row in sorted(ranked, key=lambda r: (-(r[1] or 0), r[2], r[0]))]

@@ -1,0 +1,509 @@
+"""Benchmark the library at 10k, 100k and 1M assets: listings, duplicates, jobs and
+`similar`, on synthetic catalogue rows (never real files).
+
+Run with ``.venv/bin/python bench/scale.py [--sizes 10000,100000,1000000]
+[--databases sqlite,postgresql] [--repeat 5]``. Per database and size it:
+
+1. builds a fresh library database (the app's migrations) and bulk-loads synthetic
+   rows: ``N`` assets (20 cameras, 30 places, 70% with GPS, captures spread over ten
+   years), one present file each plus a second for 3% (exact duplicates) and a
+   missing one for 1%, ``N/10`` finished jobs of five types, and 64-bit pHashes:
+   uniform random, except 5% of the assets planted in clusters of 2-5 around an
+   original (each copy 0-12 bits from it, smaller than the original);
+2. runs `similar`'s full regroup in a child process (wall time, peak RSS of that
+   process), then again with nothing new (incremental), then after adding 100
+   assets (10 planted copies of existing originals and 90 random);
+3. times every API listing through the app (FastAPI TestClient, the real routes):
+   the median of ``--repeat`` calls after one warm-up;
+4. scores the near-duplicate groups against the planted clusters: precision and
+   recall over pairs of assets (a pair found is right when both lie in one planted
+   cluster). At 10k and 100k it scores the old grouping too (connected components
+   within 12 bits, chains included) on the same hashes.
+
+It prints one table per database: each call's median per size and the ratio of the
+largest size to the smallest (the target for paged calls: at most 1.5). PostgreSQL
+tables are ANALYZEd after the load (autovacuum would do it soon after); SQLite is not
+(the app never runs ANALYZE). Reads share 2 cores with the database server and other
+work: read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+PG_URL = os.environ.get(
+    "PHOTO_PIPELINE_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+TOKEN = "bench-token-" + "x" * 40
+CAMERAS = [(f"Make{n % 7}", f"Model {n}") for n in range(19)] + [("Canon", "EOS R5")]
+PLACES = [(f"Q{chr(65 + n)}", f"Country {n}", f"Region {n}", f"City {n}") for n in range(26)] + [
+    ("FR", "France", "Île-de-France", "Paris")
+]
+JOB_TYPES = ["scan", "render", "similar", "organize", "verify"]
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+START = datetime(2015, 1, 1, tzinfo=UTC)
+SPAN = timedelta(days=3650)
+PLANTED_SHARE = 0.05
+MAX_PLANTED_BITS = 12
+
+
+def micros(when: datetime) -> int:
+    return (when - EPOCH) // timedelta(microseconds=1)
+
+
+# ── synthetic rows ─────────────────────────────────────────────────────────────
+def flip(value: int, bits: int, rng: random.Random) -> int:
+    for bit in rng.sample(range(64), bits):
+        value ^= 1 << bit
+    return value
+
+
+def planted_hashes(size: int, seed: int) -> tuple[list[int], list[int], list[bool]]:
+    """Hashes for assets 1..size (index 0 is asset 1), the planted cluster of each
+    (-1: none) and whether it is a cluster's original."""
+    rng = random.Random(seed)
+    hashes = [rng.getrandbits(64) for _ in range(size)]
+    cluster = [-1] * size
+    original = [False] * size
+    slots = list(range(size))
+    rng.shuffle(slots)
+    planted, taken, number = int(size * PLANTED_SHARE), 0, 0
+    while taken + 2 <= planted:
+        members = slots[taken : taken + min(rng.randint(2, 5), planted - taken)]
+        taken += len(members)
+        center = hashes[members[0]]
+        original[members[0]] = True
+        for member in members:
+            cluster[member] = number
+        for member in members[1:]:
+            hashes[member] = flip(center, rng.randint(0, MAX_PLANTED_BITS), rng)
+        number += 1
+    return hashes, cluster, original
+
+
+def asset_rows(size: int, hashes, original, cluster, first_id: int = 1, seed: int = 0, age=1):
+    rng = random.Random(seed + 1)
+    # Catalogued a day ago (`similar` re-pairs assets updated shortly before its last run).
+    now = micros(datetime.now(UTC) - timedelta(days=age))
+    for n in range(size):
+        asset_id = first_id + n
+        when = START + SPAN * (n / size) + timedelta(minutes=rng.randint(0, 600))
+        offset = rng.choice((0, 60, 120, -300, 540))
+        utc = when - timedelta(minutes=offset)
+        make, model = CAMERAS[rng.randrange(len(CAMERAS))]
+        code, country, region, city = PLACES[rng.randrange(len(PLACES))]
+        gps = rng.random() < 0.7
+        width, height = (
+            (6000, 4000) if original[n] else (2000, 1500) if cluster[n] >= 0 else (4000, 3000)
+        )
+        yield (
+            asset_id,
+            f"{asset_id:064x}",
+            2_000_000 + n % 1000,
+            "jpeg",
+            "image/jpeg",
+            width,
+            height,
+            1,
+            when.replace(tzinfo=None).isoformat(),
+            offset,
+            micros(utc),
+            "exif_original",
+            make,
+            model,
+            48.85 if gps else None,
+            2.35 if gps else None,
+            code,
+            country,
+            region,
+            city,
+            micros(utc),
+            f"{hashes[n]:016x}",
+            now,
+            now,
+        )
+
+
+ASSET_COLUMNS = (
+    "id, content_hash, size, format, mime, width, height, orientation, taken_local, "
+    "taken_offset_minutes, taken_utc, taken_source, make, model, gps_latitude, "
+    "gps_longitude, country_code, country, region, city, taken_order, phash, created_at, "
+    "updated_at"
+)
+FILE_COLUMNS = "id, source_id, path, size, mtime_ns, inode, state, asset_id, created_at, updated_at"
+JOB_COLUMNS = (
+    "seq, id, job_type, state, priority, params, request_hash, waiting_for, attempts, "
+    "max_attempts, interruptions, run_after, fencing_token, version, created_at, updated_at, "
+    "finished_at"
+)
+
+
+def file_rows(size: int, first_id: int = 1, first_file: int = 1, seed: int = 0):
+    rng = random.Random(seed + 2)
+    now = micros(datetime.now(UTC))
+    file_id = first_file
+    for n in range(size):
+        asset_id = first_id + n
+        copies = ["present"]
+        roll = rng.random()
+        if roll < 0.03:
+            copies.append("present")
+        elif roll < 0.04:
+            copies.append("missing")
+        for copy, state in enumerate(copies):
+            yield (file_id, 1, f"p/{asset_id:08d}-{copy}.jpg", 2_000_000, now, file_id, state,
+                   asset_id, now, now)  # fmt: skip
+            file_id += 1
+
+
+def job_rows(count: int):
+    now = micros(datetime.now(UTC))
+    for seq in range(1, count + 1):
+        state = "failed" if seq % 50 == 0 else "succeeded"
+        yield (seq, str(uuid.UUID(int=seq)), JOB_TYPES[seq % len(JOB_TYPES)], state, 0, "{}",
+               "x", 0, 1, 3, 0, now, 1, 1, now, now, now)  # fmt: skip
+
+
+def bulk_load(url: str, table: str, columns: str, rows) -> None:
+    engine = create_engine(url)
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        if engine.dialect.name == "postgresql":
+            with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            marks = ", ".join("?" * len(columns.split(",")))
+            batch = []
+            for row in rows:
+                batch.append(row)
+                if len(batch) == 50_000:
+                    cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", batch)
+                    batch.clear()
+            if batch:
+                cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", batch)
+        raw.commit()
+    finally:
+        raw.close()
+        engine.dispose()
+
+
+def fix_sequences(url: str) -> None:
+    engine = create_engine(url)
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            for table, column in (("assets", "id"), ("files", "id"), ("jobs", "seq")):
+                conn.execute(
+                    text(
+                        f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                        f"(SELECT max({column}) FROM {table}))"
+                    )
+                )
+            conn.execute(text("ANALYZE"))
+    engine.dispose()
+
+
+def build(url: str, size: int, seed: int) -> tuple[list[int], list[int]]:
+    from photo_pipeline.db import open_database
+
+    open_database(url).kw["bind"].dispose()
+    hashes, cluster, original = planted_hashes(size, seed)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO sources (id, path, added_at) VALUES (1, '/bench', 0)"))
+    engine.dispose()
+    bulk_load(url, "assets", ASSET_COLUMNS, asset_rows(size, hashes, original, cluster, seed=seed))
+    bulk_load(url, "files", FILE_COLUMNS, file_rows(size, seed=seed))
+    bulk_load(url, "jobs", JOB_COLUMNS, job_rows(max(size // 10, 100)))
+    fix_sequences(url)
+    return hashes, cluster
+
+
+def add_assets(url: str, size: int, count: int, hashes: list[int], seed: int) -> None:
+    """``count`` new assets: a tenth planted copies of existing hashes, the rest random."""
+    rng = random.Random(seed + 3)
+    new = [
+        flip(hashes[rng.randrange(size)], rng.randint(0, 4), rng) if n < count // 10
+        else rng.getrandbits(64)
+        for n in range(count)
+    ]  # fmt: skip
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        last_file = conn.execute(text("SELECT max(id) FROM files")).scalar()
+    engine.dispose()
+    flags = [False] * count
+    rows = asset_rows(count, new, flags, [-1] * count, first_id=size + 1, seed=seed + 9, age=0)
+    bulk_load(url, "assets", ASSET_COLUMNS, rows)
+    files = file_rows(count, first_id=size + 1, first_file=last_file + 1, seed=seed)
+    bulk_load(url, "files", FILE_COLUMNS, files)
+    fix_sequences(url)
+
+
+# ── similar, in a child process (its own peak RSS) ────────────────────────────
+def similar_child(url: str, full: bool) -> None:
+    from photo_pipeline.db import open_database
+    from photo_pipeline.pipeline.similar import regroup
+
+    factory = open_database(url)
+    started = time.perf_counter()
+    done = regroup(factory, 12, full=full)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mb": peak, **done.__dict__}))
+
+
+def run_similar(url: str, full: bool) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--similar-child", url, "--full" if full else "--incremental"],
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode:
+        raise RuntimeError(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ── precision and recall on planted clusters ──────────────────────────────────
+def pair_scores(groups: dict[int, list[int]], cluster: list[int]) -> tuple[float, float]:
+    """Precision and recall over pairs of assets (ids are 1-based)."""
+    truth_sizes: dict[int, int] = {}
+    for c in cluster:
+        if c >= 0:
+            truth_sizes[c] = truth_sizes.get(c, 0) + 1
+    truth = sum(s * (s - 1) // 2 for s in truth_sizes.values())
+    found = right = 0
+    for members in groups.values():
+        found += len(members) * (len(members) - 1) // 2
+        by_cluster: dict[int, int] = {}
+        for asset_id in members:
+            c = cluster[asset_id - 1] if asset_id - 1 < len(cluster) else -1
+            if c >= 0:
+                by_cluster[c] = by_cluster.get(c, 0) + 1
+        right += sum(s * (s - 1) // 2 for s in by_cluster.values())
+    return (right / found if found else 1.0), (right / truth if truth else 1.0)
+
+
+def stored_groups(url: str) -> dict[int, list[int]]:
+    engine = create_engine(url)
+    groups: dict[int, list[int]] = {}
+    with engine.connect() as conn:
+        for asset_id, group_id in conn.execute(
+            text("SELECT asset_id, group_id FROM near_duplicates")
+        ):
+            groups.setdefault(group_id, []).append(asset_id)
+    engine.dispose()
+    return groups
+
+
+def chained_groups(hashes: list[int], radius: int = 12) -> dict[int, list[int]]:
+    """The old grouping: connected components of pairs within ``radius`` bits."""
+    from photo_pipeline.pipeline.near_groups import PairFinder
+
+    left, right, _ = PairFinder(np.array(hashes, dtype=np.uint64), radius).all_pairs()
+    parent = list(range(len(hashes)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in zip(left.tolist(), right.tolist(), strict=True):
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = {}
+    for i in set(left.tolist()) | set(right.tolist()):
+        groups.setdefault(root(i), []).append(i + 1)
+    return groups
+
+
+# ── API calls ──────────────────────────────────────────────────────────────────
+def api_calls(url: str, home: Path, repeat: int) -> dict[str, float]:
+    from fastapi.testclient import TestClient
+
+    from photo_pipeline.api import create_app
+    from photo_pipeline.config import Settings
+    from photo_pipeline.pipeline.library import open_library
+
+    settings = replace(
+        Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)}), database_url=url, api_token=TOKEN
+    )
+    lib = open_library(settings)
+    client = TestClient(create_app(lib))
+    client.headers["Authorization"] = f"Bearer {TOKEN}"
+
+    def get(path: str, **params) -> dict:
+        answer = client.get(path, params=params)
+        assert answer.status_code == 200, (path, params, answer.text[:300])
+        return answer.json()
+
+    cursor = None
+    for _ in range(50):
+        cursor = get("/api/assets", **({"cursor": cursor} if cursor else {}))["next_cursor"]
+    near_cursor = None
+    for _ in range(10):
+        page = get(
+            "/api/duplicates", kind="near", **({"cursor": near_cursor} if near_cursor else {})
+        )
+        near_cursor = page["near_next_cursor"] or near_cursor
+    calls = {
+        "/api/assets first page": ("/api/assets", {}),
+        "/api/assets page 51": ("/api/assets", {"cursor": cursor}),
+        "/api/assets camera=canon": ("/api/assets", {"camera": "canon"}),
+        "/api/assets place=paris": ("/api/assets", {"place": "paris"}),
+        "/api/assets one month": (
+            "/api/assets",
+            {"taken_from": "2020-06-01", "taken_to": "2020-06-30"},
+        ),
+        "/api/assets has_gps=true": ("/api/assets", {"has_gps": "true"}),
+        "/api/assets has_gps=false": ("/api/assets", {"has_gps": "false"}),
+        "/api/assets duplicates=exact": ("/api/assets", {"duplicates": "exact"}),
+        "/api/assets duplicates=near": ("/api/assets", {"duplicates": "near"}),
+        "/api/assets/{id}": ("/api/assets/1", {}),
+        "/api/duplicates?kind=near": ("/api/duplicates", {"kind": "near"}),
+        "/api/duplicates near page 11": (
+            "/api/duplicates",
+            {"cursor": near_cursor} if near_cursor else {"kind": "near"},
+        ),
+        "/api/duplicates (exact+near)": ("/api/duplicates", {}),
+        "/api/jobs": ("/api/jobs", {}),
+        "/api/jobs?type=verify": ("/api/jobs", {"type": "verify"}),
+        "/api/jobs?state=failed": ("/api/jobs", {"state": "failed"}),
+    }
+    medians = {}
+    for name, (path, params) in calls.items():
+        get(path, **params)
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            get(path, **params)
+            times.append((time.perf_counter() - started) * 1000)
+        medians[name] = statistics.median(times)
+    client.close()
+    lib.close()
+    return medians
+
+
+# ── one database, one size ─────────────────────────────────────────────────────
+def database_url(kind: str, workdir: Path, size: int) -> tuple[str, object]:
+    if kind == "sqlite":
+        return f"sqlite:///{workdir / f'library-{size}.sqlite3'}", None
+    schema = f"bench_scale_{size}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+
+    def drop() -> None:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+    return url.render_as_string(hide_password=False), drop
+
+
+def one_size(kind: str, size: int, repeat: int, workdir: Path) -> dict[str, object]:
+    url, drop = database_url(kind, workdir, size)
+    try:
+        started = time.perf_counter()
+        hashes, cluster = build(url, size, seed=size)
+        built = time.perf_counter() - started
+        full = run_similar(url, full=True)
+        precision, recall = pair_scores(stored_groups(url), cluster)
+        result: dict[str, object] = {
+            "build s": built,
+            "similar full s": full["seconds"],
+            "similar full peak MB": full["peak_mb"],
+            "similar radius": full["radius"],
+            "precision": precision,
+            "recall": recall,
+        }
+        if size <= 100_000:
+            old_precision, old_recall = pair_scores(chained_groups(hashes), cluster)
+            result["old precision (chains, 12)"] = old_precision
+            result["old recall (chains, 12)"] = old_recall
+        unchanged = run_similar(url, full=False)
+        result["similar nothing new s"] = unchanged["seconds"]
+        result["similar nothing new mode"] = unchanged["mode"]
+        times = api_calls(url, workdir / f"home-{kind}-{size}", repeat)
+        result.update({name: ms for name, ms in times.items()})
+        add_assets(url, size, 100, hashes, seed=size)
+        added = run_similar(url, full=False)
+        result["similar +100 s"] = added["seconds"]
+        result["similar +100 mode"] = added["mode"]
+        result["similar +100 candidates"] = added["examined"]
+        result["similar full candidates"] = full["examined"]
+        return result
+    finally:
+        if drop is not None:
+            drop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--similar-child", metavar="URL")
+    parser.add_argument("--full", action="store_true")
+    parser.add_argument("--incremental", action="store_true")
+    args = parser.parse_args()
+    if args.similar_child:
+        similar_child(args.similar_child, args.full)
+        return
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        for kind in args.databases.split(","):
+            results = {}
+            for size in sizes:
+                results[size] = one_size(kind, size, args.repeat, Path(tmp))
+                print(f"{kind} {size}: done, load {os.getloadavg()[0]:.2f}", flush=True)
+            print_table(kind, sizes, results)
+    print(f"load average at end: {os.getloadavg()}", flush=True)
+
+
+def print_table(kind: str, sizes: list[int], results: dict[int, dict[str, object]]) -> None:
+    names = list(results[sizes[0]])
+    small, large = sizes[0], sizes[-1]
+    print(f"\n{kind}: medians in ms unless named otherwise")
+    print("| call | " + " | ".join(f"{s:,}" for s in sizes) + f" | {large:,}/{small:,} |")
+    print("|---|" + "---:|" * (len(sizes) + 1))
+    for name in names:
+        values = [results[s].get(name) for s in sizes]
+        cells = [
+            "" if v is None else f"{v:.3f}" if isinstance(v, float) and v < 10 else f"{v:,.0f}"
+            if isinstance(v, float) else str(v)
+            for v in values
+        ]  # fmt: skip
+        first, last = values[0], values[-1]
+        ratio = (
+            f"{last / first:.2f}"
+            if isinstance(first, float) and isinstance(last, float) and first > 0
+            and name.startswith("/api") else ""
+        )  # fmt: skip
+        print(f"| {name} | " + " | ".join(cells) + f" | {ratio} |")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,267 @@
+"""Listings that stay flat as the library grows: the query plans use the indexes
+(a deep page, jobs by type and state), duplicate groups page by cursor exactly once
+even while groups are added, and `similar` pairs only what changed."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import func, insert, select, text, update
+
+from photo_pipeline.db.schema import assets, files, jobs, near_duplicates, sources
+from photo_pipeline.pipeline.browse import AssetFilter, Browser, _filtered, _has_present_file
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.similar import (
+    _replace_groups,
+    find_groups,
+    near_group_page,
+    regroup,
+)
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+START = datetime(2015, 1, 1, tzinfo=UTC)
+
+
+def add_assets(factory, hashes: list[int], *, first: int = 1, copies: int = 0) -> list[int]:
+    """Assets ``first..`` with these hashes, one present file each (``copies``: the
+    first ones get a second file); captures a day apart."""
+    ids = list(range(first, first + len(hashes)))
+    with factory.begin() as session:
+        if session.scalar(select(func.count()).select_from(sources)) == 0:
+            session.execute(insert(sources).values(id=1, path="/photos", added_at=NOW))
+        session.execute(
+            insert(assets),
+            [
+                {
+                    "id": asset_id,
+                    "content_hash": f"{asset_id:064x}",
+                    "size": 1000,
+                    "format": "jpeg",
+                    "mime": "image/jpeg",
+                    "width": 4000 - asset_id % 7,
+                    "height": 3000,
+                    "orientation": 1,
+                    "taken_local": (START + timedelta(days=asset_id))
+                    .replace(tzinfo=None)
+                    .isoformat(),
+                    "taken_utc": START + timedelta(days=asset_id),
+                    "taken_order": START + timedelta(days=asset_id),
+                    "taken_source": "exif_original",
+                    "make": "Canon" if asset_id % 10 == 0 else "Other",
+                    "phash": f"{value:016x}",
+                    "created_at": NOW,
+                    "updated_at": NOW,
+                }
+                for asset_id, value in zip(ids, hashes, strict=True)
+            ],
+        )
+        session.execute(
+            insert(files),
+            [
+                {
+                    "source_id": 1,
+                    "path": f"{asset_id}-{copy}.jpg",
+                    "size": 1000,
+                    "mtime_ns": 0,
+                    "inode": asset_id * 2 + copy,
+                    "state": "present",
+                    "asset_id": asset_id,
+                    "created_at": NOW,
+                    "updated_at": NOW,
+                }
+                for n, asset_id in enumerate(ids)
+                for copy in range(2 if n < copies else 1)
+            ],
+        )
+    return ids
+
+
+def analyze(factory) -> None:
+    with factory.begin() as session:
+        session.execute(text("ANALYZE"))
+
+
+def plan(factory, query) -> str:
+    engine = factory.kw["bind"]
+    sql = str(query.compile(engine, compile_kwargs={"literal_binds": True}))
+    prefix = "EXPLAIN QUERY PLAN " if engine.dialect.name == "sqlite" else "EXPLAIN "
+    with engine.connect() as conn:
+        return "\n".join(str(row[-1]) for row in conn.execute(text(prefix + sql)))
+
+
+def test_a_deep_page_is_a_range_of_the_listing_index(session_factory):
+    rng = random.Random(1)
+    add_assets(session_factory, [rng.getrandbits(64) for _ in range(3000)], copies=300)
+    analyze(session_factory)
+    browser = Browser(session_factory)
+    cursor = None
+    for _ in range(20):
+        _, cursor = browser.asset_page(AssetFilter(), cursor=cursor, limit=100)
+    page, _ = browser.asset_page(AssetFilter(), cursor=cursor, limit=100)
+    assert [a["id"] for a in page] == list(range(2001, 2101))
+    assert [a["files"] for a in page] == [1] * 100
+
+    deep = (
+        _filtered(select(assets.c.id), AssetFilter())
+        .where(_has_present_file())
+        .where(text("(assets.taken_order, assets.id) > (:o, 2000)").bindparams(o=10**15))
+        .order_by(assets.c.taken_order, assets.c.id)
+        .limit(101)
+    )
+    shown = plan(session_factory, deep)
+    if session_factory.kw["bind"].dialect.name == "sqlite":
+        assert "ix_assets_taken_order_id" in shown, shown
+        assert "TEMP B-TREE" not in shown, shown  # no sort of every asset
+        assert "ix_files_asset_id_state" in shown, shown
+    else:
+        assert "Seq Scan on assets" not in shown, shown
+        assert "Sort" not in shown.split("Limit")[1].split("SubPlan")[0], shown
+
+
+def test_totals_are_exact_when_small_and_estimated_beyond(session_factory):
+    rng = random.Random(2)
+    add_assets(session_factory, [rng.getrandbits(64) for _ in range(6000)])
+    browser = Browser(session_factory)
+    total, exact = browser.asset_total(AssetFilter())
+    assert not exact and 5000 <= total <= 7000
+    cameras, exact = browser.asset_total(AssetFilter(camera="canon"))
+    assert not exact and 400 <= cameras <= 800
+    with session_factory.begin() as session:
+        session.execute(update(files).where(files.c.asset_id > 100).values(state="missing"))
+        session.execute(assets.delete().where(assets.c.id > 4000))
+    assert browser.asset_total(AssetFilter()) == (100, True)
+    assert browser.asset_total(AssetFilter(camera="canon")) == (10, True)
+
+
+@pytest.mark.parametrize("column", ["job_type", "state"])
+def test_jobs_by_type_or_state_walk_an_index(session_factory, column):
+    with session_factory.begin() as session:
+        session.execute(
+            insert(jobs),
+            [
+                {
+                    "id": f"{n:036d}",
+                    # A rare type and a rare state: walking every job would find
+                    # a page of them only at the end.
+                    "job_type": "verify" if n % 200 == 0 else ("scan", "render")[n % 2],
+                    "state": "failed" if n % 200 == 1 else "succeeded",
+                    "priority": 0,
+                    "params": {},
+                    "request_hash": "x",
+                    "waiting_for": 0,
+                    "attempts": 1,
+                    "max_attempts": 3,
+                    "run_after": NOW,
+                    "fencing_token": 1,
+                    "version": 1,
+                    "created_at": NOW,
+                    "updated_at": NOW,
+                    "finished_at": NOW,
+                }
+                for n in range(4000)
+            ],
+        )
+    analyze(session_factory)
+    value = "verify" if column == "job_type" else "failed"
+    query = select(jobs.c.id).where(jobs.c[column] == value).order_by(jobs.c.seq.desc()).limit(51)
+    shown = plan(session_factory, query)
+    index = f"ix_jobs_{column}_seq"
+    assert index in shown, shown
+
+
+def group_keys(pages) -> list[int]:
+    return [g["keeper"] for page in pages for g in page]
+
+
+def test_near_groups_page_each_group_once_while_groups_are_added(session_factory):
+    rng = random.Random(3)
+    ids = add_assets(session_factory, [rng.getrandbits(64) for _ in range(60)])
+    # Groups of two: (1, 2), (3, 4), ... (41, 42); and one member whose file vanished.
+    _replace_groups(
+        session_factory,
+        [[{"id": a, "distance": 0}, {"id": a + 1, "distance": 3}] for a in ids[:42:2]],
+    )
+    with session_factory.begin() as session:
+        session.execute(update(files).where(files.c.asset_id == 6).values(state="missing"))
+    seen, after, pages = [], 0, 0
+    while after is not None:
+        page, after = near_group_page(session_factory, after=after, limit=4)
+        seen.append(page)
+        pages += 1
+        if pages == 2:  # a group below the cursor and one above appear meanwhile
+            with session_factory.begin() as session:
+                session.execute(
+                    insert(near_duplicates),
+                    [
+                        {"asset_id": a, "group_id": g, "distance": 1, "created_at": NOW}
+                        for a, g in ((45, 45), (46, 45), (59, 59), (60, 59))
+                    ],
+                )
+    keepers = group_keys(seen)
+    assert len(keepers) == len(set(keepers))
+    expected = [a for a in ids[:42:2] if a != 5] + [45, 59]
+    assert keepers == expected
+    assert all(len(g["assets"]) == 2 for page in seen for g in page)
+
+
+def test_exact_groups_page_by_asset_id(session_factory):
+    rng = random.Random(4)
+    add_assets(session_factory, [rng.getrandbits(64) for _ in range(30)], copies=9)
+    catalog = Catalog(session_factory)
+    seen, after = [], 0
+    while after is not None:
+        page, after = catalog.duplicate_page(after=after, limit=2)
+        seen += page
+    assert [g["asset_id"] for g in seen] == list(range(1, 10))
+    assert all(len(g["files"]) == 2 for g in seen)
+    assert seen == catalog.duplicates()
+
+
+def stored(factory) -> set[tuple[int, tuple[tuple[int, int], ...]]]:
+    """The stored groups as (keeper, ((member, distance), ...)), comparable."""
+    with factory.begin() as session:
+        rows = session.execute(
+            select(
+                near_duplicates.c.group_id, near_duplicates.c.asset_id, near_duplicates.c.distance
+            )
+        ).all()
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for group_id, asset_id, distance in rows:
+        groups.setdefault(group_id, []).append((asset_id, distance))
+    return {(keeper, tuple(sorted(members))) for keeper, members in groups.items()}
+
+
+def computed(groups: list[list[dict]]) -> set[tuple[int, tuple[tuple[int, int], ...]]]:
+    return {(g[0]["id"], tuple(sorted((m["id"], m["distance"]) for m in g))) for g in groups}
+
+
+def test_similar_pairs_only_the_assets_added_since(session_factory):
+    rng = random.Random(5)
+    base = [rng.getrandbits(64) for _ in range(3000)]
+    for n in range(0, 300, 3):  # 100 planted pairs
+        base[n + 1] = base[n] ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64))
+    add_assets(session_factory, base)
+    first = regroup(session_factory, 12, clock=lambda: NOW + timedelta(hours=1))
+    assert first.mode == "full" and first.groups >= 100
+
+    nothing = regroup(session_factory, 12, clock=lambda: NOW + timedelta(hours=2))
+    assert (nothing.mode, nothing.examined) == ("unchanged", 0)
+
+    # 20 new assets an hour later: copies of old ones (joining or founding groups)
+    # and strangers.
+    added = [base[n] ^ (1 << rng.randrange(64)) for n in range(0, 60, 6)]
+    added += [rng.getrandbits(64) for _ in range(10)]
+    later = NOW + timedelta(hours=3)
+    new_ids = add_assets(session_factory, added, first=3001)
+    with session_factory.begin() as session:
+        session.execute(update(assets).where(assets.c.id.in_(new_ids)).values(updated_at=later))
+    step = regroup(session_factory, 12, clock=lambda: later + timedelta(minutes=10))
+    assert step.mode == "incremental" and step.changed == 20
+    # The work is the new assets' lookups, not the library's: a fraction of a full run.
+    assert step.examined * 20 < first.examined
+    assert stored(session_factory) == computed(find_groups(session_factory, 12))
+
+    again = regroup(session_factory, 12, clock=lambda: later + timedelta(hours=1))
+    assert again.mode == "unchanged"
