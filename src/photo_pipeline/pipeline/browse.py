@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import Select, and_, exists, func, or_, select, tuple_
+from sqlalchemy import Select, exists, func, or_, select, tuple_
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -26,7 +26,7 @@ from photo_pipeline.db.schema import (
 )
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
-from photo_pipeline.pipeline.catalog import PRESENT
+from photo_pipeline.pipeline.catalog import PRESENT, listing_session
 from photo_pipeline.pipeline.paths import display
 
 
@@ -135,7 +135,7 @@ class Browser:
         if cursor is not None:
             order, asset_id = _decode_cursor(cursor)
             query = query.where(tuple_(assets.c.taken_order, assets.c.id) > (order, asset_id))
-        with read_session(self._session_factory) as session:
+        with listing_session(self._session_factory) as session:
             rows = [dict(r._mapping) for r in session.execute(query)]
             versions = _rendition_versions([r["id"] for r in rows[:limit]], session)
         more = len(rows) > limit
@@ -154,7 +154,7 @@ class Browser:
         counted = _filtered(select(func.count()).select_from(assets), where).where(
             _has_present_file()
         )
-        with read_session(self._session_factory) as session:
+        with listing_session(self._session_factory) as session:
             lowest, highest = session.execute(
                 select(func.min(assets.c.id), func.max(assets.c.id))
             ).one()
@@ -298,18 +298,24 @@ def _filtered(query: Select[Any], where: AssetFilter) -> Select[Any]:
         query = query.where(_present_file_count() > 1)
     elif where.duplicates == "near":
         others = near_duplicates.alias("others")
-        query = query.where(
-            exists().where(
-                and_(
-                    near_duplicates.c.asset_id == assets.c.id,
-                    # A group of one is not a group: another member must exist.
-                    exists().where(
-                        others.c.group_id == near_duplicates.c.group_id,
-                        others.c.asset_id != near_duplicates.c.asset_id,
-                    ),
-                )
+        # A scalar subquery, not EXISTS: PostgreSQL would turn EXISTS into a join that
+        # reads every group member and sorts them, where a page needs a short walk of
+        # the listing index with a probe per asset.
+        in_a_group = (
+            select(near_duplicates.c.group_id)
+            .where(
+                near_duplicates.c.asset_id == assets.c.id,
+                # A group of one is not a group: another member must exist.
+                exists().where(
+                    others.c.group_id == near_duplicates.c.group_id,
+                    others.c.asset_id != near_duplicates.c.asset_id,
+                ),
             )
+            .correlate(assets)
+            .limit(1)
+            .scalar_subquery()
         )
+        query = query.where(in_a_group.is_not(None))
     return query
 
 

@@ -42,7 +42,7 @@ from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.media import phash
-from photo_pipeline.pipeline.catalog import PRESENT
+from photo_pipeline.pipeline.catalog import PRESENT, listing_session
 from photo_pipeline.pipeline.near_groups import PairFinder, adaptive_radius, star_groups
 
 JOB_TYPE = "similar"
@@ -450,7 +450,7 @@ def near_group_page(
         .order_by(near_duplicates.c.group_id)
         .limit(limit + 1)
     )
-    with read_session(factory) as session:
+    with listing_session(factory) as session:
         group_ids = list(session.scalars(keepers))
         more = len(group_ids) > limit
         group_ids = group_ids[:limit]
