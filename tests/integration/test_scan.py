@@ -133,7 +133,6 @@ def build_mixed_folder(root: Path) -> dict:
         "broken/truncated.jpg": "corrupt_file",
         "broken/text.jpg": "unsupported_format",
         "broken/bomb.png": "too_many_pixels",
-        "broken/notes.txt": "unsupported_format",
         "broken/loop.jpg": "unreadable_file",
     }
     photos.empty(root / "broken/empty.jpg")
@@ -156,7 +155,7 @@ def build_mixed_folder(root: Path) -> dict:
         root / odd, size=(32, 24), seed=8888, taken="2019:02:03 04:05:06", offset=None, subsec=None
     )
     expected[odd] = {"taken_local": "2019-02-03T04:05:06", "taken_source": "exif_original"}
-    return {"photos": expected, "broken": broken}
+    return {"photos": expected, "broken": broken, "ignored": {"broken/notes.txt"}}
 
 
 @pytest.fixture
@@ -173,10 +172,11 @@ def test_import_of_a_mixed_folder_gives_the_expected_catalogue(session_factory, 
 
     files = {paths.from_text(f["path"]): f for f in catalog.files()}
     assert len(spec["photos"]) + len(spec["broken"]) >= 300
-    assert set(files) == set(spec["photos"]) | set(spec["broken"])
+    assert set(files) == set(spec["photos"]) | set(spec["broken"]) | spec["ignored"]
+    # not media: no asset, no failure
     assert {p: f["state"] for p, f in files.items() if f["state"] != "present"} == {
         p: "failed" for p in spec["broken"]
-    }
+    } | dict.fromkeys(spec["ignored"], "ignored")
     assert {paths.from_text(k): v for k, v in outcome["failed"].items()} == spec["broken"]
     assert {p: f["error_code"] for p, f in files.items() if p in spec["broken"]} == spec["broken"]
 

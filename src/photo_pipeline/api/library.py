@@ -1,14 +1,16 @@
-"""``/api/assets`` and ``/api/duplicates``: browse the catalogue, fetch renditions,
-review duplicates."""
+"""``/api/assets`` and ``/api/duplicates``: browse the catalogue, fetch renditions and
+originals (with HTTP Range, for video playback), review duplicates."""
 
 from __future__ import annotations
 
+import os
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import Receive, Scope, Send
 
 from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
@@ -21,6 +23,7 @@ from photo_pipeline.pipeline.browse import (
 )
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
+from photo_pipeline.pipeline.originals import OpenedOriginal, open_original, playable
 from photo_pipeline.pipeline.renditions import rendition_file
 from photo_pipeline.pipeline.similar import near_group_page
 
@@ -63,6 +66,13 @@ class AssetSummary(BaseModel):
     files: int
     thumbnail_url: str | None = Field(description="Null until rendered.")
     preview_url: str | None
+    kind: Literal["photo", "video"] = "photo"
+    duration: float | None = Field(None, description="Seconds (videos).")
+    video_codec: str | None = None
+    live: bool = Field(False, description="A Live Photo (motion_url plays it) or Motion Photo.")
+    playable: bool = Field(False, description="original_url plays in a browser's <video>.")
+    original_url: str
+    motion_url: str | None = Field(None, description="A Live Photo's motion part (a video).")
 
 
 class AssetPage(BaseModel):
@@ -87,6 +97,12 @@ class AssetDetail(BaseModel):
     renditions: dict[str, dict[str, Any]]
     thumbnail_url: str | None
     preview_url: str | None
+    kind: Literal["photo", "video"] = "photo"
+    duration: float | None = None
+    live: bool = False
+    playable: bool = False
+    original_url: str
+    motion_url: str | None = None
 
 
 class Decision(BaseModel):
@@ -109,6 +125,19 @@ class Duplicates(BaseModel):
     near_next_cursor: str | None = None
 
 
+def _media_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """kind, duration, live, playable and the original's URLs of an asset row."""
+    motion = row.pop("motion_asset_id", None)
+    return {
+        "kind": row.get("kind") or "photo",
+        "duration": row.pop("duration_seconds", None),
+        "live": motion is not None or bool(row.pop("is_motion_photo", False)),
+        "playable": playable(row.get("format"), row.get("video_codec")),
+        "original_url": f"/api/assets/{row['id']}/original",
+        "motion_url": f"/api/assets/{row['id']}/motion" if motion is not None else None,
+    }
+
+
 def _urls(asset_id: int, versions: dict[str, str]) -> dict[str, str | None]:
     return {
         f"{kind}_url": f"/api/assets/{asset_id}/{kind}?v={versions[kind]}"
@@ -127,11 +156,16 @@ def list_assets(
     has_gps: bool | None = None,
     duplicates: Literal["exact", "near"] | None = None,
     place: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
+    asset_type: Annotated[
+        Literal["photo", "video", "live"] | None,
+        Query(alias="type", description="photo, video, or live (Live and Motion Photos)."),
+    ] = None,
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> AssetPage:
     """Assets in capture order (the UTC instant when known) with filters; pass
-    ``next_cursor`` as ``?cursor=`` for the next page."""
+    ``next_cursor`` as ``?cursor=`` for the next page. A Live Photo is one asset: its
+    motion part is not listed on its own (``motion_url`` plays it)."""
     where = AssetFilter(
         _day("taken_from", taken_from),
         _day("taken_to", taken_to),
@@ -139,11 +173,15 @@ def list_assets(
         has_gps,
         duplicates,
         place,
+        asset_type,
     )
     lib = api_state(request).library
     browser = Browser(lib.sessions)
     rows, next_cursor = browser.asset_page(where, cursor=cursor, limit=limit)
-    page = [AssetSummary(**{**row, **_urls(row["id"], row.pop("renditions"))}) for row in rows]
+    page = [
+        AssetSummary(**{**row, **_media_fields(row), **_urls(row["id"], row.pop("renditions"))})
+        for row in rows
+    ]
     total, exact = browser.asset_total(where) if cursor is None else (None, None)
     return AssetPage(assets=page, next_cursor=next_cursor, total=total, total_exact=exact)
 
@@ -156,7 +194,69 @@ def get_asset(asset_id: AssetId, request: Request) -> AssetDetail:
     if found is None:
         raise ApiError(404, "asset_not_found", f"no asset {asset_id}")
     versions = {kind: r["fingerprint"] for kind, r in found["renditions"].items()}
-    return AssetDetail(**found, **_urls(asset_id, versions))
+    media = _media_fields(found)
+    return AssetDetail(**{**found, **media}, **_urls(asset_id, versions))
+
+
+class _OpenedFileResponse(FileResponse):
+    """A FileResponse of an already opened (and confined) file: it reads the
+    descriptor, never the name again, and closes it however the response ends
+    (sent, 416, client gone)."""
+
+    def __init__(self, opened: OpenedOriginal, headers: dict[str, str]) -> None:
+        self._fd = opened.fd
+        proc = f"/proc/self/fd/{opened.fd}"
+        super().__init__(
+            proc if os.path.exists(proc) else f"/dev/fd/{opened.fd}",
+            media_type=opened.mime,
+            headers=headers,
+            stat_result=os.fstat(opened.fd),
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            os.close(self._fd)
+
+
+def _serve_original(request: Request, asset_id: int, part: str) -> Response:
+    lib = api_state(request).library
+    opened = open_original(lib.sessions, asset_id, part)
+    # private: the original is the user's; Range requests answered with 206
+    return _OpenedFileResponse(
+        opened, {"Cache-Control": "private, no-cache", "Accept-Ranges": "bytes"}
+    )
+
+
+_ORIGINAL_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/octet-stream": {}}},
+    206: {"description": "Partial Content (a Range request)"},
+    416: {"description": "Range Not Satisfiable"},
+}
+
+
+@media_router.get(
+    "/api/assets/{asset_id}/original",
+    responses=_ORIGINAL_RESPONSES,
+    response_class=Response,
+)
+def get_original(asset_id: AssetId, request: Request) -> Response:
+    """The asset's original file, byte for byte, with its own Content-Type; Range
+    requests (``bytes=0-99``, ``bytes=-500``) get 206 Partial Content, an
+    unsatisfiable range 416. For video playback and downloads."""
+    return _serve_original(request, asset_id, "original")
+
+
+@media_router.get(
+    "/api/assets/{asset_id}/motion",
+    responses=_ORIGINAL_RESPONSES,
+    response_class=Response,
+)
+def get_motion(asset_id: AssetId, request: Request) -> Response:
+    """A Live Photo's motion part (its MOV), as ``original`` serves files; 404 for an
+    asset without one."""
+    return _serve_original(request, asset_id, "motion")
 
 
 @media_router.get(

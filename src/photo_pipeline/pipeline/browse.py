@@ -26,7 +26,8 @@ from photo_pipeline.db.schema import (
 )
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
-from photo_pipeline.pipeline.catalog import PRESENT, listing_session
+from photo_pipeline.pipeline import live_photos
+from photo_pipeline.pipeline.catalog import PRESENT, listing_session, type_matches
 from photo_pipeline.pipeline.paths import display
 
 
@@ -53,6 +54,7 @@ class AssetFilter:
     has_gps: bool | None = None
     duplicates: str | None = None  # "exact": several files; "near": in a near group
     place: str | None = None  # part of city, region or country
+    type: str | None = None  # photo, video or live (catalog.type_matches)
 
 
 # Asset and group ids are 64-bit integers in the database.
@@ -74,6 +76,11 @@ _SUMMARY = (
     assets.c.model,
     assets.c.country,
     assets.c.city,
+    assets.c.kind,
+    assets.c.duration_seconds,
+    assets.c.video_codec,
+    assets.c.is_motion_photo,
+    live_photos.motion_asset_id().label("motion_asset_id"),
 )
 
 
@@ -180,6 +187,9 @@ class Browser:
                 return None
             found = dict(row._mapping)
             found.pop("taken_order", None)
+            found["motion_asset_id"] = session.scalar(
+                select(assets.c.id).where(assets.c.live_of == asset_id).order_by(assets.c.id)
+            )
             found["files"] = [
                 {"source": f.source_path, "path": display(f.path), "state": f.state}
                 for f in session.execute(
@@ -263,6 +273,10 @@ class Browser:
 
 
 def _filtered(query: Select[Any], where: AssetFilter) -> Select[Any]:
+    # A Live Photo's motion part is shown by its still, never on its own.
+    query = query.where(live_photos.shown())
+    if where.type is not None:
+        query = query.where(type_matches(where.type))
     if where.taken_from is not None:
         query = query.where(assets.c.taken_local >= where.taken_from.isoformat())
         start = datetime.combine(where.taken_from, time(), UTC)

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import Insert, and_, exists, func, or_, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -17,10 +17,19 @@ from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.jobs.service import Clock, utc_now
-from photo_pipeline.media import PhotoMetadata
 from photo_pipeline.media.places import ZoneAndPlace, sort_instant
+from photo_pipeline.pipeline import live_photos
+
+if TYPE_CHECKING:  # the decoders load on first use, not with the catalogue
+    from photo_pipeline.media import PhotoMetadata
 
 PRESENT, FAILED, MISSING = "present", "failed", "missing"
+# Not media (a README, notes.txt, Thumbs.db): listed so a rescan skips it unchanged,
+# never an asset, never a failure.
+IGNORED = "ignored"
+# A .xmp/.aae sidecar: no asset of its own, it travels with its photo (organize,
+# dedupe). Recorded as before sidecars had a name: failed, with this error code.
+SIDECAR = "sidecar"
 # Moved into the quarantine by dedupe (its path is where it came from and where an
 # undo puts it back); never "missing" to a scan.
 QUARANTINED = "quarantined"
@@ -57,6 +66,7 @@ class FileReport:
     metadata: PhotoMetadata | None = None
     error: tuple[str, str] | None = None
     vanished: bool = False
+    role: str = "media"  # media, sidecar (SIDECAR) or ignored (IGNORED): not media
     located: ZoneAndPlace | None = None  # zone and place (pipeline.places.locate_reports)
 
 
@@ -102,6 +112,19 @@ class Catalog:
         with read_session(self._session_factory) as session:
             return {row.path: KnownFile(*row[1:]) for row in session.execute(query)}
 
+    def ignored_counts(self, source_ids: Iterable[int]) -> dict[int, int]:
+        """How many files of each source are not media (``ignored``): what a scan's
+        summary reports beside its items."""
+        ids = list(source_ids)
+        query = (
+            select(files.c.source_id, func.count())
+            .where(files.c.source_id.in_(ids), files.c.state == IGNORED)
+            .group_by(files.c.source_id)
+        )
+        with read_session(self._session_factory) as session:
+            found = {source_id: count for source_id, count in session.execute(query)}
+        return {source_id: found.get(source_id, 0) for source_id in ids}
+
     @transactional
     def mark_missing(self, source_id: int, paths: list[str]) -> int:
         now = self._clock()
@@ -144,17 +167,23 @@ class Catalog:
             asset_id = self._asset_id(
                 session, report.content_hash, report.size, report.metadata, now, report.located
             )
+        state, error = FAILED if report.error else PRESENT, report.error
+        if report.role == IGNORED:
+            state, error = IGNORED, None
+        elif report.role == SIDECAR:
+            state, error = FAILED, (SIDECAR, "a sidecar file: it travels with its photo")
         values = {
             "size": report.size,
             "mtime_ns": report.mtime_ns,
             "inode": report.inode,
-            "state": FAILED if report.error else PRESENT,
+            "state": state,
             "asset_id": asset_id,
-            "error_code": report.error[0] if report.error else None,
-            "error_message": report.error[1] if report.error else None,
+            "error_code": error[0] if error else None,
+            "error_message": error[1] if error else None,
             "updated_at": now,
         }
         if session.execute(update(files).where(where).values(**values)).rowcount:
+            self._pair(session, asset_id, report)
             return
         if asset_id is not None:
             # Same content at a new path while its old path is gone: a move, not a copy.
@@ -170,12 +199,20 @@ class Catalog:
                     .where(files.c.id == moved)
                     .values(source_id=report.source_id, path=report.path, **values)
                 )
+                self._pair(session, asset_id, report)
                 return
         session.execute(
             self._insert(files).values(
                 source_id=report.source_id, path=report.path, created_at=now, **values
             )
         )
+        self._pair(session, asset_id, report)
+
+    @staticmethod
+    def _pair(session: Session, asset_id: int | None, report: FileReport) -> None:
+        """A Live Photo's halves become one (pipeline.live_photos), in this transaction."""
+        if asset_id is not None:
+            live_photos.pair_in(session, asset_id, report.source_id, report.path)
 
     def _asset_id(
         self,
@@ -220,6 +257,12 @@ class Catalog:
                 gps_latitude=md.gps_latitude,
                 gps_longitude=md.gps_longitude,
                 gps_altitude=md.gps_altitude,
+                kind=md.kind,
+                duration_seconds=md.duration,
+                video_codec=md.video_codec,
+                frame_rate=md.frame_rate,
+                content_identifier=md.content_identifier,
+                is_motion_photo=md.motion_video is not None,
                 created_at=now,
                 updated_at=now,
             )
@@ -234,13 +277,18 @@ class Catalog:
         since: str | None = None,
         camera: str | None = None,
         place: str | None = None,
+        type: str | None = None,
         limit: int = 1000,
     ) -> list[dict[str, Any]]:
         """Assets with at least one present file, oldest capture first (by the UTC
         instant when known, floating photos by their wall clock: ``taken_order``).
         ``place`` matches a country code exactly, or is contained in the country,
-        region or city name (case-insensitive)."""
-        return list(self.iter_assets(since=since, camera=camera, place=place, limit=limit))
+        region or city name (case-insensitive). ``type``: photo, video or live (a Live
+        Photo or Motion Photo). A Live Photo's motion part is not listed on its own:
+        its still carries it (``motion_asset_id``)."""
+        return list(
+            self.iter_assets(since=since, camera=camera, place=place, type=type, limit=limit)
+        )
 
     def iter_assets(
         self,
@@ -248,6 +296,7 @@ class Catalog:
         since: str | None = None,
         camera: str | None = None,
         place: str | None = None,
+        type: str | None = None,
         limit: int | None = None,
         page_size: int = 1000,
     ) -> Iterator[dict[str, Any]]:
@@ -260,10 +309,17 @@ class Catalog:
             .scalar_subquery()
         )
         query = (
-            select(assets, present_files.label("files"))
+            select(
+                assets,
+                present_files.label("files"),
+                live_photos.motion_asset_id().label("motion_asset_id"),
+            )
             .where(exists().where(files.c.asset_id == assets.c.id, files.c.state == PRESENT))
+            .where(live_photos.shown())
             .order_by(assets.c.taken_order, assets.c.id)
         )
+        if type is not None:
+            query = query.where(type_matches(type))
         if place:
             query = query.where(place_matches(place))
         if since:
@@ -473,6 +529,20 @@ class Catalog:
     def _insert(self, table: Any) -> Insert:
         dialect = postgresql if self._dialect == "postgresql" else sqlite
         return dialect.insert(table)
+
+
+ASSET_TYPES = ("photo", "video", "live")
+
+
+def type_matches(asset_type: str) -> Any:
+    """The SQL condition of ``assets(type=...)``: photo, video, or live (a Live Photo
+    with its motion part, or a Motion Photo)."""
+    if asset_type == "live":
+        motion = assets.alias("motion")
+        return assets.c.is_motion_photo.is_(True) | exists().where(motion.c.live_of == assets.c.id)
+    if asset_type in ("photo", "video"):
+        return assets.c.kind == asset_type
+    raise ValueError(f"type must be one of {', '.join(ASSET_TYPES)}, got {asset_type!r}")
 
 
 def place_matches(text: str) -> Any:

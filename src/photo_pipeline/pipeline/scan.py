@@ -1,5 +1,17 @@
 """The ``scan`` job: walk sources, catalogue new and changed files, notice deleted and
-moved ones. Items are the files that need reading; unchanged ones cost one stat."""
+moved ones. Items are the files that need reading; unchanged ones cost one stat.
+
+Every file is an item, and what it is decides what it becomes:
+
+* a photo or video (by content; ``media.formats``): an asset, or a failed item with
+  the reason when it does not read (a media extension that does not decode fails);
+* an ``.xmp``/``.aae`` sidecar: recorded unread (``sidecar``), to travel with its photo;
+* anything else whose content is no media either (README, notes.txt, Thumbs.db):
+  recorded as ``ignored``, which the scan's summary counts; never a failure.
+
+A Live Photo's still and MOV are paired as the catalogue rows are written
+(``pipeline.live_photos``), inside the transaction that reports the items done.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +25,12 @@ from typing import Any
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, hash_file, read_metadata
+from photo_pipeline.media.files import open_original
+from photo_pipeline.media.formats import HEADER_SIZE, SUPPORTED_EXTENSIONS, sniff
+from photo_pipeline.media.video import DEFAULT_TIME_LIMIT
 from photo_pipeline.pipeline import paths, roots
-from photo_pipeline.pipeline.catalog import MISSING, Catalog, FileReport
+from photo_pipeline.pipeline.catalog import IGNORED, MISSING, SIDECAR, Catalog, FileReport
+from photo_pipeline.pipeline.organize_plan import SIDECAR_EXTENSIONS
 from photo_pipeline.pipeline.places import locate_reports, prepare
 
 JOB_TYPE = "scan"
@@ -140,22 +156,42 @@ def inspect_file_within(
     base.update(size=info.st_size, mtime_ns=info.st_mtime_ns, inode=info.st_ino)
     if not stat.S_ISREG(info.st_mode):
         return FileReport(**base, error=("unsupported_format", "not a regular file"))
-    content_hash = None
+    extension = os.path.splitext(path)[1].lower()
+    if extension in SIDECAR_EXTENSIONS:
+        return FileReport(**base, role=SIDECAR)
     try:
         with roots.pinned(path, allowed) as original:
             opened = original.stat  # what is read is what is fingerprinted
             base.update(size=opened.st_size, mtime_ns=opened.st_mtime_ns, inode=opened.st_ino)
-            content_hash = hash_file(Path(original.path))
+            if extension not in SUPPORTED_EXTENSIONS and not _is_media(original.path):
+                return FileReport(**base, role=IGNORED)
+            # Metadata first: a broken file (a 4 GB one without an index, say) fails
+            # before its bytes are all hashed.
             metadata = read_metadata(
-                Path(original.path), max_pixels=params.get("max_pixels", DEFAULT_MAX_PIXELS)
+                Path(original.path),
+                max_pixels=params.get("max_pixels", DEFAULT_MAX_PIXELS),
+                time_limit=params.get("video_time_limit", DEFAULT_TIME_LIMIT),
+                isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
             )
+            content_hash = hash_file(Path(original.path))
     except roots.PathOutsideRoots as exc:
         return FileReport(**base, error=(exc.code, exc.detail))
     except MediaError as exc:
         if exc.code == "file_vanished":
             return _vanished(base)
-        return FileReport(**base, content_hash=content_hash, error=(exc.code, exc.detail))
+        return FileReport(**base, error=(exc.code, exc.detail))
     return FileReport(**base, content_hash=content_hash, metadata=metadata)
+
+
+def _is_media(path: str) -> bool:
+    """Whether the content of a file whose name is no media's is a photo or video all
+    the same (an ``IMG_0001`` without extension); an unreadable one is not."""
+    try:
+        with open_original(path) as fp:
+            header = fp.read(HEADER_SIZE)
+    except (MediaError, OSError):
+        return False
+    return bool(header) and not sniff(header).startswith("other:")
 
 
 def _vanished(base: dict[str, Any]) -> FileReport:

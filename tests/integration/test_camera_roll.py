@@ -1,0 +1,312 @@
+"""A phone's camera roll, as the factories write it: photos, videos, a Live Photo,
+a Motion Photo, AVIF, a screenshot and a few files that are not media. The import
+catalogues every media file with the right instant and source, counts the rest as
+ignored, pairs the Live Photo into one asset, and every asset's thumbnail loads."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.jobs.workers import WorkerRegistry
+from photo_pipeline.pipeline import paths, render, scan, similar  # noqa: F401  (their job types)
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.imports import import_folders
+from tests.factories import photos, videos
+from tests.integration._server import running_server
+
+LIVE_ID = "5D2F7A10-0C3B-4E8F-9A61-7B2C3D4E5F60"
+MOV_ID = "1B7E3C2A-9D4F-4A6B-8C5D-0E1F2A3B4C5D"
+
+
+def build_camera_roll(root: Path) -> dict:
+    """Write the roll; returns ``{"media": {path: (source, local, utc)}, "ignored": [...],
+    "live": (still, motion)}`` (paths relative to ``root``; utc None when floating)."""
+    media: dict[str, tuple[str, str, datetime | None]] = {}
+    dcim = root / "DCIM"
+    dcim.mkdir(parents=True)
+
+    def utc(*args: int) -> datetime:
+        return datetime(*args, tzinfo=UTC)
+
+    photos.jpeg(dcim / "IMG_0100.JPG", size=(64, 48), seed=1, subsec=None)
+    media["DCIM/IMG_0100.JPG"] = (
+        "exif_original",
+        "2023-07-14T10:15:30",
+        utc(2023, 7, 14, 8, 15, 30),
+    )
+    (dcim / "IMG_0100.xmp").write_text("<x:xmpmeta xmlns:x='adobe:ns:meta/'/>")
+    photos.heic(
+        dcim / "IMG_0101.HEIC", size=(64, 48), seed=2, taken="2023:07:14 11:00:00", subsec=None
+    )
+    media["DCIM/IMG_0101.HEIC"] = ("exif_original", "2023-07-14T11:00:00", utc(2023, 7, 14, 9))
+    # A Live Photo paired by Apple's content identifier.
+    videos.live_photo(dcim, stem="IMG_0102", content_identifier=LIVE_ID, seed=3)
+    media["DCIM/IMG_0102.HEIC"] = (
+        "exif_original",
+        "2023-07-14T10:15:30.123000",
+        datetime(2023, 7, 14, 8, 15, 30, 123000, tzinfo=UTC),
+    )
+    media["DCIM/IMG_0102.MOV"] = (
+        "quicktime_local",
+        "2023-07-14T10:15:30",
+        utc(2023, 7, 14, 8, 15, 30),
+    )
+    # An iPhone HEVC MOV with Apple's keys, no still: local time with its offset wins.
+    videos.iphone_mov(
+        dcim / "IMG_0103.MOV",
+        creationdate="2023-07-14T12:00:00+0200",
+        creation_time="2023-07-14T10:00:00.000000Z",
+        content_identifier=MOV_ID,
+        seed=4,
+    )
+    media["DCIM/IMG_0103.MOV"] = ("quicktime_local", "2023-07-14T12:00:00", utc(2023, 7, 14, 10))
+    # A Live Photo whose halves carry no identifier: same stem, a second apart.
+    photos.jpeg(
+        dcim / "IMG_0105.JPG",
+        size=(64, 48),
+        seed=5,
+        taken="2023:07:14 13:00:00",
+        subsec=None,
+        make="Apple",
+        model="iPhone 8",
+    )
+    videos.iphone_mov(
+        dcim / "IMG_0105.MOV",
+        codec="libx264",
+        creationdate="2023-07-14T13:00:01+0200",
+        content_identifier=None,
+        seconds=1.0,
+        seed=5,
+    )
+    media["DCIM/IMG_0105.JPG"] = ("exif_original", "2023-07-14T13:00:00", utc(2023, 7, 14, 11))
+    media["DCIM/IMG_0105.MOV"] = (
+        "quicktime_local",
+        "2023-07-14T13:00:01",
+        utc(2023, 7, 14, 11, 0, 1),
+    )
+    # H.264 and HEVC MP4s with a UTC creation_time only.
+    videos.h264_mp4(dcim / "clip_h264.mp4", seed=6)
+    media["DCIM/clip_h264.mp4"] = (
+        "quicktime_utc",
+        "2023-07-14T08:15:30",
+        utc(2023, 7, 14, 8, 15, 30),
+    )
+    videos.hevc_mp4(
+        dcim / "clip_hevc.mp4", metadata={"creation_time": "2023-07-15T06:00:00.000000Z"}, seed=7
+    )
+    media["DCIM/clip_hevc.mp4"] = ("quicktime_utc", "2023-07-15T06:00:00", utc(2023, 7, 15, 6))
+    # Android: the date is only in the name (floating: no offset known).
+    camera = root / "Camera"
+    videos.android_mp4(camera, seed=8)
+    media["Camera/VID_20230714_101530.mp4"] = ("filename", "2023-07-14T10:15:30", None)
+    videos.motion_photo(
+        camera / "PXL_20230716_090000000.MP.jpg", seed=9, taken="2023:07:16 09:00:00", subsec=None
+    )
+    media["Camera/PXL_20230716_090000000.MP.jpg"] = (
+        "exif_original",
+        "2023-07-16T09:00:00",
+        utc(2023, 7, 16, 7),
+    )
+    photos.avif(
+        camera / "IMG_0106.avif",
+        size=(64, 48),
+        seed=10,
+        taken="2023:07:16 10:00:00",
+        offset="+01:00",
+        subsec=None,
+    )
+    media["Camera/IMG_0106.avif"] = ("exif_original", "2023-07-16T10:00:00", utc(2023, 7, 16, 9))
+    shots = root / "Screenshots"
+    shots.mkdir()
+    photos.png(
+        shots / "Screenshot_2023-07-17-12-30-45.png",
+        size=(40, 30),
+        seed=11,
+        taken=None,
+        make=None,
+        model=None,
+    )
+    media["Screenshots/Screenshot_2023-07-17-12-30-45.png"] = (
+        "filename",
+        "2023-07-17T12:30:45",
+        None,
+    )
+    (root / "README").write_text("my photos\n")
+    (root / "notes.txt").write_text("holiday list\n")
+    (root / "Thumbs.db").write_bytes(b"\xd0\xcf\x11\xe0" + bytes(60))
+    return {
+        "media": media,
+        "ignored": ["README", "Thumbs.db", "notes.txt"],
+        "sidecars": ["DCIM/IMG_0100.xmp"],
+        "live": [
+            ("DCIM/IMG_0102.HEIC", "DCIM/IMG_0102.MOV"),
+            ("DCIM/IMG_0105.JPG", "DCIM/IMG_0105.MOV"),
+        ],
+        "motion_photo": "Camera/PXL_20230716_090000000.MP.jpg",
+    }
+
+
+def run_worker(service, session_factory) -> None:
+    config = WorkerConfig(burst=True, concurrency=2, executor="thread", poll_seconds=0.05)
+    Worker(service, WorkerRegistry(session_factory), registry, config).run()
+
+
+def catalogue_by_path(catalog: Catalog) -> dict[str, dict]:
+    """Each file's row (relative path) with its asset row under ``asset``."""
+    assets = {}
+    for asset in _all_assets(catalog):
+        assets[asset["id"]] = asset
+    rows = {}
+    for row in catalog.files():
+        row = dict(row)
+        row["asset"] = assets.get(row["asset_id"])
+        rows[paths.from_text(row["path"])] = row
+    return rows
+
+
+def _all_assets(catalog: Catalog) -> list[dict]:
+    from sqlalchemy import select
+
+    from photo_pipeline.db import read_session
+    from photo_pipeline.db.schema import assets
+
+    with read_session(catalog._session_factory) as session:
+        return [dict(r._mapping) for r in session.execute(select(assets))]
+
+
+@pytest.fixture(scope="module")
+def roll_template(tmp_path_factory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("roll") / "phone"
+    return root, build_camera_roll(root)
+
+
+def copy_roll(template: Path, target: Path) -> Path:
+    for folder, _, names in os.walk(template):
+        for name in names:
+            source = Path(folder) / name
+            dest = target / source.relative_to(template)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(source.read_bytes())
+            os.utime(dest, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns))
+    return target
+
+
+def test_import_catalogues_every_media_file_and_ignores_the_rest(
+    session_factory, roll_template, tmp_path
+):
+    root = copy_roll(roll_template[0], tmp_path / "phone")
+    spec = roll_template[1]
+    service = JobService(session_factory)
+    catalog = Catalog(session_factory)
+    [job] = import_folders(service, catalog, [root])
+    run_worker(service, session_factory)
+    final = service.get(job["id"])
+    assert final["state"] == JobState.SUCCEEDED
+    progress = service.progress(job["id"])
+    assert progress["by_state"].get("failed", 0) == 0, service.items(job["id"], states=["failed"])
+
+    rows = catalogue_by_path(catalog)
+    assert {p for p, r in rows.items() if r["state"] == "ignored"} == set(spec["ignored"])
+    assert {p: r["error_code"] for p, r in rows.items() if r["state"] == "failed"} == {
+        p: "sidecar" for p in spec["sidecars"]
+    }
+    assert catalog.ignored_counts([final["params"]["sources"][0]["id"]]) == {
+        final["params"]["sources"][0]["id"]: len(spec["ignored"])
+    }
+    for path, (source, local, utc) in spec["media"].items():
+        asset = rows[path]["asset"]
+        assert rows[path]["state"] == "present", path
+        assert (asset["taken_source"], asset["taken_local"], asset["taken_utc"]) == (
+            source,
+            local,
+            utc,
+        ), path
+        expected_kind = "video" if Path(path).suffix.lower() in (".mov", ".mp4") else "photo"
+        assert asset["kind"] == expected_kind, path
+        if expected_kind == "video":
+            assert asset["duration_seconds"] > 0.5, path
+            assert asset["video_codec"] in ("h264", "hevc"), path
+            assert asset["frame_rate"] == pytest.approx(25), path
+        else:
+            assert asset["duration_seconds"] is None, path
+    assert rows["DCIM/clip_hevc.mp4"]["asset"]["video_codec"] == "hevc"
+    assert rows["DCIM/clip_h264.mp4"]["asset"]["video_codec"] == "h264"
+    assert rows["DCIM/IMG_0102.MOV"]["asset"]["content_identifier"] == LIVE_ID
+    assert rows["DCIM/IMG_0102.HEIC"]["asset"]["content_identifier"] == LIVE_ID
+    for still, motion in spec["live"]:
+        assert rows[motion]["asset"]["live_of"] == rows[still]["asset_id"], (still, motion)
+    assert rows["DCIM/IMG_0103.MOV"]["asset"]["live_of"] is None
+    assert rows[spec["motion_photo"]]["asset"]["is_motion_photo"] is True
+
+    listed = {a["id"]: a for a in catalog.assets()}
+    motions = {rows[m]["asset_id"] for _, m in spec["live"]}
+    # one entry per Live Photo: its motion part is carried by the still
+    assert len(listed) == len(spec["media"]) - len(spec["live"])
+    assert not motions & set(listed)
+    for still, motion in spec["live"]:
+        assert listed[rows[still]["asset_id"]]["motion_asset_id"] == rows[motion]["asset_id"]
+    videos_listed = {a["id"] for a in catalog.assets(type="video")}
+    assert videos_listed == {
+        rows[p]["asset_id"]
+        for p in ("DCIM/IMG_0103.MOV", "DCIM/clip_h264.mp4", "DCIM/clip_hevc.mp4")
+    } | {rows["Camera/VID_20230714_101530.mp4"]["asset_id"]}
+    live_listed = {a["id"] for a in catalog.assets(type="live")}
+    assert live_listed == {rows[s]["asset_id"] for s, _ in spec["live"]} | {
+        rows[spec["motion_photo"]]["asset_id"]
+    }
+    photos_listed = {a["id"] for a in catalog.assets(type="photo")}
+    assert photos_listed | videos_listed == set(listed)
+
+    # A rescan reads nothing again (the ignored files included) and changes nothing.
+    before = catalogue_by_path(catalog)
+    [again] = import_folders(service, catalog, [root])
+    run_worker(service, session_factory)
+    assert service.progress(again["id"])["total"] == 0
+    after = catalogue_by_path(catalog)
+    assert {p: (r["state"], r["asset_id"]) for p, r in after.items()} == {
+        p: (r["state"], r["asset_id"]) for p, r in before.items()
+    }
+
+
+def test_every_asset_thumbnail_loads_over_the_api(db_url, roll_template, tmp_path):
+    root = copy_roll(roll_template[0], tmp_path / "phone")
+    spec = roll_template[1]
+    with running_server(db_url, tmp_path / "home") as api:
+        lib = api.library
+        import_folders(lib.service, lib.catalog, [root], follow_up=lib.settings)
+        worker = Worker(lib.service, lib.workers, registry, WorkerConfig(burst=True, concurrency=2))
+        assert worker.run() == 0
+        with api.client() as http:
+            page = http.get("/api/assets", params={"limit": 100})
+            assert page.status_code == 200, page.text
+            listed = page.json()["assets"]
+            assert len(listed) == len(spec["media"]) - len(spec["live"])
+            assert page.json()["total"] == len(listed)
+            for asset in listed:
+                assert asset["thumbnail_url"], asset
+                thumb = http.get(asset["thumbnail_url"])
+                assert thumb.status_code == 200, (asset, thumb.text)
+                assert thumb.headers["content-type"] == "image/webp"
+                assert thumb.content[:4] == b"RIFF"
+            by_kind = {a["kind"] for a in listed}
+            assert by_kind == {"photo", "video"}
+            clips = [a for a in listed if a["kind"] == "video"]
+            assert all(a["duration"] and a["duration"] > 0.5 for a in clips)
+            assert all(a["playable"] for a in clips)
+            lives = [a for a in listed if a["live"]]
+            assert len(lives) == len(spec["live"]) + 1  # and the Motion Photo
+            assert sum(1 for a in lives if a["motion_url"]) == len(spec["live"])
+            only_videos = http.get("/api/assets", params={"type": "video"}).json()["assets"]
+            assert {a["id"] for a in only_videos} == {a["id"] for a in clips}
+            only_live = http.get("/api/assets", params={"type": "live"}).json()["assets"]
+            assert {a["id"] for a in only_live} == {a["id"] for a in lives}
+            assert http.get("/api/assets", params={"type": "gif"}).status_code == 422
+            detail = http.get(f"/api/assets/{lives[0]['id']}").json()
+            assert detail["live"] is True
