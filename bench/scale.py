@@ -384,6 +384,7 @@ def api_calls(url: str, home: Path, repeat: int) -> dict[str, float]:
             "/api/duplicates",
             {"cursor": near_cursor} if near_cursor else {"kind": "near"},
         ),
+        "/api/duplicates?kind=exact": ("/api/duplicates", {"kind": "exact"}),
         "/api/duplicates (exact+near)": ("/api/duplicates", {}),
         "/api/jobs": ("/api/jobs", {}),
         "/api/jobs?type=verify": ("/api/jobs", {"type": "verify"}),
@@ -401,6 +402,57 @@ def api_calls(url: str, home: Path, repeat: int) -> dict[str, float]:
     client.close()
     lib.close()
     return medians
+
+
+# ── a rescan that finds nothing changed ────────────────────────────────────────
+def rescan(kind: str, count: int, workdir: Path) -> dict[str, float]:
+    """``count`` small files on disk, catalogued as they are (synthetic rows with
+    their size, mtime and inode), then a real scan job run by a worker: files/s."""
+    from photo_pipeline.jobs import JobService
+    from photo_pipeline.jobs.handlers import registry
+    from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+    from photo_pipeline.jobs.workers import WorkerRegistry
+    from photo_pipeline.pipeline import scan
+    from photo_pipeline.pipeline.catalog import Catalog
+
+    url, drop = database_url(kind, workdir, count)
+    try:
+        from photo_pipeline.db import open_database
+
+        factory = open_database(url)
+        root = workdir / f"rescan-{kind}"
+        now = micros(datetime.now(UTC))
+        rows = []
+        for n in range(count):
+            folder = root / f"{n // 1000:03d}"
+            if n % 1000 == 0:
+                folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"IMG_{n:06d}.jpg"
+            path.write_bytes(b"x")
+            info = path.stat()
+            rows.append((n + 1, 1, f"{n // 1000:03d}/IMG_{n:06d}.jpg", info.st_size,
+                         info.st_mtime_ns, info.st_ino, "present", None, now, now))  # fmt: skip
+        source = Catalog(factory).add_source(root)
+        assert source["id"] == 1
+        bulk_load(url, "files", FILE_COLUMNS, rows)
+        fix_sequences(url)
+        service = JobService(factory)
+        started = time.perf_counter()
+        job = service.enqueue(
+            scan.JOB_TYPE,
+            lock=scan.lock_for(1),
+            params={"sources": [{"id": 1, "path": source["path"]}]},
+        )
+        config = WorkerConfig(job_types=(scan.JOB_TYPE,), burst=True, executor="thread")
+        Worker(service, WorkerRegistry(factory), registry, config).run()
+        seconds = time.perf_counter() - started
+        done = service.get(job["id"])
+        assert done["state"] == "succeeded", done
+        factory.kw["bind"].dispose()
+        return {"rescan files": count, "rescan s": seconds, "rescan files/s": count / seconds}
+    finally:
+        if drop is not None:
+            drop()
 
 
 # ── one database, one size ─────────────────────────────────────────────────────
@@ -463,6 +515,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rescan", type=int, default=0, help="files for a no-change rescan")
     parser.add_argument("--similar-child", metavar="URL")
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--incremental", action="store_true")
@@ -470,10 +523,17 @@ def main() -> None:
     if args.similar_child:
         similar_child(args.similar_child, args.full)
         return
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in args.sizes.split(",") if s]
     print(f"load average at start: {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         for kind in args.databases.split(","):
+            if args.rescan:
+                found = rescan(kind, args.rescan, Path(tmp))
+                print(f"{kind}: no-change rescan of {args.rescan:,} files: "
+                      f"{found['rescan s']:.2f} s, {found['rescan files/s']:,.0f} files/s, "
+                      f"load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+            if not sizes:
+                continue
             results = {}
             for size in sizes:
                 results[size] = one_size(kind, size, args.repeat, Path(tmp))

@@ -19,6 +19,7 @@ from photo_pipeline.pipeline.similar import (
     near_group_page,
     regroup,
 )
+from tests.integration._server import running_server
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 START = datetime(2015, 1, 1, tzinfo=UTC)
@@ -265,3 +266,45 @@ def test_similar_pairs_only_the_assets_added_since(session_factory):
 
     again = regroup(session_factory, 12, clock=lambda: later + timedelta(hours=1))
     assert again.mode == "unchanged"
+
+
+def test_api_duplicates_pages_each_kind_by_cursor(db_url, tmp_path):
+    with running_server(db_url, tmp_path / "home") as server:
+        factory = server.library.sessions
+        rng = random.Random(6)
+        ids = add_assets(factory, [rng.getrandbits(64) for _ in range(20)], copies=5)
+        _replace_groups(
+            factory, [[{"id": a, "distance": 0}, {"id": a + 1, "distance": 2}] for a in ids[:14:2]]
+        )
+        with server.client() as http:
+            first = http.get("/api/duplicates", params={"limit": 2}).json()
+            assert [g["asset_id"] for g in first["exact"]] == [1, 2]
+            assert [g["keeper"] for g in first["near"]] == [1, 3]
+            exact, near = first["exact"], first["near"]
+            for kind, found in (("exact", exact), ("near", near)):
+                cursor = first[f"{kind}_next_cursor"]
+                while cursor:
+                    page = http.get("/api/duplicates", params={"cursor": cursor, "limit": 2})
+                    assert page.status_code == 200, page.text
+                    other = "near" if kind == "exact" else "exact"
+                    assert page.json()[other] == []
+                    found += page.json()[kind]
+                    cursor = page.json()[f"{kind}_next_cursor"]
+            assert [g["asset_id"] for g in exact] == [1, 2, 3, 4, 5]
+            assert [g["keeper"] for g in near] == ids[:14:2]
+            assert all(g["group"] == f"near:{g['keeper']}" for g in near)
+
+            only_near = http.get("/api/duplicates", params={"kind": "near", "limit": 3}).json()
+            assert only_near["exact"] == [] and len(only_near["near"]) == 3
+            wrong = http.get(
+                "/api/duplicates", params={"kind": "exact", "cursor": only_near["near_next_cursor"]}
+            )
+            assert wrong.status_code == 422 and wrong.json()["code"] == "invalid_cursor"
+            forged = http.get("/api/duplicates", params={"cursor": "bm9wZQ"})
+            assert forged.status_code == 422 and forged.json()["code"] == "invalid_cursor"
+            first_page = http.get("/api/assets", params={"limit": 5}).json()
+            assert (first_page["total"], first_page["total_exact"]) == (20, True)
+            later = http.get(
+                "/api/assets", params={"limit": 5, "cursor": first_page["next_cursor"]}
+            ).json()
+            assert later["total"] is None and len(later["assets"]) == 5
