@@ -169,7 +169,7 @@ def _run_worker(factory: Any, service: Any, workers: int) -> None:
 
 def child_scan(folder: Path, home: str) -> dict[str, Any]:
     """Catalogue the photos (a process of its own: its memory is not the render's)."""
-    import photo_pipeline.pipeline  # noqa: F401
+    import photo_pipeline.pipeline.job_types  # noqa: F401
     from photo_pipeline.pipeline.catalog import Catalog
     from photo_pipeline.pipeline.imports import import_folders
 
@@ -181,7 +181,7 @@ def child_scan(folder: Path, home: str) -> dict[str, Any]:
 
 
 def child_job(workers: int, folder: Path) -> dict[str, Any]:
-    import photo_pipeline.pipeline  # noqa: F401
+    import photo_pipeline.pipeline.job_types  # noqa: F401
     from photo_pipeline.media.render import RenderSettings
     from photo_pipeline.pipeline.render import enqueue_render
     from photo_pipeline.pipeline.renditions import Renditions

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.context import LeaseLost
 from photo_pipeline.pipeline import dedupe, organize

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState, RetryPolicy
 from photo_pipeline.pipeline import dedupe
 from photo_pipeline.pipeline.catalog import Catalog
@@ -47,7 +47,7 @@ def serve_dedupe(db_url: str, batch_size: int, burst: bool) -> None:
 def spawn_worker(db_url):
     """Worker processes from a forkserver that imported everything once."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["photo_pipeline.pipeline", __name__])
+    context.set_forkserver_preload(["photo_pipeline.pipeline.job_types", __name__])
     started = []
 
     def spawn(batch_size: int, *, burst: bool = False):

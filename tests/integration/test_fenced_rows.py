@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select, update
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.schema import assets, files, jobs, renditions
 from photo_pipeline.jobs import JobService, JobState

@@ -5,7 +5,13 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
 from photo_pipeline.db import create_database_engine
-from photo_pipeline.db.migrate import current_revision, downgrade, head_revision, upgrade
+from photo_pipeline.db.migrate import (
+    alembic_head_revision,
+    current_revision,
+    downgrade,
+    head_revision,
+    upgrade,
+)
 from photo_pipeline.db.schema import metadata
 
 
@@ -74,3 +80,9 @@ def test_upgrading_step_by_step_equals_a_fresh_database(backend, tmp_path):
     finally:
         fresh_urls.close()
         stepped_urls.close()
+
+
+def test_the_head_read_from_file_names_is_alembics():
+    """Commands find the head without Alembic (from the files' revision prefixes):
+    both must agree, so every migration's revision id is its file's prefix."""
+    assert head_revision() == alembic_head_revision()

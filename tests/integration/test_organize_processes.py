@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState, RetryPolicy
 from photo_pipeline.media import hash_file
 from photo_pipeline.pipeline import organize
@@ -45,7 +45,7 @@ def spawn_worker(db_url):
     """Start worker processes from a forkserver that has imported everything once, so
     that each of the many restarts costs milliseconds, not an interpreter start-up."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["photo_pipeline.pipeline", __name__])
+    context.set_forkserver_preload(["photo_pipeline.pipeline.job_types", __name__])
     started = []
 
     def spawn(batch_size: int, *, burst: bool = False):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.api.auth import load_or_create_token
 from photo_pipeline.config import Settings
 from photo_pipeline.jobs.handlers import registry

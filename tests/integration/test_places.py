@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select, text, update
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db import create_database_engine
 from photo_pipeline.db.migrate import upgrade
 from photo_pipeline.db.schema import assets

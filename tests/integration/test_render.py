@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PIL import Image
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.config import Settings
 from photo_pipeline.jobs import JobService, JobState, RetryPolicy
 from photo_pipeline.jobs.handlers import registry

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PIL import Image
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.media.render import RenderSettings
 from photo_pipeline.pipeline.catalog import Catalog

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
 from photo_pipeline.pipeline.catalog import Catalog

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select
 
-import photo_pipeline.pipeline  # noqa: F401  (registers the photo job types)
+import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db.schema import assets, timeshift_entries
 from photo_pipeline.jobs import JobBlocked, JobService, JobState
 from photo_pipeline.jobs.handlers import registry

@@ -34,6 +34,7 @@ from photo_pipeline.api.state import ApiState, api_state
 from photo_pipeline.db import read_session
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import DEFAULT_JOBS, Worker, WorkerConfig
+from photo_pipeline.pipeline import job_types  # noqa: F401  (the embedded worker runs them)
 from photo_pipeline.pipeline.library import Library
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,6 @@ from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
 from photo_pipeline.pipeline.imports import import_folders
-from photo_pipeline.pipeline.similar import iter_near_groups, near_duplicate_groups
-from photo_pipeline.sample import write_sample
 
 
 def _catalog() -> Catalog:
@@ -121,6 +119,8 @@ def duplicates(
 
 
 def _near_duplicates(as_json: bool) -> None:
+    from photo_pipeline.pipeline.similar import iter_near_groups, near_duplicate_groups
+
     if as_json:
         _stream_json(iter_near_groups(library().sessions))
         return
@@ -164,5 +164,7 @@ def sample(
     count: Annotated[int, typer.Option(min=1, max=10_000)] = 60,
 ) -> None:
     """Write a generated sample set of photos (with duplicates and a broken file)."""
+    from photo_pipeline.sample import write_sample
+
     written = write_sample(folder, count)
     console.print(f"wrote {len(written)} photos (+2 copies, 1 broken file) to {folder}")

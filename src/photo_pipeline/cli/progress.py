@@ -68,6 +68,8 @@ def wait_for_jobs(
         embedded = ride_out(lambda: _needs_embedded_worker(lib, types))
     worker = None
     if embedded:
+        import photo_pipeline.pipeline.job_types  # noqa: F401  (runs them here: registers them)
+
         unknown = sorted(t for t in types if t not in registry)
         if unknown:
             raise JobError(

@@ -15,8 +15,6 @@ from photo_pipeline.cli.common import (
     library,
 )
 from photo_pipeline.cli.finish import finish_job
-from photo_pipeline.pipeline.render import enqueue_render, render_settings
-from photo_pipeline.pipeline.similar import enqueue_similar
 
 
 def _refuse(exc: ValueError) -> typer.Exit:
@@ -33,6 +31,8 @@ def render(
     as_json: JsonOption = False,
 ) -> None:
     """Make the thumbnails and previews that are missing or stale (settings changed)."""
+    from photo_pipeline.pipeline.render import enqueue_render, render_settings
+
     lib = library()
     try:
         settings = render_settings(lib.settings)
@@ -54,6 +54,8 @@ def similar(
     as_json: JsonOption = False,
 ) -> None:
     """Hash the thumbnails and group near duplicates (see `duplicates --near`)."""
+    from photo_pipeline.pipeline.similar import enqueue_similar
+
     lib = library()
     distance = lib.settings.near_distance if max_distance is None else max_distance
     try:

@@ -30,7 +30,7 @@ ImportOption = Annotated[
 
 def load_handlers(modules: list[str]) -> None:
     """Register the built-in job types, then those of any extra modules."""
-    importlib.import_module("photo_pipeline.pipeline")
+    importlib.import_module("photo_pipeline.pipeline.job_types")
     for module in modules:
         importlib.import_module(module)
 

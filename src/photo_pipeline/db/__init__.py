@@ -10,7 +10,6 @@ from photo_pipeline.db.engine import (
     read_session,
     write_session,
 )
-from photo_pipeline.db.migrate import upgrade
 
 __all__ = [
     "create_database_engine",
@@ -24,6 +23,8 @@ __all__ = [
 def open_database(url: str) -> sessionmaker[Session]:
     """Open the database at ``url``, creating or upgrading its schema, and return a
     session factory bound to it."""
+    from photo_pipeline.db.migrate import upgrade  # Alembic loads only if there is work
+
     engine = create_database_engine(url)
     upgrade(engine)
     return sessionmaker(engine, expire_on_commit=False)

@@ -29,6 +29,7 @@ from photo_pipeline.media.formats import (
     VIDEO_FORMATS,
     sniff,
 )
+from photo_pipeline.media.limits import DEFAULT_MAX_PIXELS
 from photo_pipeline.media.makernote import apple_content_identifier
 from photo_pipeline.media.motion_photo import EmbeddedVideo, embedded_video
 from photo_pipeline.media.raw import probe_raw, probe_tiff_family
@@ -43,7 +44,6 @@ from photo_pipeline.media.video import (
     video_position,
 )
 
-DEFAULT_MAX_PIXELS: int = 200_000_000
 MAKER_NOTE = 0x927C
 
 

@@ -1,16 +1,5 @@
 """Photo job types: each a handler turning a job's items into media calls and database
-rows. Importing this package registers them on ``photo_pipeline.jobs.handlers.registry``.
+rows. Importing the package registers nothing (a command that only reads the library
+must not load the decoders): ``photo_pipeline.pipeline.job_types`` does, and every
+place that runs jobs (``worker``, ``serve``, ``--wait``) imports it.
 """
-
-# Each module registers its job types: scan, render, similar, organize (and
-# organize.undo), verify, places, timeshift (and its undo), dedupe (its undo, purge).
-from photo_pipeline.pipeline import (  # noqa: F401
-    dedupe,
-    organize,
-    places,
-    render,
-    scan,
-    similar,
-    timeshift,
-    verify,
-)

@@ -9,7 +9,6 @@ from photo_pipeline.config import Settings
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobBlocked, JobService, JobSnapshot
 from photo_pipeline.media import DEFAULT_MAX_PIXELS
-from photo_pipeline.pipeline import render, scan, similar
 from photo_pipeline.pipeline.catalog import Catalog
 
 
@@ -70,6 +69,10 @@ def _import(
     follow_up: Settings | None,
     key: str | None,
 ) -> list[Enqueued]:
+    # Here, not at the top: the job modules load the decoders, and commands that
+    # merely import this module (every CLI command, for --help) must start fast.
+    from photo_pipeline.pipeline import render, scan, similar
+
     for folder in folders:
         if not folder.is_dir():
             raise NotAFolder("not_a_folder", f"{folder} is not a folder")

@@ -1,0 +1,43 @@
+"""Commands that only read the library start without loading the decoders: Pillow,
+libvips, LibRaw, FFmpeg and NumPy load only where a job runs (issue: `--help` took
+~1.9 s). Speed itself is measured outside the tests; this checks what is imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+DECODERS = ("PIL", "numpy", "pyvips", "rawpy", "av", "pillow_heif", "alembic")
+
+PROBE = """
+import json, sys
+sys.argv = ["photo-pipeline", *json.loads(sys.argv[1])]
+from photo_pipeline.cli import app
+try:
+    app()
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in {decoders} if m in sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["jobs", "--json"], ["job", "--help"]])
+def test_reading_commands_load_no_decoder(args, tmp_path):
+    env = {**os.environ, "PHOTO_PIPELINE_HOME": str(tmp_path / "home")}
+    env.pop("PHOTO_PIPELINE_DATABASE_URL", None)
+    # A library at its newest schema: opening it needs no migration, so no Alembic.
+    init = [sys.executable, "-m", "photo_pipeline", "init"]
+    assert subprocess.run(init, env=env, capture_output=True, timeout=120).returncode == 0
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(decoders=DECODERS), json.dumps(args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
