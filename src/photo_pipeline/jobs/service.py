@@ -864,8 +864,9 @@ class JobService:
     def _signal_runnable(
         self, session: Session, queued: Iterable[JobSnapshot], now: datetime
     ) -> None:
-        """New jobs that can run now wake idle workers (at commit)."""
-        ready = [j["job_type"] for j in queued if j["waiting_for"] == 0 and j["run_after"] <= now]
+        """New jobs wake idle workers (at commit): to claim those runnable now, or to
+        wait until a delayed one is due."""
+        ready = [j["job_type"] for j in queued if j["waiting_for"] == 0]
         wakeup.runnable(session, ready)
 
 

@@ -109,7 +109,8 @@ class Transitions:
             raise JobConflict("concurrent_update", f"job {row.id} changed while being updated")
         for event_type, message in events:
             write_event(session, row.id, event_type, now, message=message)
-        if target in CLAIMABLE_STATES and result.waiting_for == 0 and result.run_after <= now:
+        if target in CLAIMABLE_STATES and result.waiting_for == 0:
+            # Runnable now, or after a backoff that idle workers then wait for.
             wakeup.runnable(session, [result.job_type])
         if row.has_dependents and target is JobState.SUCCEEDED:
             self.release_dependents(session, row.id, now)

@@ -1,5 +1,6 @@
 """Waking idle workers when a job becomes runnable (enqueued, handed back, its last
-prerequisite done), instead of having them poll.
+prerequisite done) or gets a time to run (delayed, a retry's backoff), instead of
+having them poll: woken, they claim, or wait until the earliest such time.
 
 PostgreSQL: the writing transaction ``NOTIFY``s ``RUNNABLE_CHANNEL`` with the job
 type (delivered at commit, to every process that listens). In this process, waiters
