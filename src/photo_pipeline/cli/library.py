@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterable, Iterator
+from enum import StrEnum
 from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,8 +19,9 @@ from photo_pipeline.cli.common import (
     app,
     console,
     library,
+    print_json,
 )
-from photo_pipeline.cli.finish import finish_jobs
+from photo_pipeline.cli.finish import finish_jobs, summarise
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
@@ -46,7 +48,41 @@ def import_(
         max_pixels=lib.settings.max_pixels,
         follow_up=lib.settings,  # render and similar after the scans
     )
-    finish_jobs(jobs, wait=wait, as_json=as_json, what="items done")
+    finish_jobs(
+        jobs,
+        wait=wait,
+        as_json=as_json,
+        what="items done",
+        show=lambda final: _show_import(final, as_json),
+    )
+
+
+def _show_import(jobs: list[dict[str, Any]], as_json: bool) -> None:
+    """The jobs, and beside each scan how many files of its folders are not media
+    (``ignored``: never failures)."""
+    scans = [job for job in jobs if job["job_type"] == "scan"]
+    sources = [source["id"] for job in scans for source in job["params"].get("sources", [])]
+    ignored = _catalog().ignored_counts(sources)
+    counts = {
+        job["id"]: sum(ignored.get(s["id"], 0) for s in job["params"].get("sources", []))
+        for job in scans
+    }
+    if as_json:
+        print_json([{**job, "ignored": counts[job["id"]]} if job in scans else job for job in jobs])
+        return
+    summarise(jobs, "items done")
+    for job in scans:
+        if counts[job["id"]]:
+            console.print(
+                f"scan job {job['id']}: {counts[job['id']]} files ignored (not media)",
+                highlight=False,
+            )
+
+
+class AssetType(StrEnum):
+    photo = "photo"
+    video = "video"
+    live = "live"
 
 
 @app.command()
@@ -59,15 +95,22 @@ def assets(
         str | None,
         typer.Option(help="Country code (FR), or text in the country, region or city name."),
     ] = None,
+    asset_type: Annotated[
+        AssetType | None,
+        typer.Option("--type", help="Live: Live Photos and Motion Photos."),
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1_000_000)] = 1000,
     as_json: JsonOption = False,
 ) -> None:
-    """Catalogued photos, oldest first."""
+    """Catalogued photos and videos, oldest first (a Live Photo is one asset)."""
+    kind = asset_type.value if asset_type is not None else None
+    where = {"since": since, "camera": camera, "place": place, "type": kind}
     if as_json:
-        _stream_json(_catalog().iter_assets(since=since, camera=camera, place=place, limit=limit))
+        listing = _catalog().iter_assets(**where, limit=limit)
+        _stream_json(_with_media_fields(row) for row in listing)
         return
-    rows = _catalog().assets(since=since, camera=camera, place=place, limit=limit)
-    table = Table("taken", "source", "camera", "size", "format", "files", "hash")
+    rows = [_with_media_fields(row) for row in _catalog().assets(**where, limit=limit)]
+    table = Table("taken", "source", "camera", "size", "kind", "format", "files", "hash")
     for row in rows:
         camera_name = " ".join(p for p in (row["make"], row["model"]) if p)
         table.add_row(
@@ -75,11 +118,28 @@ def assets(
             row["taken_source"],
             camera_name,
             f"{row['width']}x{row['height']}",
+            _kind_label(row),
             row["format"],
             str(row["files"]),
             row["content_hash"][:12],
         )
     console.print(table if rows else "no photos")
+
+
+def _with_media_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """An asset row with ``duration`` (seconds) and ``live`` as the API names them."""
+    return {
+        **row,
+        "duration": row.get("duration_seconds"),
+        "live": row.get("motion_asset_id") is not None or bool(row.get("is_motion_photo")),
+    }
+
+
+def _kind_label(row: dict[str, Any]) -> str:
+    if row.get("kind") == "video":
+        seconds = round(row.get("duration") or 0)
+        return f"video {seconds // 60}:{seconds % 60:02d}"
+    return "live" if row.get("live") else "photo"
 
 
 @app.command()

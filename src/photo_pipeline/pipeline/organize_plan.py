@@ -3,7 +3,9 @@
 ``build_plan`` is a pure function of catalogue rows (``Candidate``), the template and
 what the destination already holds (``Existing``): the dry run, the API and the job
 itself all call it, so they agree. Photos travel in groups: a RAW and its same-stem
-JPEG (companions) and ``.xmp``/``.aae`` sidecars keep the photo's new name.
+JPEG (companions), a Live Photo's still and its MOV (the MOV a companion, grouped with
+its still even when their names differ) and ``.xmp``/``.aae`` sidecars keep the photo's
+new name.
 
 One content is placed once: a later copy (whatever its name) is skipped as a
 ``duplicate`` naming the copy that was placed, and so is content the destination
@@ -17,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -53,6 +55,9 @@ class Candidate:
     # Already in the destination (a catalogued file of it): never planned, but its
     # content counts as placed there.
     resident: bool = False
+    # A Live Photo's motion part: the group key (source, folder, stem) of its still,
+    # whatever its own name (pipeline.live_photos).
+    bundle: tuple[int, str, str] | None = None
 
     @property
     def name(self) -> str:
@@ -170,19 +175,24 @@ def _split_name(name: str) -> tuple[str, str]:
     return stem, ext
 
 
+def group_key(candidate: Candidate) -> tuple[int, str, str]:
+    """(source, folder, lower-case stem): the files that travel together."""
+    folder, name = os.path.split(paths.from_text(candidate.path))
+    return candidate.source_id, folder, _split_name(name)[0].lower()
+
+
 def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
     """Photos grouped with same-folder, same-stem companions (RAW+JPEG) and sidecars;
     RAW first, so that it names the group. Sidecars without a photo stay where they are."""
     by_key: dict[tuple[int, str, str], list[Candidate]] = {}
     for candidate in candidates:
-        folder, name = os.path.split(paths.from_text(candidate.path))
-        stem, _ = _split_name(name)
-        by_key.setdefault((candidate.source_id, folder, stem.lower()), []).append(candidate)
+        by_key.setdefault(candidate.bundle or group_key(candidate), []).append(candidate)
     groups: list[_Group] = []
     for members in by_key.values():
         photos = sorted(
             (c for c in members if c.photo),
-            key=lambda c: (c.file_format not in RAW_FORMATS, c.name, c.path),
+            # a Live Photo's motion part never names the group: its still does
+            key=lambda c: (c.bundle is not None, c.file_format not in RAW_FORMATS, c.name, c.path),
         )
         if not photos:
             continue
@@ -323,6 +333,7 @@ def catalogue_candidates(
     (sidecars are hashed here: the catalogue does not hash files it cannot read), and
     the photos catalogued inside ``destination`` as ``resident``."""
     place_columns = [assets.c[name] for name in ("country", "city") if name in assets.c]
+    stills: dict[int, list[Candidate]] = {}  # asset id -> its present files
     query = (
         select(
             files.c.id,
@@ -337,6 +348,8 @@ def catalogue_candidates(
             assets.c.taken_local,
             assets.c.make,
             assets.c.model,
+            assets.c.id.label("asset_id"),
+            assets.c.live_of,
             *place_columns,
         )
         .join(sources, sources.c.id == files.c.source_id)
@@ -347,6 +360,7 @@ def catalogue_candidates(
     with read_session(session_factory) as session:
         rows = session.execute(query).all()
     candidates = []
+    motion_parts: dict[int, int] = {}  # candidate index -> its still's asset id
     for row in rows:
         name = os.path.basename(paths.from_text(row.path))
         if row.root == destination:
@@ -366,6 +380,8 @@ def catalogue_candidates(
                 )
             continue
         if row.state == PRESENT and row.content_hash is not None:
+            if row.live_of is not None:
+                motion_parts[len(candidates)] = row.live_of
             values = {
                 "taken": row.taken_local,
                 "make": row.make,
@@ -389,6 +405,7 @@ def catalogue_candidates(
                     values,
                 )
             )
+            stills.setdefault(row.asset_id, []).append(candidates[-1])
         elif os.path.splitext(name)[1].lower() in SIDECAR_EXTENSIONS:
             absolute = os.path.join(row.root, paths.from_text(row.path))
             try:
@@ -400,4 +417,18 @@ def catalogue_candidates(
                 candidates.append(
                     Candidate(row.id, row.source_id, row.root, row.path, digest, size, False)
                 )
+    # A motion part travels with its still: the still's file in the motion part's own
+    # folder if there is one, else its first.
+    for index, still_id in motion_parts.items():
+        motion = candidates[index]
+        beside = stills.get(still_id, [])
+        folder = os.path.dirname(paths.from_text(motion.path))
+        same_folder = [
+            c
+            for c in beside
+            if c.source_id == motion.source_id
+            and os.path.dirname(paths.from_text(c.path)) == folder
+        ]
+        if same_folder or beside:
+            candidates[index] = replace(motion, bundle=group_key((same_folder or beside)[0]))
     return candidates
