@@ -1,0 +1,113 @@
+"""GET /api/assets/{id}/original and /motion over a real server: HTTP Range (first
+bytes, a middle range, a suffix, 416 beyond the end), the file's own Content-Type,
+the bearer or a query token bound to the path, and never a file outside the roots."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.pipeline import scan  # noqa: F401  (its job type)
+from photo_pipeline.pipeline.imports import import_folders
+from tests.factories import videos
+from tests.integration._server import running_server
+
+IDENTIFIER = "6E1F3A5B-7C9D-4E1F-8A2B-3C4D5E6F7A8B"
+
+
+@pytest.fixture
+def served(db_url, tmp_path):
+    """A server whose library holds a 2 s H.264 MP4 and a Live Photo."""
+    root = tmp_path / "clips"
+    clip = videos.h264_mp4(root / "clip.mp4", size=(320, 240), seed=1)
+    still, motion = videos.live_photo(root, stem="IMG_0500", content_identifier=IDENTIFIER)
+    with running_server(db_url, tmp_path / "home") as api:
+        lib = api.library
+        import_folders(lib.service, lib.catalog, [root])
+        worker = Worker(lib.service, lib.workers, registry, WorkerConfig(burst=True))
+        assert worker.run() == 0
+        with api.client() as http:
+            listed = {a["kind"]: a for a in http.get("/api/assets").json()["assets"]}
+        yield api, listed, {"clip": clip, "still": still, "motion": motion}
+
+
+def test_range_requests_on_the_original(served):
+    api, listed, files = served
+    data = files["clip"].read_bytes()
+    size = len(data)
+    assert size > 3000
+    url = listed["video"]["original_url"]
+    with api.client() as http:
+        whole = http.get(url)
+        assert whole.status_code == 200
+        assert whole.content == data
+        assert whole.headers["content-type"] == "video/mp4"
+        assert whole.headers["accept-ranges"] == "bytes"
+
+        first = http.get(url, headers={"Range": "bytes=0-99"})
+        assert first.status_code == 206
+        assert first.content == data[:100]
+        assert first.headers["content-range"] == f"bytes 0-99/{size}"
+        assert first.headers["content-length"] == "100"
+        assert first.headers["content-type"] == "video/mp4"
+
+        middle = http.get(url, headers={"Range": "bytes=1000-1999"})
+        assert middle.status_code == 206
+        assert middle.content == data[1000:2000]
+        assert middle.headers["content-range"] == f"bytes 1000-1999/{size}"
+
+        suffix = http.get(url, headers={"Range": "bytes=-500"})
+        assert suffix.status_code == 206
+        assert suffix.content == data[-500:]
+        assert suffix.headers["content-range"] == f"bytes {size - 500}-{size - 1}/{size}"
+
+        beyond = http.get(url, headers={"Range": f"bytes={size}-"})
+        assert beyond.status_code == 416
+        assert beyond.headers["content-range"] == f"bytes */{size}"
+
+    with api.client(token=None) as anonymous:
+        refused = anonymous.get(url, headers={"Range": "bytes=0-99"})
+        assert refused.status_code == 401
+        assert refused.content != data[:100]
+
+
+def test_live_photo_motion_part_and_query_tokens(served):
+    api, listed, files = served
+    live = listed["photo"]
+    assert live["live"] is True and live["motion_url"] == f"/api/assets/{live['id']}/motion"
+    with api.client() as http:
+        motion = http.get(live["motion_url"], headers={"Range": "bytes=0-15"})
+        assert motion.status_code == 206
+        assert motion.content == files["motion"].read_bytes()[:16]
+        assert motion.headers["content-type"] == "video/quicktime"
+        assert http.get(live["original_url"]).content == files["still"].read_bytes()
+        video = listed["video"]
+        assert http.get(f"/api/assets/{video['id']}/motion").status_code == 404
+        bound = http.get("/api/access-token", params={"path": live["motion_url"]}).json()
+    with api.client(token=None) as browser:
+        token = {"access_token": bound["access_token"]}
+        played = browser.get(live["motion_url"], params=token, headers={"Range": "bytes=-4"})
+        assert played.status_code == 206
+        assert played.content == files["motion"].read_bytes()[-4:]
+        # bound to its path: not another asset's original
+        other = browser.get(listed["video"]["original_url"], params=token)
+        assert other.status_code == 401
+
+
+def test_an_original_swapped_for_a_symlink_outside_is_not_served(served, tmp_path):
+    api, listed, files = served
+    secret = tmp_path / "secret.mp4"
+    secret.write_bytes(b"not yours" * 1000)
+    clip = files["clip"]
+    size = clip.stat().st_size
+    clip.unlink()
+    # the same size as the catalogued file, so only the confinement can refuse it
+    secret.write_bytes(secret.read_bytes()[:size].ljust(size, b"x"))
+    os.symlink(secret, clip)
+    with api.client() as http:
+        answer = http.get(listed["video"]["original_url"])
+    assert answer.status_code == 404
+    assert b"not yours" not in answer.content
