@@ -19,8 +19,8 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_jobs
+from photo_pipeline.cli.progress import existing_job
 from photo_pipeline.cli.worker import ImportOption, load_handlers
-from photo_pipeline.jobs import JobNotFound
 from photo_pipeline.jobs.states import FINISHED_STATES
 
 JobId = Annotated[str, typer.Argument(help="The job's id.")]
@@ -62,10 +62,7 @@ def list_jobs(
 
 
 def _job_or_exit(job_id: str) -> dict[str, Any]:
-    job = library().service.get(job_id)
-    if job is None:
-        raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
-    return job
+    return existing_job(library().service, job_id)
 
 
 @job_app.command("show")
@@ -136,7 +133,7 @@ def events(
                 )
         if not follow:
             return
-        if not batch and service.get(job_id)["state"] in FINISHED_STATES:
+        if not batch and _job_or_exit(job_id)["state"] in FINISHED_STATES:
             return
         if not batch:
             time.sleep(0.5)  # polling interval of the follower, not synchronisation

@@ -155,7 +155,8 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
         job = start_verify(lib.service)
     except organizing.LibraryBusy:
         # A verify still active (its command was killed) is rejoined.
-        job = organizing.library_job_of(lib.service, VERIFY, {})
-        if job is None:
+        active = organizing.library_job_of(lib.service, VERIFY, {})
+        if active is None:
             raise
+        job = active
     finish_job(job, wait=wait, as_json=as_json, show=show)

@@ -22,10 +22,10 @@ from rich.progress import (
 
 from photo_pipeline.cli.common import console, err_console
 from photo_pipeline.db.errors import DatabaseUnavailable
-from photo_pipeline.jobs.errors import JobError
+from photo_pipeline.jobs.errors import JobError, JobNotFound
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import RECONNECT, Worker, WorkerConfig
-from photo_pipeline.jobs.service import utc_now
+from photo_pipeline.jobs.service import JobService, utc_now
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.pipeline.library import Library
 
@@ -57,13 +57,22 @@ def _needs_embedded_worker(lib: Library, job_types: set[str]) -> bool:
     return not job_types <= served
 
 
+def existing_job(service: JobService, job_id: str) -> dict[str, Any]:
+    """The job's snapshot; ``job_not_found`` if there is none (never created, or
+    pruned meanwhile)."""
+    job = service.get(job_id)
+    if job is None:
+        raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
+    return job
+
+
 def wait_for_jobs(
     lib: Library, job_ids: list[str], *, embedded: bool | None, show_progress: bool
 ) -> list[dict[str, Any]]:
     """Block until every job is finished; return their final snapshots. Database
     outages meanwhile are waited out: the jobs are queued, so nothing is lost."""
     service = lib.service
-    types = ride_out(lambda: {service.get(job_id)["job_type"] for job_id in job_ids})
+    types = ride_out(lambda: {existing_job(service, job_id)["job_type"] for job_id in job_ids})
     if embedded is None:
         embedded = ride_out(lambda: _needs_embedded_worker(lib, types))
     worker = None
@@ -101,7 +110,7 @@ def wait_for_jobs(
             outage = _Outage()
             while True:
                 try:
-                    finals = [service.get(job_id) for job_id in job_ids]
+                    finals = [existing_job(service, job_id) for job_id in job_ids]
                     progress_of = service.progress_of(job_ids)
                 except DatabaseUnavailable as exc:
                     outage.wait(exc)
