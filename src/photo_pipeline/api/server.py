@@ -42,6 +42,8 @@ class _HeaderDeadline(H11Protocol):
     header_timeout: float = ConnectionLimits.header_timeout
     _deadline: asyncio.TimerHandle | None = None
 
+    # H11Protocol narrows asyncio.Protocol's BaseTransport to Transport (and ignores
+    # [override] for it); this override keeps uvicorn's signature.
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()
@@ -84,14 +86,17 @@ class _HeaderDeadline(H11Protocol):
 def uvicorn_config(
     app: Any, host: str, port: int, limits: ConnectionLimits, log_level: str = "info"
 ) -> uvicorn.Config:
-    protocol = type("HeaderDeadlineProtocol", (_HeaderDeadline,), {})
-    protocol.header_timeout = limits.header_timeout
+    class HeaderDeadlineProtocol(_HeaderDeadline):
+        header_timeout = limits.header_timeout
+
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=protocol,
-        timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]  (a float works)
+        http=HeaderDeadlineProtocol,
+        # uvicorn annotates an int but only hands it to loop.call_later, which takes a
+        # float: its annotation is too narrow, and --keep-alive-timeout 0.5 works.
+        timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
         limit_concurrency=limits.max_connections,
         h11_max_incomplete_event_size=limits.max_header_bytes,
         log_level=log_level,

@@ -30,7 +30,7 @@ from photo_pipeline.jobs.states import FINISHED_STATES
 router = APIRouter(tags=["events"], responses=PROBLEM_RESPONSES)
 
 KEEPALIVE_SECONDS = 15
-_STREAM_DOC = {
+_STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "content": {"text/event-stream": {}},
         "description": "One message per event (runs of progress events merged): "
