@@ -83,3 +83,23 @@ def test_the_still_catalogued_after_its_motion_part_pairs_the_same(session_facto
     (Path(root) / "IMG_0400.HEIC").unlink()
     scan_folders(session_factory, root)
     assert [a["kind"] for a in Catalog(session_factory).assets()] == ["video"]
+
+
+def test_dedupe_keeps_a_live_photo_whole(session_factory, tmp_path):
+    from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan
+
+    root = tmp_path / "roll"
+    still, motion = videos.live_photo(root / "a", stem="IMG_0600", content_identifier=ID_C)
+    (root / "b").mkdir()
+    # a: the still's name looks like a copy; b: the MOV's does. Each half alone would
+    # keep a different folder; the pair keeps the still's.
+    shutil.copy(still, root / "b/IMG_0600.HEIC")
+    shutil.copy(motion, root / "b/IMG_0600 (1).MOV")
+    still.rename(root / "a/IMG_0600 (1).HEIC")
+    scan_folders(session_factory, root)
+    assert len(pairs(session_factory)) == 1
+    plans = build_dedupe_plan(session_factory)
+    kept = sorted(p.keeper.path for p in plans)
+    moved = sorted(m.member.path for p in plans for m in p.moves)
+    assert kept == ["b/IMG_0600 (1).MOV", "b/IMG_0600.HEIC"]
+    assert moved == ["a/IMG_0600 (1).HEIC", "a/IMG_0600.MOV"]

@@ -10,6 +10,9 @@ run, the API and the job itself call :func:`build_dedupe_plan`, so they agree.
   asset.
 - Sidecars (``.xmp``/``.aae``) move with their photo when every photo of their
   bundle (same folder, same stem) moves, so a bundle is never split.
+- A Live Photo is one: its motion part (``assets.live_of``) is never a near duplicate
+  of anything, it leaves with its still when a near decision lets the still go, and of
+  exact copies of it the one beside the still's keeper stays (``keeps_pair``).
 """
 
 from __future__ import annotations
@@ -224,25 +227,37 @@ def build_dedupe_plan(
 
     by_asset: dict[int, list[Member]] = {}
     for photo in lib.photos:
-        by_asset.setdefault(photo.asset_id, []).append(photo)  # type: ignore[arg-type]
+        if photo.asset_id is not None:  # always: a photo is a file with an asset (_read)
+            by_asset.setdefault(photo.asset_id, []).append(photo)
+    # Live Photos whose still is present: motion part -> still, still -> motion part.
+    still_of = {m: s for m, s in _live_pairs(session_factory).items() if by_asset.get(s)}
+    motion_of = {s: m for m, s in still_of.items()}
     # Near groups with a decision: (key, assets kept, assets present).
     near_decided = []
     leaving: set[int] = set()  # assets whose every file moves (near, not kept)
     for group_id, asset_ids in sorted(lib.near_groups.items()):
         key = f"near:{group_id}"
-        present = [a for a in asset_ids if by_asset.get(a)]
+        present = [a for a in asset_ids if by_asset.get(a) and a not in still_of]
         kept_ids = [a for a in present if str(a) in lib.decisions.get(key, set())]
         if not kept_ids or len(present) < 2:
             continue  # no decision (or nothing it keeps is present): never by default
         near_decided.append((key, kept_ids, present))
         leaving.update(a for a in present if a not in kept_ids)
+    leaving.update(motion_of[a] for a in list(leaving) if a in motion_of)
     exact: dict[int, GroupPlan] = {}
-    for asset_id, members in sorted(by_asset.items()):
+    # Stills before motion parts: a motion part's copy stays beside its still's keeper.
+    for asset_id, members in sorted(by_asset.items(), key=lambda a: (a[0] in still_of, a[0])):
         if len(members) < 2 or asset_id in leaving:
             continue
         key = f"exact:{asset_id}"
         decided = {m.key for m in members} & lib.decisions.get(key, set())
         chosen, reason = pick(members, decided)
+        if not decided and asset_id in still_of:
+            still = still_of[asset_id]
+            still_keeper = exact[still].keeper if still in exact else by_asset[still][0]
+            beside = [m for m in members if m.folder == still_keeper.folder]
+            if beside and chosen not in beside:
+                chosen, reason = beside[0], keeper.KEEPS_PAIR
         kept = [m for m in members if m is chosen or m.key in decided]
         plan = GroupPlan(key, chosen, reason, kept)
         for member in members:
@@ -257,8 +272,9 @@ def build_dedupe_plan(
         plan = GroupPlan(key, chosen, keeper.DECISION, staying)
         for asset_id in present:
             if asset_id not in kept_ids:
-                for member in by_asset[asset_id]:
-                    plan.moves.append(_move(plan, "near", member))
+                for part in (asset_id, motion_of.get(asset_id)):
+                    for member in by_asset.get(part, []) if part is not None else []:
+                        plan.moves.append(_move(plan, "near", member))
         plans.append(plan)
     plans.extend(exact.values())
     moving = {m.member.file_id for p in plans for m in p.moves}
@@ -272,11 +288,18 @@ def build_dedupe_plan(
             ):
                 continue  # a photo of the bundle stays: its sidecars stay with it
             for file_id, source_id, root, path, mtime in sidecars_of.pop(bundle_key, []):
-                sidecar = _hashed_sidecar(file_id, source_id, root, path, mtime)
-                if sidecar is not None:
-                    plan.moves.append(_move(plan, "sidecar", sidecar))
+                hashed = _hashed_sidecar(file_id, source_id, root, path, mtime)
+                if hashed is not None:
+                    plan.moves.append(_move(plan, "sidecar", hashed))
     _number(plans)
     return [p for p in plans if p.moves]
+
+
+def _live_pairs(session_factory: sessionmaker[Session]) -> dict[int, int]:
+    """Every Live Photo's motion part -> its still (asset ids)."""
+    query = select(assets.c.id, assets.c.live_of).where(assets.c.live_of.is_not(None))
+    with read_session(session_factory) as session:
+        return {motion: still for motion, still in session.execute(query)}
 
 
 def _move(plan: GroupPlan, kind: str, member: Member) -> Move:
