@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db.engine import (
+    changed_rows,
     create_database_engine,
     is_sqlite,
     read_session,
@@ -12,6 +13,7 @@ from photo_pipeline.db.engine import (
 )
 
 __all__ = [
+    "changed_rows",
     "create_database_engine",
     "is_sqlite",
     "open_database",

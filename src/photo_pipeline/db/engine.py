@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import select
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import CursorResult, Engine, UpdateBase, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
@@ -146,3 +146,14 @@ def read_session(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session for reads only; it never takes the SQLite write lock."""
     with factory() as session, session.begin():
         yield session
+
+
+def changed_rows(
+    session: Session,
+    statement: UpdateBase,
+    params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+) -> int:
+    """How many rows an UPDATE or DELETE (run once, or once per ``params``) matched."""
+    # Session.execute runs DML into a CursorResult, but its stubs type every result
+    # as Result, which has no rowcount: the cast names what it returns.
+    return cast(CursorResult[Any], session.execute(statement, params)).rowcount

@@ -19,7 +19,9 @@ _SQLITE_UNIQUE = "UNIQUE constraint failed: "
 def _unique_names_by_columns() -> dict[str, str]:
     names: dict[str, str] = {}
     for table in metadata.tables.values():
-        uniques = [c for c in table.constraints if isinstance(c, UniqueConstraint)]
+        uniques: list[UniqueConstraint | Index] = [
+            c for c in table.constraints if isinstance(c, UniqueConstraint)
+        ]
         uniques += [i for i in table.indexes if isinstance(i, Index) and i.unique]
         for unique in uniques:
             columns = ", ".join(f"{table.name}.{c.name}" for c in unique.columns)
@@ -37,7 +39,9 @@ def unique_violation(exc: IntegrityError) -> str | None:
     """
     orig = exc.orig
     if getattr(orig, "sqlstate", None) == "23505":
-        return orig.diag.constraint_name  # type: ignore[union-attr]
+        import psycopg  # the driver that raised it: loaded already
+
+        return orig.diag.constraint_name if isinstance(orig, psycopg.Error) else None
     message = str(orig)
     if message.startswith(_SQLITE_UNIQUE):
         return _BY_COLUMNS.get(message[len(_SQLITE_UNIQUE) :].strip())
@@ -106,7 +110,8 @@ def transactional(method: Callable[P, T]) -> Callable[P, T]:
                 sqlstate = getattr(exc.orig, "sqlstate", None)
                 if sqlstate in _TRANSIENT_SQLSTATES and attempt < _ATTEMPTS:
                     continue
-                raise DatabaseUnavailable("database_unavailable", _one_line(exc.orig)) from exc
+                driver_error = exc.orig if exc.orig is not None else exc
+                raise DatabaseUnavailable("database_unavailable", _one_line(driver_error)) from exc
         raise AssertionError("unreachable")
 
     return wrapper

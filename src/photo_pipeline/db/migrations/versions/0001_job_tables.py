@@ -7,6 +7,8 @@ Create Date: 2026-11-29
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -23,7 +25,14 @@ CLAIMABLE = "state IN ('queued', 'retry_queued') AND waiting_for = 0"
 LEASED = "state IN ('running', 'cancelling')"
 
 
-def _partial(where: str) -> dict[str, sa.TextClause]:
+class _PartialIndex(TypedDict):
+    """``create_index`` keyword arguments: the index covers the rows where ``where``."""
+
+    sqlite_where: sa.TextClause
+    postgresql_where: sa.TextClause
+
+
+def _partial(where: str) -> _PartialIndex:
     return {"sqlite_where": sa.text(where), "postgresql_where": sa.text(where)}
 
 
