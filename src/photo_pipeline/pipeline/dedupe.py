@@ -704,7 +704,7 @@ def dedupe_report(
             .order_by(dedupe_entries.c.seq)
         ).all()
     states: dict[str, int] = {}
-    problems = []
+    problems: list[dict[str, Any]] = []
     quarantined_bytes = 0
     for row in rows:
         states[row.state] = states.get(row.state, 0) + 1

@@ -58,7 +58,10 @@ def _scan_or_its_holder(service: JobService, request: dict[str, Any]) -> Enqueue
         holders = service.blockers(request["lock"])
         if exc.code != "lock_held" or not holders:
             raise
-        return Enqueued(service.get(holders[0]["id"]), False)
+        held = service.get(holders[0]["id"])
+        if held is None:  # it finished and was pruned meanwhile
+            raise
+        return Enqueued(held, False)
 
 
 def _import(

@@ -20,6 +20,10 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
 
 DECISION = "decision"
 ORGANIZED = "organized"
@@ -83,7 +87,7 @@ class Copy:
         return os.path.basename(self.path)
 
 
-Rule = tuple[str, Callable[[Copy], object]]  # smaller is better
+Rule = tuple[str, Callable[[Copy], "SupportsRichComparison"]]  # smaller is better
 
 RULES: tuple[Rule, ...] = (
     (DECISION, lambda c: not c.decided),

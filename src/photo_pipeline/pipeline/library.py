@@ -62,7 +62,8 @@ def make_home_private(home: Path) -> None:
     store = home / STORE
     # A private store root marks a store already fixed: the walk runs once per library,
     # and the root is narrowed last so that an interrupted walk is done again.
-    if _mode(store) is not None and _mode(store) & 0o077:
+    store_mode = _mode(store)
+    if store_mode is not None and store_mode & 0o077:
         for folder, subfolders, names in os.walk(store):
             for name in subfolders:
                 narrow_mode(Path(folder, name), PRIVATE_FOLDER_MODE)

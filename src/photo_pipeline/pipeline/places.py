@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db import changed_rows, read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets
 from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot
@@ -178,4 +178,4 @@ def _store(session: Session, seen: list[tuple[int, str]], found: list[ZoneAndPla
                 "new_city": place.city if place else None,
             }
         )
-    return session.execute(statement, rows).rowcount
+    return changed_rows(session, statement, rows)

@@ -10,15 +10,16 @@ files are being organized by their dates.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, and_, func, select, true, update
+from sqlalchemy import RowMapping, and_, func, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
-from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db import changed_rows, read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, timeshift_entries
 from photo_pipeline.errors import PhotoPipelineError
@@ -173,12 +174,12 @@ class CaptureValues:
     tz_name: str | None
 
 
-def shifted(row: Row[Any] | dict[str, Any], shift: timedelta) -> CaptureValues:
-    """The capture columns of ``row`` after moving its wall clock by ``shift``. A zone
-    from GPS gives the offset valid at the new time (the shift may cross a DST change);
-    an EXIF offset stays as the camera wrote it (and keeps naming its zone only while
-    the zone agrees). Raises OverflowError past year 9999."""
-    values = row._mapping if isinstance(row, Row) else row
+def shifted(values: RowMapping | Mapping[str, Any], shift: timedelta) -> CaptureValues:
+    """The capture columns ``values`` (an asset row's mapping) after moving its wall
+    clock by ``shift``. A zone from GPS gives the offset valid at the new time (the
+    shift may cross a DST change); an EXIF offset stays as the camera wrote it (and
+    keeps naming its zone only while the zone agrees). Raises OverflowError past year
+    9999."""
     local = datetime.fromisoformat(values["taken_local"]) + shift
     offset, zone = values["taken_offset_minutes"], values["tz_name"]
     if values["tz_source"] == GPS_TIMEZONE and zone:
@@ -250,7 +251,7 @@ def plan_timeshift(
             "error": None,
         }
         try:
-            after = shifted(row, shift)
+            after = shifted(row._mapping, shift)
         except OverflowError:
             entry["error"] = "shift_out_of_range"
         else:
@@ -399,7 +400,7 @@ def apply_shift(
                 failures[asset_id] = ("asset_not_found", f"asset {asset_id} no longer exists")
                 continue
             try:
-                after = shifted(row, shift)
+                after = shifted(row._mapping, shift)
             except OverflowError:
                 failures[asset_id] = (
                     "shift_out_of_range",
@@ -469,7 +470,8 @@ def apply_undo(
                 continue
             if entry.undone_at is not None:
                 continue  # undone before a crash
-            restored = session.execute(
+            restored = changed_rows(
+                session,
                 update(assets)
                 .where(
                     assets.c.id == asset_id,
@@ -487,8 +489,8 @@ def apply_undo(
                     taken_order=entry.old_taken_order,
                     tz_name=entry.old_tz_name,
                     updated_at=now,
-                )
-            ).rowcount
+                ),
+            )
             if not restored:
                 failures[asset_id] = (
                     "changed_since_shift",

@@ -48,6 +48,7 @@ import stat
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import blake3
 
@@ -239,7 +240,7 @@ def content_hash(path: str) -> str | None:
     except OSError as exc:
         raise ItemError("unreadable_file", f"{path}: {exc.strerror}") from exc
     try:
-        return hash_file(path)  # type: ignore[arg-type]
+        return hash_file(Path(path))
     except MediaError as exc:
         if exc.code == "file_vanished":
             return None
