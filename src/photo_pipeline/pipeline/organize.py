@@ -415,8 +415,8 @@ def organize(ctx: JobContext) -> None:
             existing=DestinationState(destination),
             keep_duplicates=params.get("keep_duplicates", False),
         )
-        for entry in plan:
-            inside(destination, paths.from_text(entry.dest_path))
+        for planned in plan:
+            inside(destination, paths.from_text(planned.dest_path))
         journal.write_plan(plan)
         entries = journal.load()
     dest_source = catalog.add_source(Path(destination))["id"]
@@ -659,7 +659,7 @@ def organize_report(
             .order_by(organize_entries.c.seq)
         ).all()
     counts: dict[str, int] = {}
-    problems = []
+    problems: list[dict[str, Any]] = []
     for row in rows:
         counts[row.state] = counts.get(row.state, 0) + 1
         if row.state in (FAILED, SKIPPED) and len(problems) < limit:
