@@ -26,6 +26,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "script-src 'self'",
         "style-src 'self'",
         "img-src 'self'",
+        "media-src 'self'",  # videos and Live Photos play from /api/assets/{id}/original
         "connect-src 'self'",
         "font-src 'self'",
         "manifest-src 'self'",

@@ -24,6 +24,16 @@ export function duration(seconds) {
   return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, "0")}m`;
 }
 
+/** A clip's length as a player shows it: 0:07, 1:02:03. */
+export function clipLength(seconds) {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "";
+  const s = Math.max(0, Math.round(seconds));
+  const parts = [Math.floor(s / 3600), Math.floor((s % 3600) / 60), s % 60];
+  const [hours, minutes, rest] = parts;
+  const pad = (n) => String(n).padStart(2, "0");
+  return hours ? `${hours}:${pad(minutes)}:${pad(rest)}` : `${minutes}:${pad(rest)}`;
+}
+
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
 const shortTime = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" });
 

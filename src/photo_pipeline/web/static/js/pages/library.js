@@ -1,17 +1,19 @@
 // Library: a virtualised thumbnail grid paged by cursor as you scroll (only the
 // rows near the viewport are in the DOM), filters, and an asset view with the
-// preview and metadata.
+// preview and metadata. Videos carry a badge with their length and play in the asset
+// view (H.264/HEVC in MP4/MOV; others show the poster and a download link); a Live
+// Photo carries a "Live" badge and plays its motion part on hover or click.
 
 import { accessToken, get, withAccessToken } from "../api.js";
 import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } from "../components.js";
 import { debounce, fill, h } from "../dom.js";
-import { bytes, count, localTime, plural, takenSource, when } from "../format.js";
+import { bytes, clipLength, count, localTime, plural, takenSource, when } from "../format.js";
 
 const PAGE = 120;
 const MIN_TILE = 170; // px, as .gallery's grid-template-columns in app.css
 const GAP = 14; // px, .gallery's gap
 const CAPTION_GUESS = 56; // px, until a rendered tile is measured
-const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place"];
+const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type"];
 
 export function render(main, _params, query) {
   const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || ""]));
@@ -134,11 +136,16 @@ export function render(main, _params, query) {
     const src = withAccessToken(asset.thumbnail_url);
     const camera = [asset.make, asset.model].filter(Boolean).join(" ");
     const label = `${localTime(asset.taken_local)}${camera ? `, ${camera}` : ""}`;
-    return h("li.tile", { dataset: { assetId: asset.id } },
-      h("button.tile-button", { type: "button", "aria-label": `Open photo: ${label}`, onclick: () => viewer.open(assets, index) },
-        src
-          ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
-          : h("span.thumb.placeholder", {}, "Not rendered yet"),
+    const what = asset.kind === "video"
+      ? `video (${clipLength(asset.duration)})`
+      : asset.live ? "Live Photo" : "photo";
+    return h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo" } },
+      h("button.tile-button", { type: "button", "aria-label": `Open ${what}: ${label}`, onclick: () => viewer.open(assets, index) },
+        h("span.thumb-box", {},
+          src
+            ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
+            : h("span.thumb.placeholder", {}, "Not rendered yet"),
+          mediaBadge(asset)),
         // Always two caption lines: every tile is as tall as the row height.
         h("span.tile-caption", {}, h("span.tile-date", {}, localTime(asset.taken_local)),
           h("span.tile-camera", {}, camera || "\u00a0"))));
@@ -169,6 +176,15 @@ export function render(main, _params, query) {
   };
 }
 
+/** The corner badge of a tile: a video's length, or "Live". */
+function mediaBadge(asset) {
+  if (asset.kind === "video") {
+    return h("span.media-badge.video-badge", { "aria-hidden": "true" }, "▶ ", clipLength(asset.duration));
+  }
+  if (asset.live) return h("span.media-badge.live-badge", { "aria-hidden": "true" }, "Live");
+  return null;
+}
+
 function filterForm(values, apply) {
   const field = (name, label, input) => h("div.field", {}, h("label", { for: `filter-${name}` }, label), input);
   const inputs = {
@@ -178,6 +194,7 @@ function filterForm(values, apply) {
     place: h("input#filter-place", { type: "search", name: "place", value: values.place, placeholder: "City or country" }),
     has_gps: select("has_gps", values.has_gps, [["", "Any"], ["true", "With GPS"], ["false", "Without GPS"]]),
     duplicates: select("duplicates", values.duplicates, [["", "All photos"], ["exact", "Exact duplicates"], ["near", "Near duplicates"]]),
+    type: select("type", values.type, [["", "Photos and videos"], ["photo", "Photos"], ["video", "Videos"], ["live", "Live Photos"]]),
   };
   const read = () => Object.fromEntries(Object.entries(inputs).map(([k, el]) => [k, el.value.trim()]));
   const later = debounce(() => apply(read()), 350);
@@ -194,6 +211,7 @@ function filterForm(values, apply) {
   field("place", "Place", inputs.place),
   field("has_gps", "Location", inputs.has_gps),
   field("duplicates", "Duplicates", inputs.duplicates),
+  field("type", "Type", inputs.type),
   h("div.field.filter-actions", {},
     h("button.button.ghost", {
       type: "button",
@@ -268,6 +286,42 @@ function assetViewer() {
   };
 }
 
+/** What the asset view shows: the preview, a video player, or a Live Photo whose
+ * motion part plays over its still on hover or click. */
+function assetMedia(asset, preview) {
+  const taken = localTime(asset.taken_local);
+  if (asset.kind === "video") {
+    const original = withAccessToken(asset.original_url);
+    if (asset.playable && original) {
+      return h("video.preview.player", {
+        src: original, poster: preview || undefined, controls: true, preload: "metadata",
+        playsInline: true, "aria-label": `Video taken ${taken}`,
+      });
+    }
+    return h("div.unplayable", {},
+      preview ? h("img.preview", { src: preview, alt: `Poster of a video taken ${taken}` }) : null,
+      h("p.muted", {}, `This browser cannot play ${asset.video_codec || "this codec"}: `,
+        original ? h("a", { href: original, download: "" }, "download the original") : "no original available"));
+  }
+  const still = preview
+    ? h("img.preview", { src: preview, alt: `Photo taken ${taken}` })
+    : h("div.preview.placeholder", {}, "No preview rendered yet");
+  const motion = withAccessToken(asset.motion_url);
+  if (!motion) return still;
+  const clip = h("video.preview.motion", { src: motion, muted: true, playsInline: true, preload: "none", hidden: true, "aria-hidden": "true" });
+  clip.muted = true; // the attribute alone does not mute a script-made element
+  const play = () => {
+    clip.hidden = false;
+    clip.currentTime = 0;
+    clip.play().catch(() => { clip.hidden = true; });
+  };
+  const stop = () => { clip.pause(); clip.hidden = true; };
+  clip.addEventListener("ended", stop);
+  const button = h("button.button.small.live-play", { type: "button", onclick: play }, "▶ Live");
+  return h("div.live-photo", { onmouseenter: play, onmouseleave: stop, onclick: (event) => { if (event.target !== button) play(); } },
+    still, clip, button);
+}
+
 function assetDetail(asset) {
   const preview = withAccessToken(asset.preview_url) || withAccessToken(asset.thumbnail_url);
   const camera = [asset.make, asset.model].filter(Boolean).join(" ");
@@ -277,10 +331,7 @@ function assetDetail(asset) {
     ? null
     : h("div.fact", {}, h("dt", {}, name), h("dd", {}, value));
   return h("div.asset", { dataset: { assetId: asset.id } },
-    h("figure.asset-preview", {},
-      preview
-        ? h("img.preview", { src: preview, alt: `Photo taken ${localTime(asset.taken_local)}` })
-        : h("div.preview.placeholder", {}, "No preview rendered yet")),
+    h("figure.asset-preview", {}, assetMedia(asset, preview)),
     h("div.asset-meta", {},
       h("section", { "aria-label": "Capture" },
         h("h3", {}, "Capture"),
@@ -305,6 +356,10 @@ function assetDetail(asset) {
           row("ISO", asset.iso),
           row("Size", asset.width ? `${asset.width} × ${asset.height} px` : null),
           row("Format", asset.format),
+          row("Length", asset.kind === "video" ? clipLength(asset.duration) : null),
+          row("Codec", asset.video_codec),
+          row("Frame rate", asset.frame_rate ? `${asset.frame_rate} fps` : null),
+          row("Live", asset.live ? (asset.motion_url ? "Live Photo" : "Motion Photo") : null),
           row("File size", asset.size ? bytes(asset.size) : null))),
       h("section", { "aria-label": "Files" },
         h("h3", {}, `Files (${files.length})`),
