@@ -124,7 +124,7 @@ class EventHub:
                 await asyncio.sleep(self._poll_seconds)
 
     # ── streams ────────────────────────────────────────────────────────────────
-    async def events(self, after: int, job_id: str | None = None) -> AsyncIterator[dict]:
+    async def events(self, after: int, job_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """Every event with ``seq > after`` (of one job, or of all), then live ones,
         forever: the caller decides when to stop. Yields batches' events one by one."""
         cursor = after

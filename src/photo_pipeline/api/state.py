@@ -21,4 +21,5 @@ class ApiState:
 
 
 def api_state(request: Request) -> ApiState:
-    return request.app.state.api
+    state: ApiState = request.app.state.api  # set by api.app (Starlette's State is untyped)
+    return state

@@ -55,7 +55,12 @@ def finish_jobs(
         print_json(jobs)
     else:
         # Each reads, then prints, so an outage is ridden out by running it again.
-        printed = (lambda: show(jobs)) if show is not None else (lambda: summarise(jobs, what))
+        def printed() -> None:
+            if show is not None:
+                show(jobs)
+            else:
+                summarise(jobs, what)
+
         if wait:
             ride_out(printed)
         else:

@@ -8,6 +8,7 @@ Create Date: 2026-11-29
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -25,7 +26,7 @@ _EPOCH = datetime(1970, 1, 1)  # naive: taken_local is a naive wall clock
 _BATCH = 1000
 
 
-def _asset_columns() -> list[sa.Column]:
+def _asset_columns() -> list[sa.Column[Any]]:
     return [
         sa.Column("tz_name", sa.String(length=64), nullable=True),
         sa.Column("tz_source", sa.String(length=16), nullable=True),

@@ -7,6 +7,8 @@ Create Date: 2026-11-30
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -19,7 +21,7 @@ depends_on = None
 CLAIMABLE = "state IN ('queued', 'retry_queued') AND waiting_for = 0"
 
 
-def _claim_index(columns: list) -> None:
+def _claim_index(columns: list[str | sa.ColumnElement[Any]]) -> None:
     op.create_index(
         "ix_jobs_claim_order",
         "jobs",
