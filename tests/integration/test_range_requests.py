@@ -24,14 +24,30 @@ def served(db_url, tmp_path):
     root = tmp_path / "clips"
     clip = videos.h264_mp4(root / "clip.mp4", size=(320, 240), seed=1)
     still, motion = videos.live_photo(root, stem="IMG_0500", content_identifier=IDENTIFIER)
+    motion_photo, clip_at, clip_length = videos.motion_photo(
+        root / "PXL_20230801_120000000.MP.jpg", seed=2, taken="2023:08:01 12:00:00"
+    )
     with running_server(db_url, tmp_path / "home") as api:
         lib = api.library
         import_folders(lib.service, lib.catalog, [root])
         worker = Worker(lib.service, lib.workers, registry, WorkerConfig(burst=True))
         assert worker.run() == 0
         with api.client() as http:
-            listed = {a["kind"]: a for a in http.get("/api/assets").json()["assets"]}
-        yield api, listed, {"clip": clip, "still": still, "motion": motion}
+            listed = {
+                # the Live Photo's still is a HEIC: the one JPEG is the Motion Photo
+                "motion_photo" if a["format"] == "jpeg" else a["kind"]: a
+                for a in http.get("/api/assets").json()["assets"]
+            }
+        yield (
+            api,
+            listed,
+            {
+                "clip": clip,
+                "still": still,
+                "motion": motion,
+                "motion_photo": (motion_photo, clip_at, clip_length),
+            },
+        )
 
 
 def test_range_requests_on_the_original(served):
@@ -111,3 +127,31 @@ def test_an_original_swapped_for_a_symlink_outside_is_not_served(served, tmp_pat
         answer = http.get(listed["video"]["original_url"])
     assert answer.status_code == 404
     assert b"not yours" not in answer.content
+
+
+def test_a_motion_photo_serves_its_clip_and_stays_whole(served):
+    api, listed, files = served
+    path, clip_at, clip_length = files["motion_photo"]
+    data = path.read_bytes()
+    clip = data[clip_at : clip_at + clip_length]
+    asset = listed["motion_photo"]
+    assert asset["live"] is True and asset["motion_photo"] is True
+    assert listed["photo"]["motion_photo"] is False  # the Live Photo
+    with api.client() as http:
+        whole = http.get(asset["motion_url"])
+        assert whole.status_code == 200
+        assert whole.content == clip
+        assert whole.headers["content-type"] == "video/mp4"
+        assert whole.headers["content-length"] == str(clip_length)
+        first = http.get(asset["motion_url"], headers={"Range": "bytes=0-15"})
+        assert (first.status_code, first.content) == (206, clip[:16])
+        assert first.headers["content-range"] == f"bytes 0-15/{clip_length}"
+        middle = http.get(asset["motion_url"], headers={"Range": "bytes=100-199"})
+        assert (middle.status_code, middle.content) == (206, clip[100:200])
+        suffix = http.get(asset["motion_url"], headers={"Range": "bytes=-10"})
+        assert (suffix.status_code, suffix.content) == (206, clip[-10:])
+        beyond = http.get(asset["motion_url"], headers={"Range": f"bytes={clip_length}-"})
+        assert beyond.status_code == 416
+        assert beyond.headers["content-range"] == f"bytes */{clip_length}"
+        assert http.get(asset["original_url"]).content == data  # the file as it is
+    assert path.read_bytes() == data

@@ -4,9 +4,11 @@ originals (with HTTP Range, for video playback), review duplicates."""
 from __future__ import annotations
 
 import os
+import re
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -70,6 +72,7 @@ class AssetSummary(BaseModel):
     duration: float | None = Field(None, description="Seconds (videos).")
     video_codec: str | None = None
     live: bool = Field(False, description="A Live Photo (motion_url plays it) or Motion Photo.")
+    motion_photo: bool = Field(False, description="A Google/Samsung Motion Photo (live).")
     playable: bool = Field(False, description="original_url plays in a browser's <video>.")
     original_url: str
     motion_url: str | None = Field(None, description="A Live Photo's motion part (a video).")
@@ -100,6 +103,7 @@ class AssetDetail(BaseModel):
     kind: Literal["photo", "video"] = "photo"
     duration: float | None = None
     live: bool = False
+    motion_photo: bool = False
     playable: bool = False
     original_url: str
     motion_url: str | None = None
@@ -127,14 +131,16 @@ class Duplicates(BaseModel):
 
 def _media_fields(row: dict[str, Any]) -> dict[str, Any]:
     """kind, duration, live, playable and the original's URLs of an asset row."""
-    motion = row.pop("motion_asset_id", None)
+    motion_photo = bool(row.pop("is_motion_photo", False))
+    live = row.pop("motion_asset_id", None) is not None or motion_photo
     return {
         "kind": row.get("kind") or "photo",
         "duration": row.pop("duration_seconds", None),
-        "live": motion is not None or bool(row.pop("is_motion_photo", False)),
+        "live": live,
+        "motion_photo": motion_photo,
         "playable": playable(row.get("format"), row.get("video_codec")),
         "original_url": f"/api/assets/{row['id']}/original",
-        "motion_url": f"/api/assets/{row['id']}/motion" if motion is not None else None,
+        "motion_url": f"/api/assets/{row['id']}/motion" if live else None,
     }
 
 
@@ -220,13 +226,76 @@ class _OpenedFileResponse(FileResponse):
             os.close(self._fd)
 
 
+_RANGE = re.compile(r"^bytes=([0-9]{0,19})-([0-9]{0,19})$")
+_CHUNK = 256 * 1024
+
+
+class _WindowResponse(Response):
+    """A window of an opened file (a Motion Photo's clip) as if it were the file,
+    with single-range requests; the descriptor is closed however the response ends."""
+
+    def __init__(self, opened: OpenedOriginal, headers: dict[str, str], range_: str | None):
+        self._fd = opened.fd
+        self._offset = opened.offset
+        size = opened.size
+        self._start, self._end = 0, size - 1
+        status = 200
+        match = _RANGE.match(range_.strip()) if range_ else None
+        if match and (match[1] or match[2]):  # several ranges or garbage: the whole
+            if not match[1]:
+                self._start = max(0, size - int(match[2]))  # a suffix: the last N bytes
+            else:
+                self._start = int(match[1])
+                if match[2]:
+                    self._end = min(size - 1, int(match[2]))
+            status = 206
+        super().__init__(status_code=status, media_type=opened.mime, headers=headers)
+        if status == 206 and (self._start >= size or self._start > self._end):
+            self.status_code, self._end = 416, self._start - 1
+            self.headers["content-range"] = f"bytes */{size}"
+        elif status == 206:
+            self.headers["content-range"] = f"bytes {self._start}-{self._end}/{size}"
+        self.headers["content-length"] = str(max(0, self._end - self._start + 1))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
+            position = self._start
+            while scope["method"] != "HEAD" and position <= self._end:
+                size = min(_CHUNK, self._end - position + 1)
+                chunk = await anyio.to_thread.run_sync(
+                    os.pread, self._fd, size, self._offset + position
+                )
+                if not chunk:
+                    break  # the file shrank: end early (the length was promised)
+                position += len(chunk)
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": chunk,
+                        "more_body": position <= self._end,
+                    }
+                )
+            if position <= self._end or scope["method"] == "HEAD" or self._start > self._end:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            os.close(self._fd)
+
+
 def _serve_original(request: Request, asset_id: int, part: str) -> Response:
     lib = api_state(request).library
     opened = open_original(lib.sessions, asset_id, part)
     # private: the original is the user's; Range requests answered with 206
-    return _OpenedFileResponse(
-        opened, {"Cache-Control": "private, no-cache", "Accept-Ranges": "bytes"}
-    )
+    headers = {"Cache-Control": "private, no-cache", "Accept-Ranges": "bytes"}
+    if opened.window:
+        return _WindowResponse(opened, headers, request.headers.get("range"))
+    return _OpenedFileResponse(opened, headers)
 
 
 _ORIGINAL_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -254,8 +323,8 @@ def get_original(asset_id: AssetId, request: Request) -> Response:
     response_class=Response,
 )
 def get_motion(asset_id: AssetId, request: Request) -> Response:
-    """A Live Photo's motion part (its MOV), as ``original`` serves files; 404 for an
-    asset without one."""
+    """A Live Photo's motion part (its MOV), or the clip inside a Motion Photo, as
+    ``original`` serves files; 404 for an asset without one."""
     return _serve_original(request, asset_id, "motion")
 
 

@@ -1,7 +1,8 @@
 """An asset's original file, opened for serving (playback, download).
 
 ``open_original(session_factory, asset_id, part)`` opens one present file of the asset
-(``part="original"``) or of a Live Photo's motion part (``part="motion"``) and returns
+(``part="original"``) or of a Live Photo's motion part (``part="motion"``; for a
+Google/Samsung Motion Photo, the window of its file that holds the clip) and returns
 it as an open descriptor (:class:`OpenedOriginal`). The file is opened through
 ``roots.open_inside``: the check is made on the descriptor, so a symlink swapped in
 after the scan cannot make the server read a file outside the library's roots. The
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.errors import PhotoPipelineError
+from photo_pipeline.media.motion_photo import embedded_video
 from photo_pipeline.pipeline import paths, roots
 from photo_pipeline.pipeline.catalog import PRESENT
 
@@ -37,9 +39,11 @@ class OriginalNotFound(PhotoPipelineError):
 @dataclass(frozen=True)
 class OpenedOriginal:
     fd: int
-    size: int
+    size: int  # of what is served: the file, or the window of it
     mime: str
     name: str  # the file's name, for a download
+    offset: int = 0  # where what is served starts in the file (a Motion Photo's clip)
+    window: bool = False  # a part of the file, not all of it
 
 
 def playable(fmt: str | None, codec: str | None) -> bool:
@@ -53,11 +57,17 @@ def open_original(
     """Open the original of ``asset_id`` (or its motion part); raises OriginalNotFound."""
     with read_session(session_factory) as session:
         target = asset_id
+        clip_inside = False  # a Motion Photo: the clip appended to its JPEG
         if part == "motion":
             target = session.scalar(
                 select(assets.c.id).where(assets.c.live_of == asset_id).order_by(assets.c.id)
             )
             if target is None:
+                clip_inside = bool(
+                    session.scalar(select(assets.c.is_motion_photo).where(assets.c.id == asset_id))
+                )
+                target = asset_id
+            if target == asset_id and not clip_inside:
                 raise OriginalNotFound("original_not_found", f"asset {asset_id} has no motion part")
         mime = session.scalar(select(assets.c.mime).where(assets.c.id == target))
         if mime is None:
@@ -79,5 +89,23 @@ def open_original(
         if not stat.S_ISREG(info.st_mode) or info.st_size != row.size:
             os.close(fd)  # replaced by something else since it was catalogued
             continue
-        return OpenedOriginal(fd, info.st_size, mime, os.path.basename(path))
+        name = os.path.basename(path)
+        if not clip_inside:
+            return OpenedOriginal(fd, info.st_size, mime, name)
+        clip = _clip_of(fd, info.st_size)
+        if clip is None:
+            os.close(fd)
+            continue
+        return OpenedOriginal(fd, clip[1], clip[2], name, offset=clip[0], window=True)
     raise OriginalNotFound("original_not_found", f"no readable file of asset {asset_id}")
+
+
+def _clip_of(fd: int, size: int) -> tuple[int, int, str] | None:
+    """(offset, length, mime) of the clip inside an opened Motion Photo, read from its
+    XMP (media.motion_photo); None when it holds none any more."""
+    with os.fdopen(os.dup(fd), "rb") as fp:
+        try:
+            clip = embedded_video(fp, size)
+        except OSError:
+            return None
+    return None if clip is None else (clip.offset, clip.length, clip.mime)

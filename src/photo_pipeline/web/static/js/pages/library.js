@@ -359,7 +359,7 @@ function assetDetail(asset) {
           row("Length", asset.kind === "video" ? clipLength(asset.duration) : null),
           row("Codec", asset.video_codec),
           row("Frame rate", asset.frame_rate ? `${asset.frame_rate} fps` : null),
-          row("Live", asset.live ? (asset.motion_url ? "Live Photo" : "Motion Photo") : null),
+          row("Live", asset.live ? (asset.motion_photo ? "Motion Photo" : "Live Photo") : null),
           row("File size", asset.size ? bytes(asset.size) : null))),
       h("section", { "aria-label": "Files" },
         h("h3", {}, `Files (${files.length})`),
