@@ -162,9 +162,10 @@ class Browser:
             _has_present_file()
         )
         with listing_session(self._session_factory) as session:
-            lowest, highest = session.execute(
-                select(func.min(assets.c.id), func.max(assets.c.id))
-            ).one()
+            # Two statements: SQLite reads min() or max() from the end of the primary
+            # key only when the query asks for just one of them.
+            lowest = session.scalar(select(func.min(assets.c.id)))
+            highest = session.scalar(select(func.max(assets.c.id)))
             if lowest is None:
                 return 0, True
             span = highest - lowest + 1

@@ -181,14 +181,14 @@ def regroup(
         state = session.execute(select(near_index)).one_or_none()
         if full or state is None or state.max_distance != max_distance:
             return _regroup_all(factory, max_distance, started)
-        changed = list(
+        # Unordered: ordered by id, SQLite would walk the whole table in id order
+        # rather than the short range of ix_assets_updated_at.
+        changed = sorted(
             session.scalars(
-                select(assets.c.id)
-                .where(
+                select(assets.c.id).where(
                     assets.c.updated_at >= state.paired_until - _CLOCK_MARGIN,
                     assets.c.phash.is_not(None),
                 )
-                .order_by(assets.c.id)
             )
         )
     if not changed:
