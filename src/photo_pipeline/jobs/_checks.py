@@ -79,7 +79,7 @@ def item_key(value: object) -> str:
 
 
 def params(value: object) -> dict[str, Any]:
-    if value is None:
+    if value is None or value == {}:
         return {}
     if not isinstance(value, dict):
         raise InvalidArgument("invalid_params", f"params must be a JSON object, got {_show(value)}")

@@ -43,7 +43,7 @@ def write_event(
     data: dict[str, Any] | None = None,
 ) -> None:
     """Append one event inside the caller's transaction (which holds the job's lock)."""
-    _take_order_lock(session)
+    take_order_lock(session)
     session.execute(
         insert(job_events).values(
             job_id=job_id, event_type=event_type, message=message, data=data, created_at=now
@@ -60,7 +60,7 @@ def write_events(
     jobs: nobody else can hold their rows yet)."""
     if not events:
         return
-    _take_order_lock(session)
+    take_order_lock(session)
     rows = [
         {"job_id": j, "event_type": t, "message": m, "data": d, "created_at": now}
         for j, t, m, d in events
@@ -69,7 +69,8 @@ def write_events(
         session.execute(insert(job_events), rows[start : start + 1000])
 
 
-def _take_order_lock(session: Session) -> None:
+def take_order_lock(session: Session) -> None:
+    """PostgreSQL: before a transaction's first event (see the module's docstring)."""
     if session.get_bind().dialect.name == "postgresql":
         transaction = session.get_transaction()
         if session.info.get(_ORDER_LOCK_TAKEN) is not transaction:

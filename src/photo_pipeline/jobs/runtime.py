@@ -34,6 +34,8 @@ log = logging.getLogger("photo_pipeline.worker")
 RECONNECT = RetryPolicy(base_seconds=0.25, max_seconds=10.0)
 _DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 _MIN_IDLE_SECONDS = 0.25
+# How often a worker looks for dead workers on its host (a pid check per worker).
+_DEAD_WORKER_CHECK_SECONDS = 2.0
 # Jobs a worker runs at once unless told otherwise. Their items share one executor
 # (--concurrency), so more slots do not oversubscribe the CPU; they let a long scan,
 # a render and a similar of other folders all move, while each slot costs only a
@@ -89,6 +91,7 @@ class Worker:
         self._current: dict[str, JobContext] = {}
         self._current_lock = threading.Lock()
         self._listening = threading.Event()
+        self._dead_checked_at = -_DEAD_WORKER_CHECK_SECONDS
         self._signals = 0
         self._rng = random.Random()
         self._log = logging.LoggerAdapter(log, {"worker_id": self.id})
@@ -402,6 +405,11 @@ class Worker:
         return progress["done"] < progress["total"]
 
     def _recover_dead_workers(self) -> None:
+        # At most every few seconds: not between a wake-up and its claim.
+        now = time.monotonic()
+        if now - self._dead_checked_at < _DEAD_WORKER_CHECK_SECONDS:
+            return
+        self._dead_checked_at = now
         dead = self._registry.find_dead_on_this_host()
         if dead:
             recovered = self._service.recover_stale(dead_workers=dead)
