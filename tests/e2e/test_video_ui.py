@@ -56,7 +56,13 @@ def test_video_and_live_badges_and_playback(page, video_server, shots):
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
 
-    page.locator(".tile:has(.live-badge) .tile-button").click()
+    live_tile = page.locator(".tile:has(.live-badge)")
+    live_tile.hover()  # the tile plays the motion part over its thumbnail
+    expect(live_tile.locator("video.tile-motion")).to_have_count(1)
+    assert "/motion" in live_tile.locator("video.tile-motion").get_attribute("src")
+    page.mouse.move(0, 0)
+    expect(live_tile.locator("video.tile-motion")).to_have_count(0)
+    live_tile.locator(".tile-button").click()
     live = dialog.locator(".live-photo")
     expect(live.locator("img.preview")).to_be_visible()
     motion = live.locator("video.motion")

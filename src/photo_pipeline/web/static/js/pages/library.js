@@ -139,13 +139,15 @@ export function render(main, _params, query) {
     const what = asset.kind === "video"
       ? `video (${clipLength(asset.duration)})`
       : asset.live ? "Live Photo" : "photo";
-    return h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo" } },
+    const box = h("span.thumb-box", {},
+      src
+        ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
+        : h("span.thumb.placeholder", {}, "Not rendered yet"),
+      mediaBadge(asset));
+    const hover = asset.motion_url ? motionOnHover(box, asset.motion_url) : {};
+    return h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo" }, ...hover },
       h("button.tile-button", { type: "button", "aria-label": `Open ${what}: ${label}`, onclick: () => viewer.open(assets, index) },
-        h("span.thumb-box", {},
-          src
-            ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
-            : h("span.thumb.placeholder", {}, "Not rendered yet"),
-          mediaBadge(asset)),
+        box,
         // Always two caption lines: every tile is as tall as the row height.
         h("span.tile-caption", {}, h("span.tile-date", {}, localTime(asset.taken_local)),
           h("span.tile-camera", {}, camera || "\u00a0"))));
@@ -173,6 +175,27 @@ export function render(main, _params, query) {
     cancelAnimationFrame(frame);
     generation += 1;
     viewer.close();
+  };
+}
+
+/** A Live Photo's tile plays its motion part over the thumbnail while hovered (the
+ * video element exists only then: a grid of them would load every clip). */
+function motionOnHover(box, motionUrl) {
+  let clip = null;
+  return {
+    onmouseenter: () => {
+      const src = withAccessToken(motionUrl);
+      if (clip || !src) return;
+      clip = h("video.thumb.tile-motion", { src, muted: true, playsInline: true, loop: true, "aria-hidden": "true" });
+      clip.muted = true;
+      box.append(clip);
+      clip.play().catch(() => {});
+    },
+    onmouseleave: () => {
+      clip?.pause();
+      clip?.remove();
+      clip = null;
+    },
   };
 }
 
