@@ -74,7 +74,9 @@ def check_home(session_factory: sessionmaker[Session], home: Path) -> None:
 def _write_marker(home: Path, value: str) -> None:
     marker = home / MARKER
     temp = home / f"{MARKER}.{os.getpid()}.tmp"
-    with open(temp, "w") as out:
+    # Owner-only, as everything in the home (which is 0700 itself).
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as out:
         out.write(value + "\n")
         out.flush()
         os.fsync(out.fileno())

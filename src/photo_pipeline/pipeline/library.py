@@ -15,7 +15,7 @@ from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService, RetryPolicy
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.home import mark_home
+from photo_pipeline.pipeline.home import MARKER, mark_home
 from photo_pipeline.pipeline.renditions import PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, STORE
 
 
@@ -54,11 +54,12 @@ API_TOKEN_FILE = "api-token"
 
 def make_home_private(home: Path) -> None:
     """Create the home owner-only (0700), and narrow what an older version left
-    readable by others: the home, the API token, the renditions tree (folders 0700,
+    readable by others: the home, the API token, the home marker, the renditions tree (folders 0700,
     files 0600). Modes are only ever narrowed: a stricter umask's stays."""
     home.mkdir(mode=PRIVATE_FOLDER_MODE, parents=True, exist_ok=True)
     narrow_mode(home, PRIVATE_FOLDER_MODE)
     narrow_mode(home / API_TOKEN_FILE, PRIVATE_FILE_MODE)
+    narrow_mode(home / MARKER, PRIVATE_FILE_MODE)
     store = home / STORE
     # A private store root marks a store already fixed: the walk runs once per library,
     # and the root is narrowed last so that an interrupted walk is done again.
