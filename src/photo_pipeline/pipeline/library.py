@@ -54,8 +54,8 @@ API_TOKEN_FILE = "api-token"
 
 def make_home_private(home: Path) -> None:
     """Create the home owner-only (0700), and narrow what an older version left
-    readable by others: the home, the API token, the home marker, the renditions tree (folders 0700,
-    files 0600). Modes are only ever narrowed: a stricter umask's stays."""
+    readable by others: the home, the API token, the home marker, the renditions tree
+    (folders 0700, files 0600). Modes are only ever narrowed: a stricter umask's stays."""
     home.mkdir(mode=PRIVATE_FOLDER_MODE, parents=True, exist_ok=True)
     narrow_mode(home, PRIVATE_FOLDER_MODE)
     narrow_mode(home / API_TOKEN_FILE, PRIVATE_FILE_MODE)
