@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
 
 from photo_pipeline.media.errors import FILE_VANISHED, UNREADABLE_FILE, MediaError
 
@@ -23,7 +23,7 @@ def media_error_from_os(exc: OSError, path: Path | str) -> MediaError:
     return MediaError(UNREADABLE_FILE, f"{path}: {reason}")
 
 
-def open_original(path: Path | str) -> BinaryIO:
+def open_original(path: Path | str) -> io.BufferedReader:
     """Open a regular file for reading only; anything else raises MediaError."""
     # O_NONBLOCK so that a FIFO at the path cannot block us forever in open(); it has no
     # effect on regular files, and we refuse everything that is not one right after.

@@ -9,7 +9,7 @@ import blake3
 from photo_pipeline.media.files import media_error_from_os, open_original
 
 
-def hash_file(path: Path, *, chunk_size: int = 1 << 20) -> str:
+def hash_file(path: Path | str, *, chunk_size: int = 1 << 20) -> str:
     """Return the BLAKE3 hex digest of the file at ``path`` in constant memory."""
     if chunk_size <= 0:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")

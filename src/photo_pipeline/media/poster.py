@@ -110,7 +110,11 @@ def _decode(
             context = stream.codec_context
             check_pixels(context.width, context.height, max_pixels, path)
             stream.thread_type = "AUTO"
-            start = float(stream.start_time * stream.time_base) if stream.start_time else 0.0
+            start = (
+                float(stream.start_time * stream.time_base)
+                if stream.start_time and stream.time_base
+                else 0.0
+            )
             target = _target_seconds(container, stream)
             frame = _frame_at(container, stream, start, target, deadline)
             if frame is None:
