@@ -201,7 +201,7 @@ def get_asset(asset_id: AssetId, request: Request) -> AssetDetail:
         raise ApiError(404, "asset_not_found", f"no asset {asset_id}")
     versions = {kind: r["fingerprint"] for kind, r in found["renditions"].items()}
     media = _media_fields(found)
-    return AssetDetail(**{**found, **media}, **_urls(asset_id, versions))
+    return AssetDetail(**{**found, **media, **_urls(asset_id, versions)})
 
 
 class _OpenedFileResponse(FileResponse):

@@ -104,7 +104,7 @@ def assets(
 ) -> None:
     """Catalogued photos and videos, oldest first (a Live Photo is one asset)."""
     kind = asset_type.value if asset_type is not None else None
-    where = {"since": since, "camera": camera, "place": place, "type": kind}
+    where: dict[str, Any] = {"since": since, "camera": camera, "place": place, "type": kind}
     if as_json:
         listing = _catalog().iter_assets(**where, limit=limit)
         _stream_json(_with_media_fields(row) for row in listing)

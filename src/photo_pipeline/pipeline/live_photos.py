@@ -23,7 +23,7 @@ import os
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, and_, exists, select, update
+from sqlalchemy import ColumnElement, ScalarSelect, and_, exists, select, update
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.schema import assets, files
@@ -48,7 +48,7 @@ _COLUMNS = (
 )
 
 
-def motion_asset_id() -> Any:
+def motion_asset_id() -> ScalarSelect[Any]:
     """A column for listings: the still's motion part (its asset id), else NULL."""
     motion = assets.alias("motion")
     return (
@@ -61,7 +61,7 @@ def motion_asset_id() -> Any:
     )
 
 
-def shown() -> Any:
+def shown() -> ColumnElement[bool]:
     """The condition of an asset listings show: not the motion part of a still that
     is still there (a MOV whose still was deleted shows as a video again)."""
     still_files = files.alias("still_files")
@@ -91,12 +91,10 @@ def pair_in(session: Session, asset_id: int, source_id: int, path: str) -> int |
     return None
 
 
-def _candidates(
-    session: Session, me: Row[Any], source_id: int, path: str, *, still: bool
-) -> list[Row[Any]]:
+def _candidates(session: Session, me: Any, source_id: int, path: str, *, still: bool) -> list[Any]:
     """The other half's possible assets: by content identifier, else beside the file."""
     kind, formats = ("photo", STILL_FORMATS) if still else ("video", MOTION_FORMATS)
-    found: list[Row[Any]] = []
+    found: list[Any] = []
     if me.content_identifier is not None:
         found = list(
             session.execute(
@@ -137,7 +135,7 @@ def _candidates(
     ]
 
 
-def _best(session: Session, me: Row[Any], candidates: list[Row[Any]]) -> int | None:
+def _best(session: Session, me: Any, candidates: list[Any]) -> int | None:
     """The free candidate with the smallest content hash (an order-free choice)."""
     for row in sorted({r.id: r for r in candidates}.values(), key=lambda r: r.content_hash):
         if row.id == me.id:
@@ -169,7 +167,7 @@ def _has_present_file(session: Session, asset_id: int) -> bool:
     )
 
 
-def _close_in_time(a: Row[Any], b: Row[Any]) -> bool:
+def _close_in_time(a: Any, b: Any) -> bool:
     """Capture instants within MAX_APART: by UTC when both are known, else by the
     wall clocks (an iPhone writes both halves with the same clock)."""
     if a.taken_utc is not None and b.taken_utc is not None:

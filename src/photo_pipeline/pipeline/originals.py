@@ -56,7 +56,7 @@ def open_original(
 ) -> OpenedOriginal:
     """Open the original of ``asset_id`` (or its motion part); raises OriginalNotFound."""
     with read_session(session_factory) as session:
-        target = asset_id
+        target: int | None = asset_id
         clip_inside = False  # a Motion Photo: the clip appended to its JPEG
         if part == "motion":
             target = session.scalar(

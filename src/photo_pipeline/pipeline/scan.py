@@ -143,7 +143,7 @@ def inspect_file_within(
     source_id, stored = item_key.split(":", 1)
     folders = {str(source["id"]): source["path"] for source in params["sources"]}
     path = os.path.join(folders[source_id], paths.from_text(stored))
-    base = {"source_id": int(source_id), "path": stored}
+    base: dict[str, Any] = {"source_id": int(source_id), "path": stored}
     try:
         roots.real_path_inside(path, allowed)
         info = os.stat(path)
