@@ -17,6 +17,7 @@ from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import paths, render, scan, similar  # noqa: F401  (their job types)
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
+from tests.factories import photos, videos
 from tests.integration._camera_roll import LIVE_ID, copy_roll, roll_template_fixture  # noqa: F401
 from tests.integration._server import running_server
 
@@ -187,3 +188,34 @@ def test_cli_import_counts_ignored_files_and_lists_by_type(cli, roll_template, t
     assert code == 0 and "live" in out and "video" not in out
     code, _, err = cli("assets", "--type", "gif")
     assert code == 2
+
+
+def test_content_decides_what_is_media_not_the_name(session_factory, tmp_path):
+    root = tmp_path / "mixed"
+    root.mkdir()
+    photos.jpeg(root / "IMG_0001", size=(32, 24), seed=1)  # a JPEG without extension
+    videos.h264_mp4(tmp_path / "clip.mp4", seed=2).rename(root / "clip.dat")  # says nothing
+    (root / "data.json").write_text('{"a": 1}')
+    (root / "Thumbs.db").write_bytes(bytes(64))
+    videos.truncated_mp4(root / "broken.mp4")  # a media name that does not decode: failed
+    photos.text_as_jpeg(root / "text.jpg")
+    service = JobService(session_factory)
+    [job] = import_folders(service, Catalog(session_factory), [root])
+    run_worker(service, session_factory)
+    assert service.get(job["id"])["state"] == JobState.SUCCEEDED
+    failed = {
+        i["item_key"].split(":", 1)[1]: i["error_code"]
+        for i in service.items(job["id"], states=["failed"])
+    }
+    assert failed == {"broken.mp4": "corrupt_file", "text.jpg": "unsupported_format"}
+    rows = catalogue_by_path(Catalog(session_factory))
+    assert {p: r["state"] for p, r in rows.items()} == {
+        "IMG_0001": "present",
+        "clip.dat": "present",
+        "data.json": "ignored",
+        "Thumbs.db": "ignored",
+        "broken.mp4": "failed",
+        "text.jpg": "failed",
+    }
+    assert rows["IMG_0001"]["asset"]["format"] == "jpeg"
+    assert rows["clip.dat"]["asset"]["kind"] == "video"
