@@ -177,10 +177,13 @@ def regroup(
     whose hash changed since the last run with the library (``full``: everything,
     as when the radius changes)."""
     started = clock()
+    # Read and let go: a transaction left open through a regroup of a minute would
+    # be ended by PostgreSQL's idle-in-transaction timeout.
     with read_session(factory) as session:
         state = session.execute(select(near_index)).one_or_none()
-        if full or state is None or state.max_distance != max_distance:
-            return _regroup_all(factory, max_distance, started)
+    if full or state is None or state.max_distance != max_distance:
+        return _regroup_all(factory, max_distance, started)
+    with read_session(factory) as session:
         # Unordered: ordered by id, SQLite would walk the whole table in id order
         # rather than the short range of ix_assets_updated_at.
         changed = sorted(
