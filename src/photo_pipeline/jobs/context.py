@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -140,7 +141,7 @@ class JobContext:
         """
         if self._pool is None:
             for key in self.items():
-                self._settle(key, lambda k=key: function(self.params, k), on_result)
+                self._settle(key, functools.partial(function, self.params, key), on_result)
             return
         in_flight: dict[Future[Any], str] = {}
         try:

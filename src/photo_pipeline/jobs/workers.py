@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -113,7 +113,7 @@ class WorkerRegistry:
             ]
         return found
 
-    def _set_state(self, worker_ids: list[str], state: str) -> None:
+    def _set_state(self, worker_ids: Sequence[str], state: str) -> None:
         with write_session(self._session_factory) as session:
             session.execute(
                 update(workers)
