@@ -8,6 +8,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
+from photo_pipeline.jobs import JobService, hot_path
+from photo_pipeline.jobs.clock import db_now_sql
 from photo_pipeline.jobs.service import claim_candidate
 
 
@@ -81,3 +83,23 @@ def test_a_claimed_job_is_skipped_by_the_next_claim(service, types):
     assert service.claim(types, "w1")["id"] == first["id"]
     assert service.claim(types, "w2")["id"] == second["id"]
     assert service.claim(types, "w3") is None
+
+
+@pytest.mark.parametrize("backend", [pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_the_postgresql_claim_statement_reads_no_other_type(session_factory):
+    """The statement claim() sends on PostgreSQL (with its event), run under EXPLAIN
+    ANALYZE and rolled back: the index range of its type only."""
+    fill(session_factory, "thumbnail", 3000)
+    JobService(session_factory).enqueue("noop")
+    statement = hot_path.pg_claim_text(db_now_sql("postgresql"))
+    params = {"types": ["noop", "other"], "worker_id": "w", "lease_us": 30_000_000}
+    with session_factory() as session:
+        session.execute(text("ANALYZE jobs"))
+        explain = text(f"EXPLAIN (ANALYZE, COSTS OFF) {statement.element.text}")
+        rows = session.execute(explain, params)
+        shown = "\n".join(r[0] for r in rows)
+        session.rollback()
+    assert "ix_jobs_claim_order" in shown
+    assert "Index Cond: (((job_type)::text = wanted.job_type)" in shown
+    assert "Rows Removed by Filter" not in shown
+    assert "Seq Scan on jobs" not in shown

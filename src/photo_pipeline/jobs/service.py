@@ -268,11 +268,13 @@ class JobService:
         worker_id = check.key("worker_id", worker_id)
         lease = timedelta(seconds=check.lease_seconds(lease_seconds))
         self._recover_if_due()
-        now, expires = self._now_sql(), self._now_sql(plus=lease)
         if self._pg:
+            params = {"types": types, "worker_id": worker_id, "lease_us": _micros_of(lease)}
+            now_sql = self._now_text(params)
             with self._autocommit() as conn:
-                row = conn.execute(hot_path.pg_claim(types, worker_id, now, expires)).one_or_none()
+                row = conn.execute(hot_path.pg_claim_text(now_sql), params).one_or_none()
             return None if row is None else snapshot(row)
+        now, expires = self._now_sql(), self._now_sql(plus=lease)
         with write_session(self._session_factory) as session:
             row = session.execute(
                 hot_path.claim_update(types, worker_id, now, expires)
@@ -832,6 +834,14 @@ class JobService:
             return literal(self._clock() + plus, UTCDateTime())
         return db_now(self._dialect, plus)
 
+    def _now_text(self, params: dict[str, Any]) -> str:
+        """The time as SQL text for the hot path's prepared statements: the server's,
+        or the given clock's as the ``:now`` parameter (added to ``params``)."""
+        if self._fixed_clock:
+            params["now"] = _micros(self._clock())
+            return "CAST(:now AS bigint)"
+        return db_now_sql(self._dialect)
+
     @contextmanager
     def _autocommit(self) -> Iterator[Connection]:
         """PostgreSQL: a connection on which each statement commits by itself (one
@@ -843,9 +853,7 @@ class JobService:
         """The worker's usual finish in one round trip; None when a check failed."""
         if self._pg:
             params = {"job_id": job_id, "token": token, "worker_id": worker_id}
-            now_sql = db_now_sql(self._dialect)
-            if self._fixed_clock:
-                now_sql, params["now"] = ":now", _micros(self._clock())
+            now_sql = self._now_text(params)
             statement = hot_path.pg_succeed(now_sql, check_owner=worker_id is not None)
             with self._autocommit() as conn:
                 row = conn.execute(statement, params).one_or_none()
@@ -895,7 +903,11 @@ def _check_fence(row: Row[Any], fencing_token: int | None, worker_id: str | None
 
 
 def _micros(value: datetime) -> int:
-    return (value - EPOCH) // timedelta(microseconds=1)
+    return _micros_of(value - EPOCH)
+
+
+def _micros_of(duration: timedelta) -> int:
+    return duration // timedelta(microseconds=1)
 
 
 __all__ = ["Clock", "Enqueued", "JobService", "JobSnapshot", "claim_candidate", "utc_now"]
