@@ -40,20 +40,27 @@ def test_an_idempotency_key_of_another_request_is_a_conflict_naming_its_job(url,
     key = {"Idempotency-Key": "nightly-1"}
     with client(url, headers=BEARER) as http:
         first = http.post("/api/jobs", json=record(tmp_path, "a"), headers=key)
-        other_type = http.post("/api/jobs", json={"type": "render"}, headers=key)
+        replay = http.post("/api/jobs", json=record(tmp_path, "a"), headers=key)
         other_params = http.post("/api/jobs", json=record(tmp_path, "b"), headers=key)
-        fresh_key = http.post(
-            "/api/jobs", json={"type": "render"}, headers={"Idempotency-Key": "n2"}
-        )
+        # Keys are per job type: the same key on another type is another request.
+        other_type = http.post("/api/jobs", json={"type": "render"}, headers=key)
+        other_type_replay = http.post("/api/jobs", json={"type": "render"}, headers=key)
+        long_key = {"Idempotency-Key": "k" * 200}
+        long_first = http.post("/api/jobs", json={"type": "render"}, headers=long_key)
+        long_replay = http.post("/api/jobs", json={"type": "render"}, headers=long_key)
     assert first.status_code == 201
     job = first.json()
-    for conflict in (other_type, other_params):
-        assert conflict.status_code == 409, conflict.text
-        problem = conflict.json()
-        assert problem["code"] == "idempotency_conflict"
-        assert (problem["job_id"], problem["job_type"]) == (job["id"], "test.record")
-        assert job["id"] in problem["detail"] and "new key" in problem["detail"]
-    assert fresh_key.status_code == 201
+    assert (replay.status_code, replay.json()["id"]) == (200, job["id"])
+    assert other_params.status_code == 409, other_params.text
+    problem = other_params.json()
+    assert problem["code"] == "idempotency_conflict"
+    assert (problem["job_id"], problem["job_type"]) == (job["id"], "test.record")
+    assert job["id"] in problem["detail"] and "new key" in problem["detail"]
+    assert other_type.status_code == 201 and other_type.json()["type"] == "render"
+    assert other_type_replay.status_code == 200
+    assert other_type_replay.json()["id"] == other_type.json()["id"]
+    assert long_first.status_code == 201, long_first.text
+    assert (long_replay.status_code, long_replay.json()["id"]) == (200, long_first.json()["id"])
 
 
 def test_a_method_a_path_does_not_take_gets_405_listing_the_ones_it_does(url):

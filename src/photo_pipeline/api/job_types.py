@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,27 +53,43 @@ def start_job(lib: Library, type_: str, params: dict[str, Any], key: str | None)
         first = exc.errors()[0]
         where = ".".join(str(p) for p in ("params", *first["loc"]))
         raise ApiError(422, "invalid_params", f"{where}: {first['msg']}") from None
+    scoped = None if key is None else scoped_key(type_, key)
     try:
-        return kind.start(lib, parsed, key)
+        return kind.start(lib, parsed, scoped)
     except JobConflict as exc:
-        if exc.code != "idempotency_conflict" or key is None:
+        if exc.code != "idempotency_conflict" or key is None or scoped is None:
             raise
-        raise _key_taken(lib, key, type_) from exc
+        raise _key_taken(lib, key, scoped, type_) from exc
 
 
-def _key_taken(lib: Library, key: str, type_: str) -> ApiError:
-    """An Idempotency-Key names one request for good: another request with it (another
-    job type or other params) is refused, naming the job the key already belongs to,
-    so the client knows to pick a new key rather than wait."""
-    holder = lib.service.find_by_idempotency_key(key)
+# Room left in the 200-character key column for the suffixes of a chain's jobs
+# ("#render", "#scan-12").
+_SCOPED_KEY_MAX = 150
+
+
+def scoped_key(type_: str, key: str) -> str:
+    """The coordinator's key for a client's ``Idempotency-Key`` on ``type_``: keys are
+    per job type, so one used for an import does not block a render. A long key is
+    replaced by its digest (deterministic: a replay finds the same job)."""
+    scoped = f"{type_}:{key}"
+    if len(scoped) <= _SCOPED_KEY_MAX:
+        return scoped
+    return f"{type_}:~{hashlib.sha256(key.encode()).hexdigest()}"
+
+
+def _key_taken(lib: Library, key: str, scoped: str, type_: str) -> ApiError:
+    """An Idempotency-Key names one request of its job type for good: another request
+    of that type with other params is refused, naming the job the key belongs to, so
+    the client knows to pick a new key rather than wait."""
+    holder = lib.service.find_by_idempotency_key(scoped)
     if holder is None:  # the key's own job is gone (pruned): a plain conflict
         return ApiError(409, "idempotency_conflict", f"Idempotency-Key {key!r} is taken")
     return ApiError(
         409,
         "idempotency_conflict",
         f"Idempotency-Key {key!r} already names job {holder['id']} "
-        f"({holder['job_type']}, {holder['state']!s}), made by a different request than this "
-        f"{type_!r} one; use a new key for a new request",
+        f"({holder['job_type']}, {holder['state']!s}), made by a different {type_!r} request "
+        "than this one; use a new key for a new request",
         job_id=holder["id"],
         job_type=holder["job_type"],
     )
