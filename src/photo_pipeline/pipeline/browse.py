@@ -278,14 +278,18 @@ def _filtered(query: Select[Any], where: AssetFilter) -> Select[Any]:
     query = query.where(live_photos.shown())
     if where.type is not None:
         query = query.where(type_matches(where.type))
+    # The taken_order bounds choose the index (a range of the listing's own order);
+    # taken_local, wrapped so that no planner picks its index and sorts every match
+    # of a long range, is only checked.
+    local = func.coalesce(assets.c.taken_local, "")
     if where.taken_from is not None:
-        query = query.where(assets.c.taken_local >= where.taken_from.isoformat())
+        query = query.where(local >= where.taken_from.isoformat())
         start = datetime.combine(where.taken_from, time(), UTC)
         if start > datetime.min.replace(tzinfo=UTC) + _OFFSET_MARGIN:
             query = query.where(assets.c.taken_order >= start - _OFFSET_MARGIN)
     if where.taken_to is not None and where.taken_to < date.max:  # date.max: no upper bound
         end = where.taken_to + timedelta(days=1)
-        query = query.where(assets.c.taken_local < end.isoformat())
+        query = query.where(local < end.isoformat())
         if end < date.max - _OFFSET_MARGIN:
             query = query.where(
                 assets.c.taken_order < datetime.combine(end, time(), UTC) + _OFFSET_MARGIN

@@ -457,43 +457,51 @@ def near_group_page(
         group_ids = list(session.scalars(keepers))
         more = len(group_ids) > limit
         group_ids = group_ids[:limit]
-        rows = session.execute(
+        # Lookups by key joined here: as one statement, PostgreSQL chose at a million
+        # assets to hash every file for a page of 50 groups.
+        members = session.execute(
             select(
-                near_duplicates.c.group_id,
-                near_duplicates.c.distance,
-                assets.c.id,
-                assets.c.width,
-                assets.c.height,
-                assets.c.taken_local,
-                assets.c.content_hash,
-                assets.c.format,
-                files.c.path,
-                sources.c.path.label("source_path"),
-            )
-            .join(assets, assets.c.id == near_duplicates.c.asset_id)
-            .join(files, and_(files.c.asset_id == assets.c.id, files.c.state == PRESENT))
-            .join(sources, sources.c.id == files.c.source_id)
-            .where(near_duplicates.c.group_id.in_(group_ids))
-            .order_by(near_duplicates.c.group_id, assets.c.id, sources.c.path, files.c.path)
+                near_duplicates.c.group_id, near_duplicates.c.asset_id, near_duplicates.c.distance
+            ).where(near_duplicates.c.group_id.in_(group_ids))
         ).all()
+        member_ids = sorted({m.asset_id for m in members})
+        facts = {
+            row.id: row
+            for row in session.execute(
+                select(
+                    assets.c.id,
+                    assets.c.width,
+                    assets.c.height,
+                    assets.c.taken_local,
+                    assets.c.content_hash,
+                    assets.c.format,
+                ).where(assets.c.id.in_(member_ids))
+            )
+        }
+        present = session.execute(
+            select(files.c.asset_id, files.c.path, sources.c.path.label("source_path"))
+            .join(sources, sources.c.id == files.c.source_id)
+            .where(files.c.asset_id.in_(member_ids), files.c.state == PRESENT)
+        ).all()
+    files_of: dict[int, list[dict[str, str]]] = {}
+    for row in sorted(present, key=lambda r: (r.asset_id, r.source_path, r.path)):
+        files_of.setdefault(row.asset_id, []).append({"source": row.source_path, "path": row.path})
     groups: dict[int, dict[int, dict[str, Any]]] = {}
-    for row in rows:
-        members = groups.setdefault(row.group_id, {})
-        member = members.setdefault(
-            row.id,
-            {
-                "asset_id": row.id,
-                "keep": row.id == row.group_id,
-                "distance": row.distance,
-                "width": row.width,
-                "height": row.height,
-                "taken_local": row.taken_local,
-                "content_hash": row.content_hash,
-                "format": row.format,
-                "files": [],
-            },
-        )
-        member["files"].append({"source": row.source_path, "path": row.path})
+    for member in sorted(members, key=lambda m: (m.group_id, m.asset_id)):
+        if member.asset_id not in files_of:
+            continue  # every file of it vanished since
+        fact = facts[member.asset_id]
+        groups.setdefault(member.group_id, {})[member.asset_id] = {
+            "asset_id": fact.id,
+            "keep": fact.id == member.group_id,
+            "distance": member.distance,
+            "width": fact.width,
+            "height": fact.height,
+            "taken_local": fact.taken_local,
+            "content_hash": fact.content_hash,
+            "format": fact.format,
+            "files": files_of[member.asset_id],
+        }
     result = []
     for keeper, members in groups.items():
         ordered = sorted(
