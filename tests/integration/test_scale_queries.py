@@ -5,7 +5,7 @@ even while groups are added, and `similar` pairs only what changed."""
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, insert, select, text, update
@@ -119,6 +119,22 @@ def test_a_deep_page_is_a_range_of_the_listing_index(session_factory):
     else:
         assert "Seq Scan on assets" not in shown, shown
         assert "Sort" not in shown.split("Limit")[1].split("SubPlan")[0], shown
+
+    # Two years of captures: a range of the listing index, not every match sorted.
+    years = AssetFilter(taken_from=date(2016, 1, 1), taken_to=date(2017, 12, 31))
+    page, _ = browser.asset_page(years, limit=100)
+    assert page[0]["taken_local"].startswith("2016-01-01") and len(page) == 100
+    ranged = (
+        _filtered(select(assets.c.id), years)
+        .where(_has_present_file())
+        .order_by(assets.c.taken_order, assets.c.id)
+        .limit(101)
+    )
+    shown = plan(session_factory, ranged)
+    if session_factory.kw["bind"].dialect.name == "sqlite":
+        assert "ix_assets_taken_order_id" in shown and "TEMP B-TREE" not in shown, shown
+    else:  # the range of the index, if not always in its order
+        assert "ix_assets_taken_order_id" in shown and "Seq Scan on assets" not in shown, shown
 
 
 def test_totals_are_exact_when_small_and_estimated_beyond(session_factory):
