@@ -20,10 +20,10 @@ from photo_pipeline.db.errors import unreachable
 
 # Writers wait this long for SQLite's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
-# PostgreSQL ends a session that sits idle inside a transaction this long. Every
-# transaction here runs its statements back to back (milliseconds); one idle for
-# seconds belongs to a client that froze or was cut off mid-transaction, and its row
-# locks would keep every other worker from recovering its job (SKIP LOCKED).
+# PostgreSQL ends a write transaction that sits idle this long. Every write here runs
+# its statements back to back (milliseconds); one idle for seconds belongs to a client
+# that froze or was cut off mid-transaction, and its row locks would keep every other
+# worker from recovering its job (SKIP LOCKED).
 PG_IDLE_IN_TRANSACTION_MS = 20_000
 # Session execution option naming a write transaction (BEGIN IMMEDIATE on SQLite).
 _WRITE = "photo_pipeline_write"
@@ -97,13 +97,16 @@ def _make_database_files_private(database: Path) -> None:
 
 
 def _postgres_engine(engine: Engine) -> Engine:
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # A client frozen inside a transaction (SIGSTOP, a paused VM) would hold its
-        # row locks forever; the server ends such sessions instead.
-        with dbapi_connection.cursor() as cursor:
-            cursor.execute(f"SET idle_in_transaction_session_timeout = {PG_IDLE_IN_TRANSACTION_MS}")
-        dbapi_connection.commit()
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # A client frozen or cut off inside a write transaction (SIGSTOP, a paused VM,
+        # a partition) would hold its row locks for ever; the server ends such a
+        # transaction instead. Only write transactions: a read may idle on purpose
+        # (a listing streamed to a slow reader) and holds no lock anyone waits for.
+        if connection.get_execution_options().get(_WRITE, False):
+            connection.exec_driver_sql(
+                f"SET LOCAL idle_in_transaction_session_timeout = {PG_IDLE_IN_TRANSACTION_MS}"
+            )
 
     @event.listens_for(engine, "checkout")
     def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
