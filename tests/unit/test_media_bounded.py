@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import pytest
@@ -89,3 +90,29 @@ def test_a_child_whose_parent_cannot_kill_it_ends_itself(tmp_path, monkeypatch) 
     assert caught.value.code == "decode_timeout"
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
+
+
+def test_a_result_is_not_held_up_by_a_sibling_holding_the_pipe(monkeypatch) -> None:
+    """Another thread's item forked a child between this item's pipe() and its fork:
+    that child holds a copy of this pipe's write end, and hangs. This item's result
+    must arrive when its own child is done, not when the sibling is killed."""
+    real_fork = os.fork
+    siblings: list[int] = []
+
+    def fork_a_hanging_sibling_first() -> int:
+        if not siblings:
+            sibling = real_fork()  # inherits the pipe the caller has just made
+            if sibling == 0:
+                signal.alarm(30)  # never outlives the test
+                while True:
+                    time.sleep(1)
+            siblings.append(sibling)
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork_a_hanging_sibling_first)
+    try:
+        assert run_bounded(add, 2, 3, time_limit=10) == 5
+    finally:
+        for pid in siblings:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)

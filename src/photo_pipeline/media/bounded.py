@@ -62,7 +62,7 @@ def run_bounded(
         _child(write_end, fn, args, memory_limit, time_limit)
     os.close(write_end)
     try:
-        data = _read_until(read_end, time.monotonic() + time_limit)
+        data = _read_message(read_end, pid, time.monotonic() + time_limit)
     finally:
         os.close(read_end)
         _kill_and_reap(pid)
@@ -98,7 +98,7 @@ def _child(
         except BaseException as exc:  # reported to the parent, which decides
             message = ("error", f"{type(exc).__name__}: {exc}")
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(data)
+        view = memoryview(len(data).to_bytes(8, "big") + data)
         while view:
             view = view[os.write(write_end, view) :]
     except BaseException:
@@ -118,20 +118,48 @@ def _limit_memory(extra: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _read_until(fd: int, deadline: float) -> bytes | None:
-    """Everything the child writes until it closes the pipe, or None at the deadline."""
-    chunks: list[bytes] = []
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if not ready:
-            return None
-        chunk = os.read(fd, _CHUNK)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+def _read_message(fd: int, pid: int, deadline: float) -> bytes | None:
+    """The child's message (length-prefixed), b"" when it died without one, or None at
+    the deadline. Not read until end of file: a sibling child forked by another thread
+    meanwhile holds a copy of this pipe's write end until it ends (fork copies every
+    descriptor), so the end of file could come only when a hanging sibling is killed.
+    The child's own exit is watched through a pidfd instead."""
+    pidfd = os.pidfd_open(pid)
+    os.set_blocking(fd, False)
+    received = bytearray()
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([fd, pidfd], [], [], remaining)
+            end_of_file = _drain(fd, received)
+            message = _complete(received)
+            if message is not None:
+                return message
+            if pidfd in ready or end_of_file:
+                # It exited (everything it wrote is drained by now) without a whole
+                # message: it crashed.
+                return b""
+    finally:
+        os.close(pidfd)
+
+
+def _drain(fd: int, into: bytearray) -> bool:
+    """Append what the pipe holds now; True at its end of file."""
+    try:
+        while chunk := os.read(fd, _CHUNK):
+            into += chunk
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _complete(received: bytearray) -> bytes | None:
+    if len(received) < 8:
+        return None
+    size = int.from_bytes(received[:8], "big")
+    return bytes(received[8 : 8 + size]) if len(received) >= 8 + size else None
 
 
 def _kill_and_reap(pid: int) -> None:
