@@ -7,6 +7,8 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 CHROMIUM ?= /usr/bin/chromium
+# The suite on two processes (pytest-xdist); `make test PYTEST_ARGS=` runs it serially.
+PYTEST_ARGS ?= -n 2
 
 .PHONY: run test lint format bench bench-render browser clean
 

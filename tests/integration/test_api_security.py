@@ -230,7 +230,13 @@ def test_an_unexpected_error_is_a_500_problem_and_one_log_line(db_url, tmp_path,
         assert answer.status_code == 500
         assert answer.headers["content-type"] == "application/problem+json"
         assert answer.json()["code"] == "internal_error" and "boom" not in answer.text
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    # Every error record but an event hub's: one left running by an earlier test in
+    # this process (its schema dropped) may log meanwhile; that is not this request.
+    errors = [
+        r
+        for r in caplog.records
+        if r.levelno >= logging.ERROR and r.name != "photo_pipeline.api.hub"
+    ]
     assert len(errors) == 3, [r.getMessage() for r in errors]
     for error in errors:
         message = error.getMessage()

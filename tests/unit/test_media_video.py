@@ -240,7 +240,9 @@ def test_sparse_4gb_file_fails_fast_with_bounded_memory(tmp_path) -> None:
     )
     codes, peak_mib = done.stdout.rsplit(" ", 1)
     assert codes == "corrupt_file corrupt_file"
-    assert int(peak_mib) < 400  # the file is 4 GiB
+    # The file is 4 GiB; the peak includes the interpreter image each forked decode
+    # child inherits (measured 300-600 MiB with the suite running in parallel).
+    assert int(peak_mib) < 1024
 
 
 def test_a_hanging_decode_is_killed_at_its_time_limit(tmp_path, monkeypatch) -> None:

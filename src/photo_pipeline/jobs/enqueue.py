@@ -127,7 +127,7 @@ def write_batch(session: Session, batch: list[Request], now: datetime) -> list[E
             if key is not None:
                 first_with_key[key] = n
             new.append(n)
-    held_twice = _repeated([batch[n].lock for n in new if batch[n].lock is not None])
+    held_twice = _repeated([lock for n in new if (lock := batch[n].lock) is not None])
     if held_twice is not None:
         raise JobBlocked(
             "lock_held", f"lock {held_twice!r} is requested by two jobs of one batch",
@@ -163,11 +163,16 @@ def write_batch(session: Session, batch: list[Request], now: datetime) -> list[E
     _insert_chunked(session, job_prerequisites, edges)
     for n in new:
         results[n] = Enqueued(snapshot(inserted[ids[n]]), True)
+    finished: list[Enqueued] = []
     for n, req in enumerate(batch):
-        if results[n] is None:  # a repeat within the batch: the first one's job
-            first = results[first_with_key[req.idempotency_key]]  # type: ignore[index]
-            results[n] = Enqueued(first.job, False)  # type: ignore[union-attr]
-    return results  # type: ignore[return-value]
+        result = results[n]
+        if result is None:  # a repeat within the batch: the first one's job
+            assert req.idempotency_key is not None  # only a keyed request repeats
+            original = results[first_with_key[req.idempotency_key]]
+            assert original is not None  # the first of a key is new or existing: set
+            result = Enqueued(original.job, False)
+        finished.append(result)
+    return finished
 
 
 def same_request(existing: Row[Any], request_hash: str) -> JobSnapshot:
@@ -254,7 +259,9 @@ def _write_rows(
         ],
     )  # fmt: skip
     counts = Counter(j for j, _ in items)
-    events = [(r["id"], "queued", None, {"items": counts[r["id"]]}) for r in rows]
+    events: list[tuple[str, str, str | None, dict[str, Any] | None]] = [
+        (r["id"], "queued", None, {"items": counts[r["id"]]}) for r in rows
+    ]
     write_events(session, events, now)
     return inserted
 

@@ -104,7 +104,7 @@ def apply_item_updates(
         raise JobConflict(
             "concurrent_update", f"{len(rows) - matched} items of job {job_id} changed meanwhile"
         )
-    return dict(Counter(r["b_state"] for r in rows))
+    return dict(Counter(str(r["b_state"]) for r in rows))
 
 
 def _current_states(session: Session, job_id: str, keys: list[str]) -> dict[str, tuple[int, str]]:

@@ -39,6 +39,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.errors import transactional, unique_violation
 from photo_pipeline.db.schema import (
     EPOCH,
@@ -416,7 +417,10 @@ class JobService:
         """Hand a leased job back after an infrastructure failure (e.g. the database
         went away under it): the attempt is refunded and one interruption counted,
         as when a worker dies. A job being cancelled is cancelled instead."""
-        error = check.error(error)
+        checked = check.error(error)
+        if checked is None:
+            raise InvalidArgument("invalid_error", "an interruption needs (code, message)")
+        error = checked
         with write_session(self._session_factory) as session:
             now = self._now(session)
             row = lock_job(session, job_id)
@@ -608,14 +612,15 @@ class JobService:
             old_jobs = select(jobs.c.id).where(
                 jobs.c.state.in_(finished), jobs.c.finished_at < cutoff
             )
-            events = session.execute(
+            events = changed_rows(
+                session,
                 delete(job_events).where(
                     job_events.c.created_at < cutoff,
                     job_events.c.job_id.in_(select(jobs.c.id).where(jobs.c.state.in_(finished))),
-                )
-            ).rowcount
+                ),
+            )
             # Items, events and prerequisite edges go with their job (ON DELETE CASCADE).
-            deleted = session.execute(delete(jobs).where(jobs.c.id.in_(old_jobs))).rowcount
+            deleted = changed_rows(session, delete(jobs).where(jobs.c.id.in_(old_jobs)))
         return {"jobs": deleted, "events": events}
 
     # ── queries ────────────────────────────────────────────────────────────────
@@ -701,7 +706,7 @@ class JobService:
                 ):
                     edges.setdefault(edge.job_id, []).append(edge.prerequisite_id)
 
-        def runnable(row: Row[Any]) -> bool:
+        def runnable(row: Row[*tuple[Any, ...]]) -> bool:
             return row.state in CLAIMABLE_STATES and row.waiting_for == 0 and row.run_after <= due
 
         for row in active.values():
@@ -826,7 +831,10 @@ class JobService:
         the caller's transaction), or the clock this service was given."""
         if self._fixed_clock:
             return self._clock()
-        return session.scalar(select(db_now(self._dialect)))
+        now: datetime | None = session.scalar(select(db_now(self._dialect)))
+        if now is None:
+            raise RuntimeError("the database returned no time")
+        return now
 
     def _now_sql(self, *, plus: timedelta = timedelta(0)) -> ColumnElement[datetime]:
         """The same time as SQL: the server's, or the given clock's as a parameter."""

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Row, Select, select, update
 from sqlalchemy.orm import Session
 
+from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
 from photo_pipeline.jobs import wakeup
 from photo_pipeline.jobs.errors import InvalidTransition, JobConflict, JobNotFound
@@ -180,7 +181,8 @@ class Transitions:
             if row.lock_key is not None and _lock_taken(session, row.lock_key):
                 continue
             waiting_for = sum(1 for s in prerequisite_states if s != JobState.SUCCEEDED)
-            revived = session.execute(
+            revived = changed_rows(
+                session,
                 update(jobs)
                 .where(jobs.c.id == row.id, jobs.c.version == row.version)
                 .values(
@@ -194,8 +196,8 @@ class Transitions:
                     max_attempts=max(row.max_attempts, row.attempts + 1),
                     updated_at=now,
                     version=jobs.c.version + 1,
-                )
-            ).rowcount
+                ),
+            )
             if revived != 1:
                 raise JobConflict("concurrent_update", f"job {row.id} changed while being updated")
             requeue_items(session, row.id, now, [ItemState.CANCELLED])
