@@ -57,11 +57,13 @@ run: $(RUN_STAMP)
 
 test: $(DEV_STAMP) browser
 	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
 	PHOTO_PIPELINE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 
 format: $(DEV_STAMP)
 	$(BIN)/ruff format src tests bench
@@ -74,4 +76,4 @@ bench-render: $(BENCH_STAMP)
 	$(BIN)/python bench/render.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .mypy_cache

@@ -273,7 +273,7 @@ class Browser:
         return {f"{source}/{display(path)}" for source, path in session.execute(query)}
 
 
-def _filtered(query: Select[Any], where: AssetFilter) -> Select[Any]:
+def _filtered(query: Select[*tuple[Any, ...]], where: AssetFilter) -> Select[*tuple[Any, ...]]:
     # A Live Photo's motion part is shown by its still, never on its own.
     query = query.where(live_photos.shown())
     if where.type is not None:

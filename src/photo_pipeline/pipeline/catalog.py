@@ -9,11 +9,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from sqlalchemy import Insert, and_, exists, func, or_, select, text, tuple_, update
+from sqlalchemy import and_, exists, func, or_, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.jobs.service import Clock, utc_now
@@ -131,15 +132,16 @@ class Catalog:
         marked = 0
         with write_session(self._session_factory) as session:
             for start in range(0, len(paths), 500):
-                marked += session.execute(
+                marked += changed_rows(
+                    session,
                     update(files)
                     .where(
                         files.c.source_id == source_id,
                         files.c.path.in_(paths[start : start + 500]),
                         files.c.state.not_in([MISSING, QUARANTINED]),
                     )
-                    .values(state=MISSING, updated_at=now)
-                ).rowcount
+                    .values(state=MISSING, updated_at=now),
+                )
         return marked
 
     @transactional
@@ -182,7 +184,7 @@ class Catalog:
             "error_message": error[1] if error else None,
             "updated_at": now,
         }
-        if session.execute(update(files).where(where).values(**values)).rowcount:
+        if changed_rows(session, update(files).where(where).values(**values)):
             self._pair(session, asset_id, report)
             return
         if asset_id is not None:
@@ -268,7 +270,12 @@ class Catalog:
             )
             .on_conflict_do_nothing(index_elements=["content_hash"])
         )
-        return session.scalar(select(assets.c.id).where(assets.c.content_hash == content_hash))
+        asset_id: int | None = session.scalar(
+            select(assets.c.id).where(assets.c.content_hash == content_hash)
+        )
+        if asset_id is None:  # inserted or already there, in this transaction
+            raise RuntimeError(f"no asset row for {content_hash} after its insert")
+        return asset_id
 
     # ── queries ────────────────────────────────────────────────────────────────
     def assets(
@@ -526,9 +533,11 @@ class Catalog:
                 )
             )
 
-    def _insert(self, table: Any) -> Insert:
-        dialect = postgresql if self._dialect == "postgresql" else sqlite
-        return dialect.insert(table)
+    def _insert(self, table: Any) -> postgresql.Insert | sqlite.Insert:
+        """An INSERT of this database's dialect (both have ``on_conflict_do_nothing``)."""
+        if self._dialect == "postgresql":
+            return postgresql.insert(table)
+        return sqlite.insert(table)
 
 
 ASSET_TYPES = ("photo", "video", "live")

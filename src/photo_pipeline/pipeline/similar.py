@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, delete, exists, func, insert, or_, select, update
+from sqlalchemy import Row, and_, delete, exists, func, insert, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -83,6 +83,7 @@ def similar(ctx: JobContext) -> None:
         asset_id, value, error = result
         if error:
             raise ItemError(*error)
+        assert value is not None  # a thumbnail that hashed has its hash
         hashed.append((asset_id, value))
 
     def record() -> None:
@@ -323,7 +324,7 @@ def _repair(
                     found.update((a, b))
             frontier = found - part
         members = sorted(part)
-        ranked: list[int] = []
+        ranked: list[Row[Any, Any, Any]] = []
         for chunk in _chunks(members):
             ranked.extend(
                 session.execute(
@@ -503,9 +504,9 @@ def near_group_page(
             "files": files_of[member.asset_id],
         }
     result = []
-    for keeper, members in groups.items():
+    for keeper, group in groups.items():
         ordered = sorted(
-            members.values(),
+            group.values(),
             key=lambda m: (not m["keep"], *keeper_order({**m, "id": m["asset_id"]})),
         )
         if len(ordered) > 1:
