@@ -486,11 +486,11 @@ def _open_for_reading(place: Spot) -> int | None:
         return None
     except OSError as exc:
         raise ItemError("unreadable_file", f"{place.path}: {exc.strerror}") from exc
-    if stat.S_ISDIR(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise ItemError("not_a_file", f"{place.path}: is a folder")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise ItemError("not_a_file", f"{place.path}: is a folder")
         raise ItemError("unreadable_file", f"{place.path}: not a regular file")
     return fd
 
