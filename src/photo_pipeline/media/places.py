@@ -4,11 +4,14 @@
   which ships the timezone-boundary-builder polygons, oceans included as ``Etc/GMT±N``)
   gives the UTC offset valid at the capture's local date (``zoneinfo``, DST included);
   else the time is "floating" (wall clock, instant unknown).
-* Place: the nearest GeoNames populated place of 1,000+ people (``reverse_geocode``, a
-  k-d tree over the data it ships) gives city and region within ``CITY_MAX_KM``; the
-  country comes from the zone where the zone belongs to one country (tz ``zone.tab``,
-  which follows borders), else from that place. Open sea (a nautical zone) has no place.
-  Country names are the IANA tz database's (``iso3166.tab`` in the ``tzdata`` package).
+* Place: the nearest GeoNames populated place of 1,000+ people (``media.place_index``,
+  the compact gazetteer shipped with the package) within ``CITY_MAX_KM`` is the
+  district; the city is the place a person would name there, worked out when the
+  gazetteer was built (Tokyo for Kabukichō, Berlin for Mitte; a village far from any
+  city is its own city, and then there is no district). The country comes from the zone
+  where the zone belongs to one country (tz ``zone.tab``, which follows borders), else
+  from that place. Open sea (a nautical zone) has no place. Country names are the IANA
+  tz database's (``iso3166.tab`` in the ``tzdata`` package).
 """
 
 from __future__ import annotations
@@ -20,12 +23,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from functools import cache
 from importlib import resources
-from types import ModuleType
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import tzfpy
 
 from photo_pipeline.media.capture_time import UTC_CLOCK_SOURCES, CaptureTime
+
+if TYPE_CHECKING:
+    from photo_pipeline.media.place_index import Gazetteer
 
 # Where the time zone of a capture came from.
 EXIF_OFFSET = "exif_offset"  # the camera wrote its UTC offset next to the time
@@ -72,13 +78,15 @@ class CaptureZone:
 
 @dataclass(frozen=True)
 class Place:
-    """Country (ISO 3166 alpha-2 code and English name), first-level region and city;
-    any of them may be None."""
+    """Country (ISO 3166 alpha-2 code and English name), first-level region, city (the
+    place a person would name) and district (the nearest place, when it is part of the
+    city rather than the city itself); any of them may be None."""
 
     country_code: str | None
     country: str | None
     region: str | None
     city: str | None
+    district: str | None = None
 
 
 @dataclass(frozen=True)
@@ -193,9 +201,10 @@ def places_at(
     found: list[Place | None] = [None] * len(positions)
     if not wanted:
         return found
-    nearest = _geocoder().search([positions[i] for i in wanted])
+    gazetteer = _gazetteer()
+    nearest = gazetteer.nearest([positions[i] for i in wanted])  # type: ignore[misc]
     for i, hit in zip(wanted, nearest, strict=True):
-        found[i] = _place(positions[i], zones[i], hit)  # type: ignore[arg-type]
+        found[i] = _place(gazetteer, positions[i], zones[i], int(hit))  # type: ignore[arg-type]
     return found
 
 
@@ -225,20 +234,28 @@ def locate_many(
     ]
 
 
-def _place(position: tuple[float, float], zone_name: str, hit: dict) -> Place | None:
-    distance = distance_km(*position, hit["latitude"], hit["longitude"])
+def _place(
+    gazetteer: Gazetteer, position: tuple[float, float], zone_name: str, hit: int
+) -> Place | None:
+    distance = distance_km(*position, *gazetteer.position(hit))
+    hit_country = gazetteer.country_code(hit)
     zone_country = _zone_countries().get(zone_name)
     # A place across a border from the zone's country is the wrong city (Kehl for a
-    # photo in Strasbourg): keep the country, drop city and region.
-    near = distance <= CITY_MAX_KM and zone_country in (None, hit["country_code"])
-    code = zone_country or (hit["country_code"] if distance <= COUNTRY_MAX_KM else None)
+    # photo in Strasbourg): keep the country, drop city, district and region.
+    near = distance <= CITY_MAX_KM and zone_country in (None, hit_country)
+    code = zone_country or (hit_country if distance <= COUNTRY_MAX_KM else None)
     if code is None:
         return None
+    if not near:
+        return Place(country_code=code, country=country_name(code), region=None, city=None)
+    city = int(gazetteer.city[hit])
+    city_name, district = gazetteer.name(city), gazetteer.name(hit)
     return Place(
         country_code=code,
         country=country_name(code),
-        region=(hit.get("state") or None) if near else None,
-        city=(hit.get("city") or None) if near else None,
+        region=gazetteer.region_name(city),
+        city=city_name,
+        district=district if district != city_name else None,
     )
 
 
@@ -267,34 +284,34 @@ _loading = threading.Lock()
 _warming: list[threading.Thread] = []
 
 
-def _geocoder() -> ModuleType:
-    with _loading:  # one load per process, even when a warm-up thread is at it
-        return _load_geocoder()
+def _gazetteer() -> Gazetteer:
+    with _loading:  # one load per process, shared by its threads
+        return _load_place_data()
 
 
 @cache
-def _load_geocoder() -> ModuleType:
-    # Imported late: importing scipy, loading the data and building the tree take a
-    # second or two of CPU and ~150 MB, paid only by processes that meet a position.
-    import reverse_geocode
+def _load_place_data() -> Gazetteer:
+    # Imported late: only processes that meet a position pay for the data (about 10 MB
+    # for the gazetteer, 35 MB for tzfpy's polygons, unpacked at its first lookup).
+    from photo_pipeline.media import place_index
 
-    reverse_geocode.get((1.0, 1.0))  # loads the shared tree once
-    tzfpy.get_tz(0.0, 0.0)  # tzfpy, too, unpacks its polygons at the first lookup
+    gazetteer = place_index.load()
+    tzfpy.get_tz(0.0, 0.0)
     _zone_countries()
     _country_names()
-    return reverse_geocode
+    return gazetteer
 
 
 def warm_up() -> None:
     """Load the place data now rather than at the first lookup."""
-    _geocoder()
+    _gazetteer()
 
 
 def warm_up_in_background() -> None:
     """Start loading the place data in a thread (once per process), so that it
     overlaps other work instead of stalling the first lookup."""
     with _loading:
-        if _warming or _load_geocoder.cache_info().currsize:
+        if _warming or _load_place_data.cache_info().currsize:
             return
         thread = threading.Thread(target=warm_up, name="places-warm-up", daemon=True)
         _warming.append(thread)
