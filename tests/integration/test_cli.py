@@ -42,6 +42,35 @@ def test_cancel_retry_and_exit_codes(cli, service):
     assert code == 0 and "retry_queued" in out
 
 
+def test_a_unique_start_of_an_id_names_its_job_as_in_git(cli, service):
+    # 17 jobs: by the pigeonhole principle two share a first hex digit
+    ids = sorted(service.enqueue("t")["id"] for _ in range(17))
+    shared = next(a[0] for a, b in zip(ids, ids[1:], strict=False) if a[0] == b[0])
+    code, _, err = cli("job", "show", shared)
+    assert code == 2 and "ambiguous_job_id" in err
+    assert all(i in err for i in ids if i.startswith(shared))  # the candidates, listed
+    unique = next(
+        i[:n] for i in ids for n in range(4, 36) if [j[:n] for j in ids].count(i[:n]) == 1
+    )
+    full = next(i for i in ids if i.startswith(unique))
+    code, out, _ = cli("job", "show", unique, "--json")
+    assert code == 0 and json.loads(out)["id"] == full
+    code, out, _ = cli("job", "cancel", unique)
+    assert code == 0 and f"job {full} is cancelled" in out
+    code, out, _ = cli("job", "events", unique, "--json")
+    assert code == 0 and json.loads(out.splitlines()[-1])["type"] == "state:cancelled"
+    code, _, err = cli("job", "show", "ffffffff-ffff")
+    assert code == 3 and "job_not_found" in err
+
+
+def test_piped_tables_keep_every_id_whole_on_one_line(cli, service):
+    ids = {service.enqueue("a.job.type.with.a.rather.long.name")["id"] for _ in range(3)}
+    code, out, _ = cli("jobs")
+    assert code == 0
+    lines_with_ids = [line for line in out.splitlines() if any(i in line for i in ids)]
+    assert len(lines_with_ids) == 3
+
+
 def test_events_as_json_lines_and_follow_of_a_finished_job(cli, service):
     job = service.enqueue("t", items=["a"])
     service.cancel(job["id"])

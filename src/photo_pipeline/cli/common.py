@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from functools import cache
 from typing import Annotated, Any
 
@@ -20,8 +21,11 @@ app = typer.Typer(
 job_app = typer.Typer(help="Inspect and steer one job.", no_args_is_help=True)
 app.add_typer(job_app, name="job")
 
-console = Console()
-err_console = Console(stderr=True)
+# Piped output is read by programs and greps: Rich's default of 80 columns would wrap
+# or crop ids there, so lines are as long as they need to be.
+PIPED_WIDTH = 10_000
+console = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 WaitOption = Annotated[

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from photo_pipeline.cli.common import (
     JsonOption,
@@ -23,7 +23,7 @@ from photo_pipeline.cli.progress import existing_job
 from photo_pipeline.cli.worker import ImportOption, load_handlers
 from photo_pipeline.jobs.states import FINISHED_STATES
 
-JobId = Annotated[str, typer.Argument(help="The job's id.")]
+JobId = Annotated[str, typer.Argument(help="The job's id, or any unique start of it.")]
 
 
 @app.command()
@@ -48,7 +48,7 @@ def list_jobs(
     if not rows:
         console.print("no jobs")
         return
-    table = Table("id", "type", "state", "attempts", "created", "error")
+    table = Table(Column("id", no_wrap=True), "type", "state", "attempts", "created", "error")
     for job in rows:
         table.add_row(
             job["id"],
@@ -70,6 +70,7 @@ def show(job_id: JobId, as_json: JsonOption = False) -> None:
     """A job, its progress and its failed items."""
     service = library().service
     job = _job_or_exit(job_id)
+    job_id = job["id"]
     progress = service.progress(job_id)
     failed = service.items(job_id, states=["failed"], limit=100)
     if as_json:
@@ -116,7 +117,7 @@ def events(
     """A job's events in order; ``--follow`` keeps streaming until the job finishes
     (``--json``: one JSON object per line)."""
     service = library().service
-    _job_or_exit(job_id)
+    job_id = _job_or_exit(job_id)["id"]
     cursor = after
     while True:
         batch = service.events_after(job_id, cursor)
@@ -142,20 +143,20 @@ def events(
 @job_app.command("cancel")
 def cancel(job_id: JobId, as_json: JsonOption = False) -> None:
     """Cancel a job: queued at once, running once its worker notices."""
-    job = library().service.cancel(job_id)
-    print_json(job) if as_json else console.print(f"job {job_id} is {job['state']}")
+    job = library().service.cancel(_job_or_exit(job_id)["id"])
+    print_json(job) if as_json else console.print(f"job {job['id']} is {job['state']}")
 
 
 @job_app.command("retry")
 def retry(job_id: JobId, as_json: JsonOption = False) -> None:
     """Run a failed job again."""
-    job = library().service.retry(job_id)
-    print_json(job) if as_json else console.print(f"job {job_id} is {job['state']}")
+    job = library().service.retry(_job_or_exit(job_id)["id"])
+    print_json(job) if as_json else console.print(f"job {job['id']} is {job['state']}")
 
 
 @job_app.command("wait")
 def wait(
-    job_ids: Annotated[list[str], typer.Argument(help="Jobs to wait for.")],
+    job_ids: Annotated[list[str], typer.Argument(help="Jobs to wait for (ids or unique starts).")],
     embedded: Annotated[
         bool | None,
         typer.Option(

@@ -22,7 +22,7 @@ from rich.progress import (
 
 from photo_pipeline.cli.common import console, err_console
 from photo_pipeline.db.errors import DatabaseUnavailable
-from photo_pipeline.jobs.errors import JobError, JobNotFound
+from photo_pipeline.jobs.errors import InvalidArgument, JobError, JobNotFound
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import RECONNECT, Worker, WorkerConfig
 from photo_pipeline.jobs.service import JobService, utc_now
@@ -34,6 +34,8 @@ T = TypeVar("T")
 REFRESH_SECONDS = 0.25
 # A worker that has not heartbeaten for this long is not counted on to do the work.
 LIVE_WORKER_HEARTBEAT = timedelta(seconds=60)
+# How many candidates an ambiguous id prefix lists.
+AMBIGUOUS_SHOWN = 10
 
 
 def _run_reporting(worker: Worker, failure: list[BaseException]) -> None:
@@ -58,9 +60,19 @@ def _needs_embedded_worker(lib: Library, job_types: set[str]) -> bool:
 
 
 def existing_job(service: JobService, job_id: str) -> dict[str, Any]:
-    """The job's snapshot; ``job_not_found`` if there is none (never created, or
-    pruned meanwhile)."""
+    """The job's snapshot, by its id or any unique start of it (``9055b549``);
+    ``job_not_found`` if there is none (never created, or pruned meanwhile),
+    ``ambiguous_job_id`` with the candidates if the start fits several."""
     job = service.get(job_id)
+    if job is None:
+        candidates = service.ids_starting_with(job_id, limit=AMBIGUOUS_SHOWN + 1) if job_id else []
+        if len(candidates) > 1:
+            shown = ", ".join(candidates[:AMBIGUOUS_SHOWN])
+            more = ", …" if len(candidates) > AMBIGUOUS_SHOWN else ""
+            raise InvalidArgument(
+                "ambiguous_job_id", f"{job_id!r} starts several job ids: {shown}{more}"
+            )
+        job = service.get(candidates[0]) if candidates else None
     if job is None:
         raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
     return job

@@ -10,7 +10,7 @@ import time
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from photo_pipeline import logs
 from photo_pipeline.cli.common import JsonOption, app, console, library, print_json
@@ -117,7 +117,15 @@ def list_workers(
     if as_json:
         print_json(rows)
         return
-    table = Table("id", "host", "pid", "state", "current jobs", "started", "last heartbeat")
+    table = Table(
+        Column("id", no_wrap=True),
+        "host",
+        "pid",
+        "state",
+        Column("current jobs", no_wrap=True),
+        "started",
+        "last heartbeat",
+    )
     for row in rows:
         table.add_row(
             row["id"],
