@@ -235,6 +235,24 @@ def test_rescan_reads_only_what_changed(session_factory, tmp_path):
     assert catalog.duplicates() == []
 
 
+def test_a_batch_without_one_readable_photo_is_recorded_all_the_same(session_factory, tmp_path):
+    # Every report of such a batch skips the place lookup; its rows were once dropped
+    # with it (the batch's list was cleared before its rows were written).
+    root = tmp_path / "photos"
+    root.mkdir()
+    (root / "README.txt").write_text("not media\n")
+    (root / "notes.txt").write_text("nor this\n")
+    (root / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a whole jpeg")
+    outcome = run_import(session_factory, root)
+    assert outcome["failed"] == {"broken.jpg": "corrupt_file"}
+    recorded = {(f["path"], f["state"]) for f in Catalog(session_factory).files()}
+    assert recorded == {
+        ("README.txt", "ignored"),
+        ("notes.txt", "ignored"),
+        ("broken.jpg", "failed"),
+    }
+
+
 def test_file_deleted_between_listing_and_reading_fails_its_item(
     session_factory, tmp_path, monkeypatch
 ):

@@ -65,8 +65,9 @@ def scan(ctx: JobContext) -> None:
     def record() -> RowWriter:
         # Zones and places are looked up here, in the worker, one batch at a time:
         # the place data is loaded once per worker, not once per pool process.
-        located = locate_reports(found)
+        batch = found.copy()  # the writer runs later: it must not see the list cleared
         found.clear()
+        located = locate_reports(batch)
         # Written with the items: a scan that lost its lease writes no rows.
         return lambda session: catalog.record_in(session, located)
 
