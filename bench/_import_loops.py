@@ -1,0 +1,128 @@
+"""Photos and bare loops for ``bench/import.py``.
+
+A module of its own so that a spawned process pool can import its functions by name
+(``import`` is a keyword: ``bench/import.py`` cannot be imported as a module).
+
+* the photo sets: 24-MP JPEGs (6000x4000, q90) from ``bench/render.py``'s photo-like
+  generator, and iPhone-sized HEICs (4032x3024, HEVC in 512-px grid tiles, a 320-px
+  embedded thumbnail, EXIF), each made once and reused;
+* the bare loops: per photo only the essential work, with nothing of the pipeline
+  around it (no database, no jobs, no atomic writes):
+  read the bytes and BLAKE3-hash them, read the EXIF, decode once (shrink-on-load
+  for JPEG: Pillow ``draft``; a full decode for HEIC: libheif cannot scale), encode a
+  1440-px JPEG preview and a 256-px WebP thumbnail.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+for folder in (str(BENCH), str(REPO)):
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+
+PREVIEW, THUMBNAIL, QUALITY = 1440, 256, 80
+JPEG_SIZE = (6000, 4000)
+HEIC_SIZE = (4032, 3024)  # an iPhone's 12 MP
+HEIC_THUMBNAIL = 320  # what an iPhone embeds (320x240)
+HEIC_TILE = 512  # iPhones store HEIC as a grid of 512x512 tiles
+HEIC_ENCODER_PRESET = "fast"  # x265's default (medium) takes ~25 s a photo here
+
+
+# ── photo sets ─────────────────────────────────────────────────────────────────
+def write_jpeg(target: str, index: int) -> None:
+    from tests.factories.photos import build_exif
+
+    from render import photo  # bench/render.py: smooth colour field plus film grain
+
+    partial = Path(target).with_name(f".{Path(target).name}.partial")  # hidden: never scanned
+    exif = build_exif(orientation=6 if index % 5 == 4 else 1, gps=(48.85, 2.29, 35.0))
+    photo(JPEG_SIZE, index).save(partial, "JPEG", quality=90, exif=exif)
+    os.replace(partial, target)
+
+
+def write_heic(target: str, index: int) -> None:
+    import pillow_heif
+    from tests.factories.photos import build_exif
+
+    from render import photo
+
+    partial = Path(target).with_name(f".{Path(target).name}.partial")
+    exif = build_exif(orientation=6 if index % 4 == 0 else 1, gps=(48.85, 2.29, 35.0))
+    pillow_heif.from_pillow(photo(HEIC_SIZE, 10_000 + index)).save(
+        partial,
+        format="HEIF",
+        quality=60,
+        exif=exif.tobytes(),
+        thumbnails=[HEIC_THUMBNAIL],
+        tile_size=HEIC_TILE,
+        enc_params={"preset": HEIC_ENCODER_PRESET},
+    )
+    os.replace(partial, target)
+
+
+def ready(delay: float = 0.2) -> int:
+    """A task that makes a pool process start and import its libraries (``delay``
+    keeps it busy, so that each process of a fresh pool takes one)."""
+    import time
+
+    import blake3  # noqa: F401
+    import pillow_heif  # noqa: F401
+    from PIL import Image  # noqa: F401
+
+    time.sleep(delay)
+    return os.getpid()
+
+
+# ── bare loops ─────────────────────────────────────────────────────────────────
+def _read_and_hash(path: str) -> bytes:
+    import blake3
+
+    with open(path, "rb") as fp:
+        data = fp.read()
+    blake3.blake3(data).hexdigest()
+    return data
+
+
+def _encode_both(preview: object) -> int:
+    from PIL import Image
+
+    assert isinstance(preview, Image.Image)
+    preview.thumbnail((PREVIEW, PREVIEW))
+    thumbnail = preview.copy()
+    thumbnail.thumbnail((THUMBNAIL, THUMBNAIL))
+    out = io.BytesIO()
+    preview.save(out, "JPEG", quality=QUALITY)
+    thumbnail.save(out, "WEBP", quality=QUALITY)
+    return out.tell()
+
+
+def bare_jpeg(path: str) -> int:
+    """The essential work for one JPEG; returns the bytes encoded."""
+    from PIL import Image, ImageOps
+
+    data = _read_and_hash(path)
+    with Image.open(io.BytesIO(data)) as image:
+        image.getexif()
+        # DCT scaling to the smallest size that still covers the preview's box
+        scale = PREVIEW / max(image.size)
+        image.draft("RGB", (math.ceil(image.width * scale), math.ceil(image.height * scale)))
+        preview = ImageOps.exif_transpose(image)
+    return _encode_both(preview)
+
+
+def bare_heic(path: str) -> int:
+    """The essential work for one HEIC with pillow-heif: a full decode (libheif applies
+    the orientation), then the same encodes."""
+    import pillow_heif
+
+    data = _read_and_hash(path)
+    heif = pillow_heif.open_heif(io.BytesIO(data))
+    heif.info.get("exif")
+    return _encode_both(heif.to_pillow())

@@ -1,0 +1,297 @@
+"""Benchmark a whole import against the bare work it is made of (issue #18).
+
+Run with ``.venv/bin/python bench/import.py [--photos N] [--heics N] [--rounds N]``
+(``--quick``: 12 photos, 6 HEICs). It prints, in one run:
+
+1. the photo sets: N 24-MP JPEGs (6000x4000, q90, photo-like) and N iPhone-sized
+   HEICs (4032x3024, 512-px grid tiles, a 320-px embedded thumbnail), made once into
+   /tmp/pp_bench_import and reused;
+2. photos/s of ``photo-pipeline import DIR --wait`` (scan -> render -> similar, the
+   command's own in-process worker on every core) on an empty library (``init``
+   done), and of ``photo-pipeline render --force --wait`` over the same library,
+   each against a bare two-process loop over the same files
+   (``bench/_import_loops.py``: read + BLAKE3, EXIF, one shrink-on-load decode, a
+   1440-px JPEG preview and a 256-px WebP thumbnail). Bare rounds run before and
+   after every command, and each ratio is against their mean, so that a burst of load
+   from elsewhere on this shared machine weighs on both sides;
+3. the same for the HEICs: the import against a bare pillow-heif loop;
+4. the peak RSS of each command (its process tree's largest, from wait4).
+
+Targets (issue #18): import >= 0.85x the bare loop, render --force >= 0.90x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+sys.path[:0] = [str(BENCH_DIR), str(REPO)]
+
+import _import_loops as loops  # noqa: E402
+from coordinator import heading, note, ratio, table  # noqa: E402
+
+ROOT = Path(tempfile.gettempdir()) / "pp_bench_import"
+CLI = Path(sys.executable).parent / "photo-pipeline"
+PROCESSES = 2
+
+
+# ── photo sets ─────────────────────────────────────────────────────────────────
+def photo_set(kind: str, count: int) -> Path:
+    """``count`` photos of ``kind`` ("jpeg" or "heic") in a folder of their own,
+    made in parallel where missing."""
+    folder = ROOT / f"{kind}-{count}"
+    folder.mkdir(parents=True, exist_ok=True)
+    write = loops.write_jpeg if kind == "jpeg" else loops.write_heic
+    extension = "jpg" if kind == "jpeg" else "heic"
+    missing = [
+        (str(folder / f"IMG_{n:04d}.{extension}"), n)
+        for n in range(count)
+        if not (folder / f"IMG_{n:04d}.{extension}").exists()
+    ]
+    if missing:
+        with ProcessPoolExecutor(PROCESSES, mp_context=get_context("spawn")) as pool:
+            list(pool.map(write, *zip(*missing, strict=True)))
+    for path in folder.iterdir():  # into the page cache, like a photo read twice
+        path.read_bytes()
+    return folder
+
+
+def photos_in(folder: Path) -> list[str]:
+    return sorted(str(p) for p in folder.iterdir() if not p.name.startswith("."))
+
+
+# ── the two sides ──────────────────────────────────────────────────────────────
+def bare_rate(kind: str, paths: list[str]) -> float:
+    """Photos/s of the bare loop in a warmed-up two-process pool."""
+    one = loops.bare_jpeg if kind == "jpeg" else loops.bare_heic
+    with ProcessPoolExecutor(PROCESSES, mp_context=get_context("spawn")) as pool:
+        list(pool.map(loops.ready, [0.2] * PROCESSES))
+        pool.submit(one, paths[0]).result()  # codecs set up
+        started = time.perf_counter()
+        list(pool.map(one, paths))
+        return len(paths) / (time.perf_counter() - started)
+
+
+def run_command(home: Path, *args: str) -> tuple[float, float, Any]:
+    """Run ``photo-pipeline ARGS`` on the library at ``home``: wall seconds, the peak
+    RSS (MB) of its process tree, its JSON output (when ARGS ask for it)."""
+    env = {**os.environ, "PHOTO_PIPELINE_HOME": str(home)}
+    env.pop("PHOTO_PIPELINE_DATABASE_URL", None)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        child = subprocess.Popen([str(CLI), *args], stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        output, errors = out.read(), err.read()
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} exited {child.returncode}:\n{errors[-3000:]}")
+    return seconds, usage.ru_maxrss / 1024, json.loads(output) if "--json" in args else None
+
+
+def in_child(what: str, folder: Path, home: Path) -> dict[str, Any]:
+    """Run ``child(what, ...)`` in a fresh interpreter: its own imports and peak RSS."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", what, str(folder), str(home)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"child {what} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def child(what: str, folder: Path, home: Path) -> dict[str, Any]:
+    """The command's work without the command: ``import`` (scan -> render -> similar)
+    or ``render`` (--force) on the library at ``home``, by a burst worker configured
+    like the one ``--wait`` embeds (every core, item threads). Timed from the enqueue
+    to the last job's end."""
+    import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the job types)
+    from photo_pipeline.config import Settings
+    from photo_pipeline.jobs.handlers import registry
+    from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+    from photo_pipeline.pipeline.imports import import_folders
+    from photo_pipeline.pipeline.library import open_library
+    from photo_pipeline.pipeline.render import enqueue_render, render_settings
+
+    settings = Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)})
+    lib = open_library(settings)
+    config = WorkerConfig(burst=True, concurrency=os.cpu_count() or 1, poll_seconds=0.2)
+    started = time.perf_counter()
+    if what == "import":
+        jobs = import_folders(lib.service, lib.catalog, [folder], follow_up=settings)
+    else:
+        jobs = [enqueue_render(lib.service, home, render_settings(settings), force=True).job]
+    Worker(lib.service, lib.workers, registry, config).run()
+    seconds = time.perf_counter() - started
+    finals = [lib.service.get(job["id"]) for job in jobs]
+    lib.close()
+    return {
+        "seconds": seconds,
+        "rss_mb": peak_rss_mb(),
+        "jobs": json.loads(json.dumps(finals, default=str)),
+    }
+
+
+def peak_rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def job_seconds(jobs: list[dict[str, Any]]) -> str:
+    """How long each job of a chain ran, for reading where the time went."""
+    from datetime import datetime
+
+    parts = []
+    for job in jobs:
+        started, finished = job.get("started_at"), job.get("finished_at")
+        if started and finished:
+            span = datetime.fromisoformat(finished) - datetime.fromisoformat(started)
+            parts.append(f"{job['job_type']} {span.total_seconds():.2f} s")
+    return ", ".join(parts)
+
+
+def check_succeeded(jobs: list[dict[str, Any]], what: str) -> None:
+    bad = [job for job in jobs if job["state"] != "succeeded"]
+    if bad:
+        raise RuntimeError(f"{what}: {[(j['job_type'], j['state']) for j in bad]}")
+
+
+class Runs:
+    """Rounds of one photo set: each measurement with the mean of the bare rounds
+    just before and just after it."""
+
+    def __init__(self, kind: str, folder: Path) -> None:
+        self.kind, self.folder, self.paths = kind, folder, photos_in(folder)
+        self.bare = [bare_rate(kind, self.paths)]
+        self.rates: dict[str, list[tuple[float, float]]] = {}
+        self.rss: dict[str, list[float]] = {}
+        self.notes: list[str] = []
+
+    def add(self, label: str, seconds: float, rss_mb: float) -> None:
+        self.bare.append(bare_rate(self.kind, self.paths))
+        around = (self.bare[-2] + self.bare[-1]) / 2
+        self.rates.setdefault(label, []).append((len(self.paths) / seconds, around))
+        self.rss.setdefault(label, []).append(rss_mb)
+
+    def round(self, *, force: bool) -> None:
+        with tempfile.TemporaryDirectory(prefix="pp-import-") as home:
+            done = in_child("import", self.folder, Path(home))
+            check_succeeded(done["jobs"], "import")
+            self.add("import", done["seconds"], done["rss_mb"])
+            self.notes.append(job_seconds(done["jobs"]))
+            if force:
+                done = in_child("render", self.folder, Path(home))
+                check_succeeded(done["jobs"], "render --force")
+                self.add("render --force", done["seconds"], done["rss_mb"])
+        with tempfile.TemporaryDirectory(prefix="pp-import-") as home:
+            run_command(Path(home), "init")
+            seconds, rss_mb, jobs = run_command(
+                Path(home), "import", str(self.folder), "--wait", "--json"
+            )
+            check_succeeded(jobs, "photo-pipeline import")
+            self.add("photo-pipeline import --wait", seconds, rss_mb)
+
+    def row(self, label: str, what: str, target: float | None) -> list[Any]:
+        """The median round's photos/s, its bare loop, their ratio."""
+        runs = self.rates[label]
+        ratios = [rate / bare for rate, bare in runs]
+        rate, bare = runs[sorted(range(len(runs)), key=lambda i: ratios[i])[len(runs) // 2]]
+        met = "" if target is None else ("yes" if rate / bare >= target else "NO")
+        return [
+            what,
+            f"{rate:.2f}",
+            f"{bare:.2f}",
+            ratio(rate, bare),
+            " ".join(f"{r:.2f}" for r in ratios),
+            "" if target is None else f">= {target:.2f}",
+            met,
+            " / ".join(f"{r:.0f}" for r in self.rss[label]),
+        ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--photos", type=int, default=48, help="24-MP JPEGs (default 48)")
+    parser.add_argument("--heics", type=int, default=24, help="12-MP HEICs (default 24; 0: none)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of each set (default 1)")
+    parser.add_argument("--quick", action="store_true", help="12 photos, 6 HEICs")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], Path(args.child[1]), Path(args.child[2]))))
+        return 0
+    if args.quick:
+        args.photos, args.heics = 12, 6
+    if not CLI.exists():
+        print(f"no {CLI}: install the project into this interpreter's environment")
+        return 2
+
+    heading("1. photo sets")
+    started = time.perf_counter()
+    jpegs = photo_set("jpeg", args.photos)
+    heics = photo_set("heic", args.heics) if args.heics else None
+    megabytes = {
+        name: sum(os.path.getsize(p) for p in photos_in(folder)) / 1e6
+        for name, folder in (("jpeg", jpegs), ("heic", heics))
+        if folder is not None
+    }
+    note(
+        f"{args.photos} JPEGs 6000x4000 q90 ({megabytes['jpeg']:.0f} MB)"
+        + (f", {args.heics} HEICs 4032x3024 ({megabytes['heic']:.0f} MB)" if heics else "")
+        + f", ready in {time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+
+    heading(f"2. photos/s against the bare loop over the same files ({args.rounds} round(s))")
+    jpeg = Runs("jpeg", jpegs)
+    for _ in range(args.rounds):
+        jpeg.round(force=True)
+    rows = [
+        jpeg.row("import", "JPEG import (in-process, empty library)", 0.85),
+        jpeg.row("render --force", "JPEG render --force (in-process)", 0.90),
+        jpeg.row("photo-pipeline import --wait", "JPEG photo-pipeline import --wait", None),
+    ]
+    heic = None
+    if heics is not None:
+        heic = Runs("heic", heics)
+        for _ in range(args.rounds):
+            heic.round(force=False)
+        rows += [
+            heic.row("import", "HEIC import (in-process) / bare pillow-heif", None),
+            heic.row("photo-pipeline import --wait", "HEIC photo-pipeline import --wait", None),
+        ]
+    headers = ["what", "photos/s", "bare/s", "ratio", "each round", "target", "met", "peak RSS MB"]
+    table(headers, rows)
+    note("bare rounds (photos/s): JPEG " + " ".join(f"{r:.2f}" for r in jpeg.bare)
+         + ("; HEIC " + " ".join(f"{r:.2f}" for r in heic.bare) if heic else ""))  # fmt: skip
+    note("the in-process import's jobs: JPEG " + " | ".join(jpeg.notes)
+         + ("; HEIC " + " | ".join(heic.notes) if heic else ""))  # fmt: skip
+    note(
+        "in-process: enqueue to the chain's end in a fresh interpreter (imports and the "
+        "library's opening not timed, as the bare loop's pool start is not); "
+        "photo-pipeline import --wait: the command's wall time, its start included; "
+        "peak RSS: VmHWM of the in-process child, the command's tree from wait4"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
