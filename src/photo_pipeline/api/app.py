@@ -41,11 +41,16 @@ log = logging.getLogger(__name__)
 
 
 def create_app(
-    lib: Library, *, embedded_workers: int = 0, limits: ConnectionLimits | None = None
+    lib: Library,
+    *,
+    embedded_workers: int = 0,
+    memory_budget: int | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> FastAPI:
     """The API over ``lib``. ``embedded_workers`` > 0 also runs a worker with that many
-    items in parallel inside the server process. ``limits``: body deadline and stream
-    caps (the connection ones are the HTTP server's, see :mod:`.server`)."""
+    items in parallel inside the server process (``memory_budget``: its
+    ``WorkerConfig.memory_budget``). ``limits``: body deadline and stream caps (the
+    connection ones are the HTTP server's, see :mod:`.server`)."""
     limits = limits or ConnectionLimits()
     auth = TokenAuth(load_or_create_token(lib.settings.home, lib.settings.api_token))
     pg = lib.sessions.kw["bind"].dialect.name == "postgresql"
@@ -55,7 +60,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await hub.start()
-        with _embedded_worker(lib, embedded_workers) as worker:
+        with _embedded_worker(lib, embedded_workers, memory_budget) as worker:
             app.state.embedded_worker = worker
             yield
         await hub.stop()
@@ -113,13 +118,17 @@ def create_app(
 
 
 @contextlib.contextmanager
-def _embedded_worker(lib: Library, concurrency: int) -> Iterator[threading.Thread | None]:
+def _embedded_worker(
+    lib: Library, concurrency: int, memory_budget: int | None
+) -> Iterator[threading.Thread | None]:
     """Run a worker on a thread of the server; yields the thread (None: no worker),
     whose death /api/health reports."""
     if concurrency <= 0:
         yield None
         return
-    config = WorkerConfig(concurrency=concurrency, jobs=DEFAULT_JOBS, poll_seconds=0.5)
+    config = WorkerConfig(
+        concurrency=concurrency, jobs=DEFAULT_JOBS, poll_seconds=0.5, memory_budget=memory_budget
+    )
     worker = Worker(lib.service, lib.workers, registry, config)
 
     def run() -> None:

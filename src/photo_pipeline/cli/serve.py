@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from photo_pipeline.cli.common import EXIT_REFUSED, app, err_console, library
+from photo_pipeline.cli.worker import MemoryBudgetOption
 
 
 def _is_loopback(host: str) -> bool:
@@ -40,6 +41,7 @@ def serve(
             "(run `photo-pipeline worker` separately).",
         ),
     ] = os.cpu_count() or 1,
+    memory_budget: MemoryBudgetOption = None,
     header_timeout: Annotated[
         float,
         typer.Option(min=0.01, help="Seconds for a request's line and headers to arrive."),
@@ -94,7 +96,9 @@ def serve(
         max_connections=max_connections,
         max_streams_per_client=max_streams_per_client,
     )
-    application = create_app(lib, embedded_workers=workers_embedded, limits=limits)
+    application = create_app(
+        lib, embedded_workers=workers_embedded, memory_budget=memory_budget, limits=limits
+    )
     err_console.print(f"photo-pipeline on http://{host}:{port}/", highlight=False)
     if sys.stderr.isatty() and not lib.settings.api_token:
         # On the user's own terminal, the token to sign in with (never into logs).

@@ -28,6 +28,30 @@ ImportOption = Annotated[
 ]
 
 
+def memory_size(text: str) -> int:
+    """``1GiB``, ``512MB``, ``2g`` or a number of bytes; 0 means no limit."""
+    from pydantic import ByteSize, TypeAdapter, ValidationError  # only when given
+
+    try:
+        return int(TypeAdapter(ByteSize).validate_python(text.strip()))
+    except ValidationError:
+        raise typer.BadParameter(
+            f"{text!r} is no size: use e.g. 1GiB, 512MB or a number of bytes (0: no limit)"
+        ) from None
+
+
+MemoryBudgetOption = Annotated[
+    int | None,
+    typer.Option(
+        parser=memory_size,
+        metavar="SIZE",
+        help="Memory the items in flight may use together, by their estimates (e.g. 1GiB; "
+        "0: no limit); huge images then run fewer at a time. Default: half the "
+        "machine's memory, less each pool process's.",
+    ),
+]
+
+
 def load_handlers(modules: list[str]) -> None:
     """Register the built-in job types, then those of any extra modules."""
     importlib.import_module("photo_pipeline.pipeline.job_types")
@@ -74,6 +98,7 @@ def worker(
     batch_size: Annotated[
         int, typer.Option(min=1, max=10_000, help="Items per progress transaction.")
     ] = 50,
+    memory_budget: MemoryBudgetOption = None,
     import_modules: ImportOption = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
@@ -94,6 +119,7 @@ def worker(
         burst=burst,
         shutdown_seconds=shutdown_seconds,
         batch_size=batch_size,
+        memory_budget=memory_budget,
     )
     if not (config.job_types or registry.job_types()):
         raise typer.BadParameter("no job types to serve: none are registered", param_hint="--types")

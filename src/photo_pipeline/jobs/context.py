@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from photo_pipeline.jobs.budget import MemoryBudget
 from photo_pipeline.jobs.errors import JobConflict
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.jobs.service import JobService, JobSnapshot
@@ -19,6 +20,8 @@ from photo_pipeline.jobs.states import ItemState, JobState
 
 ItemFunction = Callable[[dict[str, Any], str], Any]
 ResultCallback = Callable[[str, Any], None]
+# Estimates the peak bytes an item will use while it runs (from its params and key).
+ItemWeigher = Callable[[dict[str, Any], str], int]
 # Writes a handler's own rows inside the transaction that reports its items done.
 RowWriter = Callable[[Session], None]
 
@@ -42,6 +45,7 @@ class JobContext:
         shutdown: threading.Event,
         pool: Executor | None = None,
         pool_size: int = 1,
+        budget: MemoryBudget | None = None,
         batch_size: int = 50,
         flush_size: int = 50,
         flush_seconds: float = 1.0,
@@ -61,6 +65,7 @@ class JobContext:
         self._lost = threading.Event()
         self._pool = pool
         self._pool_size = pool_size
+        self._budget = budget if budget is not None and budget.limit is not None else None
         self._batch_size = batch_size
         self._flush_size = flush_size
         self._flush_seconds = flush_seconds
@@ -131,22 +136,50 @@ class JobContext:
             self._lost.set()
             raise LeaseLost(str(exc)) from exc
 
-    def map(self, function: ItemFunction, *, on_result: ResultCallback | None = None) -> None:
+    def map(
+        self,
+        function: ItemFunction,
+        *,
+        on_result: ResultCallback | None = None,
+        weigh: ItemWeigher | None = None,
+    ) -> None:
         """Run ``function(params, item_key)`` for every queued item, in the worker's
         pool when it has one (``function`` must then be importable by name).
 
         ``ItemError`` (from ``function`` or ``on_result``) fails the item;
         ``on_result(item_key, value)`` runs here, in the worker, before the item is
         reported done; any other exception fails the job.
+
+        ``weigh(params, item_key)``, when given, estimates the bytes an item will use
+        at its peak: the item starts only once that fits the worker's memory budget,
+        shared by every job of the worker (an item above the whole budget runs alone).
+        It runs here, before the item is handed out, so it should read no more than a
+        header. An ``ItemError`` from it fails the item unrun.
         """
-        if self._pool is None:
+        budget = self._budget if weigh is not None else None
+        pool = self._pool
+        if pool is None:
             for key in self.items():
-                self._settle(key, functools.partial(function, self.params, key), on_result)
+                charge = self._reserve(budget, weigh, key)
+                if charge is None:
+                    continue
+                if self._stopped_while_waiting(budget, charge):
+                    break
+                try:
+                    self._settle(key, functools.partial(function, self.params, key), on_result)
+                finally:
+                    if budget is not None:
+                        budget.release(charge)
             return
         in_flight: dict[Future[Any], str] = {}
         try:
             for key in self.items():
-                in_flight[self._pool.submit(function, self.params, key)] = key
+                charge = self._reserve(budget, weigh, key)
+                if charge is None:
+                    continue
+                if self._stopped_while_waiting(budget, charge):
+                    break
+                in_flight[self._submit(pool, function, key, budget, charge)] = key
                 # Enough queued work that the pool stays busy while this thread
                 # writes a batch of results (bench/ingest.py measured it idling).
                 if len(in_flight) >= 2 * self._pool_size + self._flush_size:
@@ -174,6 +207,48 @@ class JobContext:
         self._last_flush = time.monotonic()
 
     # ── internals ──────────────────────────────────────────────────────────────
+    def _reserve(
+        self, budget: MemoryBudget | None, weigh: ItemWeigher | None, key: str
+    ) -> int | None:
+        """Wait until the item's estimate fits the budget; None: the item failed
+        while weighed (reported here), do not run it."""
+        if budget is None or weigh is None:
+            return 0
+        try:
+            estimate = weigh(self.params, key)
+        except ItemError as exc:
+            self.fail(key, exc.code, exc.message)
+            return None
+        return budget.reserve(estimate)
+
+    def _stopped_while_waiting(self, budget: MemoryBudget | None, charge: int) -> bool:
+        """A stop that came while the item waited for the budget: it is not started
+        (left running, like the rest of its page: release or cancel settles it)."""
+        if budget is None or not self.should_stop:
+            return False
+        budget.release(charge)
+        return True
+
+    def _submit(
+        self,
+        pool: Executor,
+        function: ItemFunction,
+        key: str,
+        budget: MemoryBudget | None,
+        charge: int,
+    ) -> Future[Any]:
+        try:
+            future = pool.submit(function, self.params, key)
+        except BaseException:
+            if budget is not None:
+                budget.release(charge)
+            raise
+        if budget is not None:
+            # Released as soon as the item ends, whichever thread notices: another
+            # job waiting for the budget must not wait for this one to collect it.
+            future.add_done_callback(lambda _done: budget.release(charge))
+        return future
+
     def _collect(self, in_flight: dict[Future[Any], str], on_result: ResultCallback | None) -> None:
         done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
         for future in done:

@@ -20,6 +20,7 @@ from typing import Any
 
 from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs import wakeup
+from photo_pipeline.jobs.budget import MemoryBudget, default_budget
 from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.errors import JobError
 from photo_pipeline.jobs.handlers import HandlerRegistry
@@ -64,6 +65,10 @@ class WorkerConfig:
     burst: bool = False  # exit when no work is left
     shutdown_seconds: float = 10.0  # grace for in-flight items after SIGTERM/SIGINT
     batch_size: int = 50  # items marked running, and results written, per transaction
+    # Bytes the items of all its jobs may use at once, by the estimates of handlers
+    # that weigh their items (JobContext.map); None: derived from the machine's
+    # memory (jobs.budget.default_budget), 0: no limit.
+    memory_budget: int | None = None
 
 
 class Worker:
@@ -95,6 +100,8 @@ class Worker:
         self._signals = 0
         self._rng = random.Random()
         self._log = logging.LoggerAdapter(log, {"worker_id": self.id})
+        # One budget for every job the worker runs: their items share its memory.
+        self.memory_budget = MemoryBudget(_budget_limit(config))
 
     # ── control ────────────────────────────────────────────────────────────────
     def request_stop(self) -> None:
@@ -143,10 +150,13 @@ class Worker:
             self._done.set()
             return 0
         self._log.info(
-            "worker started: types=%s concurrency=%s jobs=%s",
+            "worker started: types=%s concurrency=%s jobs=%s memory budget=%s",
             self._types,
             self.config.concurrency,
             self.config.jobs,
+            "none"
+            if self.memory_budget.limit is None
+            else f"{self.memory_budget.limit / (1 << 20):.0f} MiB",
         )
         pool = self._make_pool()
         slots = (
@@ -211,6 +221,7 @@ class Worker:
             shutdown=self._shutdown,
             pool=pool,
             pool_size=self.config.concurrency,
+            budget=self.memory_budget,
             batch_size=self.config.batch_size,
             flush_size=self.config.batch_size,
         )
@@ -432,6 +443,14 @@ class Worker:
         return ProcessPoolExecutor(
             self.config.concurrency, mp_context=multiprocessing.get_context("spawn")
         )
+
+
+def _budget_limit(config: WorkerConfig) -> int | None:
+    if config.memory_budget is None:
+        return default_budget(config.concurrency, config.executor)
+    if config.memory_budget < 0:
+        raise ValueError(f"memory_budget must be 0 (no limit) or more, got {config.memory_budget}")
+    return config.memory_budget or None
 
 
 class _Heartbeat(threading.Thread):
