@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from photo_pipeline.cli.common import library
 from photo_pipeline.jobs import JobService, JobState
@@ -169,3 +171,25 @@ def test_sample_set_imports_with_its_duplicates_and_broken_file(cli, tmp_path):
     assert [j["job_type"] for j in (scan, render, similar)] == ["scan", "render", "similar"]
     code, out, _ = cli("job", "show", scan["id"], "--json")
     assert [i["error_code"] for i in json.loads(out)["failed_items"]] == ["corrupt_file"]
+
+
+def test_init_and_sample_report_in_json(cli, tmp_path):
+    code, out, _ = cli("init", "--json")
+    assert code == 0 and json.loads(out)["home"] == str(tmp_path / "home")
+    code, out, _ = cli("sample", str(tmp_path / "set"), "--count", "3", "--json")
+    written = json.loads(out)["photos"]
+    assert code == 0 and written and all(os.path.exists(p) for p in written)
+
+
+def test_init_never_prints_the_database_password(cli, db_url, monkeypatch):
+    url = make_url(db_url)
+    if url.get_backend_name() != "postgresql":
+        pytest.skip("a SQLite URL has no password")
+    # the test server trusts local connections: any password gets in
+    with_password = url.set(password="s3cret-pw").render_as_string(hide_password=False)
+    monkeypatch.setenv("PHOTO_PIPELINE_DATABASE_URL", with_password)
+    library.cache_clear()
+    for args in (["init"], ["init", "--json"]):
+        code, out, err = cli(*args)
+        assert code == 0 and "***" in out
+        assert "s3cret-pw" not in out + err

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 import typer
+from sqlalchemy.engine import make_url
 from rich.table import Column, Table
 
 from photo_pipeline.cli.common import (
@@ -27,11 +28,16 @@ JobId = Annotated[str, typer.Argument(help="The job's id, or any unique start of
 
 
 @app.command()
-def init() -> None:
+def init(as_json: JsonOption = False) -> None:
     """Create the library (database and schema) or upgrade it to this version."""
     lib = library()
     lib.settings.home.mkdir(parents=True, exist_ok=True)
-    console.print(f"library ready: [bold]{lib.settings.home}[/] ({lib.settings.database_url})")
+    # A password in the URL stays out of terminals and logs.
+    database = make_url(lib.settings.database_url).render_as_string(hide_password=True)
+    if as_json:
+        print_json({"home": str(lib.settings.home), "database_url": database})
+    else:
+        console.print(f"library ready: [bold]{lib.settings.home}[/] ({database})")
 
 
 @app.command("jobs")

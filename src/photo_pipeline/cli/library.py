@@ -222,9 +222,13 @@ def _pages(groups: Iterator[dict[str, Any]], size: int = 20_000) -> Iterator[lis
 def sample(
     folder: Annotated[Path, typer.Argument(help="Where to write the sample photos.")],
     count: Annotated[int, typer.Option(min=1, max=10_000)] = 60,
+    as_json: JsonOption = False,
 ) -> None:
     """Write a generated sample set of photos (with duplicates and a broken file)."""
     from photo_pipeline.sample import write_sample
 
     written = write_sample(folder, count)
-    console.print(f"wrote {len(written)} photos (+2 copies, 1 broken file) to {folder}")
+    if as_json:
+        print_json({"folder": str(folder), "photos": [str(path) for path in written]})
+    else:
+        console.print(f"wrote {len(written)} photos (+2 copies, 1 broken file) to {folder}")
