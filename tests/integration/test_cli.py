@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 
@@ -47,7 +48,7 @@ def test_cancel_retry_and_exit_codes(cli, service):
 def test_a_unique_start_of_an_id_names_its_job_as_in_git(cli, service):
     # 17 jobs: by the pigeonhole principle two share a first hex digit
     ids = sorted(service.enqueue("t")["id"] for _ in range(17))
-    shared = next(a[0] for a, b in zip(ids, ids[1:], strict=False) if a[0] == b[0])
+    shared = next(a[0] for a, b in itertools.pairwise(ids) if a[0] == b[0])
     code, _, err = cli("job", "show", shared)
     assert code == 2 and "ambiguous_job_id" in err
     assert all(i in err for i in ids if i.startswith(shared))  # the candidates, listed

@@ -8,8 +8,8 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy.engine import make_url
 from rich.table import Column, Table
+from sqlalchemy.engine import make_url
 
 from photo_pipeline.cli.common import (
     JsonOption,
