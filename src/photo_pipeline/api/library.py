@@ -65,6 +65,7 @@ class AssetSummary(BaseModel):
     model: str | None
     country: str | None
     city: str | None
+    district: str | None = Field(None, description="Part of the city nearest the capture.")
     files: int
     thumbnail_url: str | None = Field(description="Null until rendered.")
     preview_url: str | None

@@ -253,7 +253,8 @@ assets = Table(
     Column("country_code", String(2)),  # ISO 3166 alpha-2
     Column("country", String(100)),  # English short name
     Column("region", String(200)),
-    Column("city", String(200)),
+    Column("city", String(200)),  # the place a person would name (Tokyo, Berlin)
+    Column("district", String(200)),  # the nearest place, when part of the city (Mitte)
     # The listing order: taken_utc when known, else taken_local read as UTC.
     Column("taken_order", UTCDateTime),
     Column("phash", String(16)),  # perceptual hash, filled by the near-duplicate job

@@ -76,6 +76,7 @@ _SUMMARY = (
     assets.c.model,
     assets.c.country,
     assets.c.city,
+    assets.c.district,
     assets.c.kind,
     assets.c.duration_seconds,
     assets.c.video_codec,
@@ -304,6 +305,7 @@ def _filtered(query: Select[*tuple[Any, ...]], where: AssetFilter) -> Select[*tu
         query = query.where(
             or_(
                 func.lower(assets.c.city).like(pattern),
+                func.lower(assets.c.district).like(pattern),
                 func.lower(assets.c.region).like(pattern),
                 func.lower(assets.c.country).like(pattern),
                 func.lower(assets.c.country_code) == where.place.lower(),

@@ -249,6 +249,7 @@ class Catalog:
                 country=place.country if place else None,
                 region=place.region if place else None,
                 city=place.city if place else None,
+                district=place.district if place else None,
                 make=md.make,
                 model=md.model,
                 lens=md.lens,
@@ -562,6 +563,6 @@ def place_matches(text: str) -> Any:
         func.lower(assets.c.country_code) == needle,
         *(
             func.lower(column).like(pattern, escape="\\")
-            for column in (assets.c.country, assets.c.region, assets.c.city)
+            for column in (assets.c.country, assets.c.region, assets.c.city, assets.c.district)
         ),
     )

@@ -157,6 +157,7 @@ def _store(session: Session, seen: list[tuple[int, str]], found: list[ZoneAndPla
             country=bindparam("new_country"),
             region=bindparam("new_region"),
             city=bindparam("new_city"),
+            district=bindparam("new_district"),
         )
     )
     rows: list[dict[str, Any]] = []
@@ -176,6 +177,7 @@ def _store(session: Session, seen: list[tuple[int, str]], found: list[ZoneAndPla
                 "new_country": place.country if place else None,
                 "new_region": place.region if place else None,
                 "new_city": place.city if place else None,
+                "new_district": place.district if place else None,
             }
         )
     return changed_rows(session, statement, rows)
