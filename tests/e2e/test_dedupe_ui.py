@@ -76,3 +76,24 @@ def test_apply_runs_the_plan_live_and_the_job_page_undoes_it(sample_server, page
     undo_link.click()
     expect(page.locator(".page-actions [data-state]").first).to_have_text("succeeded")
     wait_until(lambda: sha256_tree(photos) == before, "the copies back in place")
+
+
+def test_the_duplicates_page_follows_the_cursor_past_the_first_page(sample_server, page):
+    server, _ = sample_server
+    # One group per page, so that the sample's two exact groups need "Show more"
+    # (the page asks for 100 at a time; the server's own paging does the rest).
+    page.route(
+        re.compile(r".*/api/duplicates\?.*"),
+        lambda route: route.continue_(url=route.request.url.replace("limit=100", "limit=1")),
+    )
+    sign_in(page, server, "/duplicates")
+    page.get_by_role("button", name=re.compile("^Exact")).click()
+    groups = page.locator("article.dup-group.exact")
+    expect(groups).to_have_count(1)
+    expect(page.locator("#exact-title .count-pill")).to_have_text("1+")
+    more = page.locator(".dup-section:not(.near) .show-more")
+    more.click()
+    expect(groups).to_have_count(2)
+    expect(page.locator("#exact-title .count-pill")).to_have_text("2")
+    expect(more).to_be_hidden()
+    assert len(set(groups.evaluate_all("cards => cards.map(c => c.dataset.group)"))) == 2

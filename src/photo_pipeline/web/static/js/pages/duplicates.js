@@ -14,6 +14,49 @@ import { bytes, count, localTime, plural, shortId } from "../format.js";
 import { store, subscribe } from "../live.js";
 
 const PLAN_GROUPS = 200;
+// Groups per request; "Show more" follows the API's cursor for the next page.
+const GROUPS_PAGE = 100;
+
+/** One kind's groups, a page at a time: the list, its "Show more" button and the
+ * count pills (``n+`` while pages remain), which stay in step as pages arrive. */
+function groupList(kind, first, nextCursor, card) {
+  const list = h("div.dup-list", {}, ...first.map(card));
+  const more = h("button.button.show-more", { type: "button", dataset: { kind } }, "Show more");
+  const root = h("div.dup-pages", {}, list, more);
+  const pills = [];
+  let shown = first.length;
+  let cursor = nextCursor;
+  const label = () => `${count(shown)}${cursor ? "+" : ""}`;
+  const update = () => {
+    more.hidden = !cursor;
+    for (const pill of pills) pill.textContent = label();
+  };
+  more.addEventListener("click", async () => {
+    more.disabled = true;
+    try {
+      const answer = await get("/api/duplicates", { kind, cursor, limit: GROUPS_PAGE });
+      const groups = answer[kind] || [];
+      list.append(...groups.map(card));
+      shown += groups.length;
+      cursor = answer[`${kind}_next_cursor`];
+      update();
+    } catch (error) {
+      showProblem(error, { context: `Show more ${kind} duplicates` });
+    } finally {
+      more.disabled = false;
+    }
+  });
+  update();
+  return {
+    root,
+    shown: () => shown,
+    pill(selector = "span.count-pill") {
+      const pill = h(selector, {}, label());
+      pills.push(pill);
+      return pill;
+    },
+  };
+}
 
 export function render(main) {
   const exact = h("section.dup-section", { "aria-labelledby": "exact-title" });
@@ -30,22 +73,22 @@ export function render(main) {
   async function load() {
     try {
       await accessToken();
-      const answer = await get("/api/duplicates");
-      const exactGroups = answer.exact || [];
-      const nearGroups = answer.near || [];
+      const answer = await get("/api/duplicates", { limit: GROUPS_PAGE });
+      const exactList = groupList("exact", answer.exact || [], answer.exact_next_cursor, exactGroup);
+      const nearList = groupList("near", answer.near || [], answer.near_next_cursor, nearGroup);
       fill(exact,
-        h("h2#exact-title", {}, "Exact duplicates ", h("span.count-pill", {}, count(exactGroups.length))),
+        h("h2#exact-title", {}, "Exact duplicates ", exactList.pill()),
         h("p.subtitle", {}, "The same content at several paths."),
-        exactGroups.length
-          ? h("div.dup-list", {}, ...exactGroups.map(exactGroup))
+        exactList.shown()
+          ? exactList.root
           : emptyState("No exact duplicates", "Every file's content is unique."));
       fill(near,
-        h("h2#near-title", {}, "Near duplicates ", h("span.count-pill", {}, count(nearGroups.length))),
+        h("h2#near-title", {}, "Near duplicates ", nearList.pill()),
         h("p.subtitle", {}, "Similar-looking photos: bursts, edits, re-saves. The suggested keeper is marked."),
-        nearGroups.length
-          ? h("div.dup-list", {}, ...nearGroups.map(nearGroup))
+        nearList.shown()
+          ? nearList.root
           : emptyState("No near duplicates", "Run an import (it ends with a similar job) to look for them."));
-      let current = nearGroups.length && !exactGroups.length ? "near" : "exact";
+      let current = nearList.shown() && !exactList.shown() ? "near" : "exact";
       const show = (which) => {
         current = which;
         for (const b of tabs.children) b.setAttribute("aria-pressed", String(b.dataset.tab === which));
@@ -53,9 +96,9 @@ export function render(main) {
       };
       fill(tabs,
         h("button.segment", { type: "button", dataset: { tab: "exact" }, onclick: () => show("exact") },
-          "Exact", h("span.segment-count", {}, count(exactGroups.length))),
+          "Exact", exactList.pill("span.segment-count")),
         h("button.segment", { type: "button", dataset: { tab: "near" }, onclick: () => show("near") },
-          "Near", h("span.segment-count", {}, count(nearGroups.length))));
+          "Near", nearList.pill("span.segment-count")));
       show(current);
     } catch (error) {
       fill(main.querySelector(".dup-body"), inlineProblem(error));
