@@ -1,0 +1,68 @@
+"""Job handlers for the memory budget tests, on a registry of their own. Their item
+functions live here, importable by name, so a process pool can run them too."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from photo_pipeline.jobs.context import JobContext
+from photo_pipeline.jobs.handlers import HandlerRegistry, ItemError
+from photo_pipeline.media.cost import check_cost, render_cost
+from photo_pipeline.media.metadata import read_metadata
+from photo_pipeline.media.render import RenderSettings, render_file
+
+handlers = HandlerRegistry()
+_GATE_CHECK_SECONDS = 0.005
+_GATE_LIMIT_SECONDS = 120
+
+
+def gated_item(params: dict[str, Any], key: str) -> str:
+    """Say the item started (a file), then hold it until the test opens its gate: the
+    test sees which items run at once, whatever the executor."""
+    folder = Path(params["folder"])
+    (folder / f"started-{key}").touch()
+    gate, idle = folder / f"go-{key}", threading.Event()
+    deadline = time.monotonic() + _GATE_LIMIT_SECONDS
+    while not gate.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the gate of {key} never opened")
+        idle.wait(_GATE_CHECK_SECONDS)  # waiting for the test's gate, not for time
+    return key
+
+
+def weight_from_params(params: dict[str, Any], key: str) -> int:
+    if key not in params["weights"]:
+        raise ItemError("unknown_weight", f"no weight for {key}")
+    return int(params["weights"][key])
+
+
+@handlers.handler("test.weighed")
+def weighed(ctx: JobContext) -> None:
+    ctx.map(gated_item, weigh=weight_from_params)
+
+
+def decode_item(params: dict[str, Any], path: str) -> str:
+    """What a scan and a render decode of one photo, between two lines of a log
+    (appended whole: the order of the lines is the order of the events)."""
+    log = os.open(params["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(log, f"start {path}\n".encode())
+        read_metadata(Path(path))
+        render_file(path, RenderSettings())
+        os.write(log, f"end {path}\n".encode())
+    finally:
+        os.close(log)
+    return path
+
+
+def decode_weight(_params: dict[str, Any], path: str) -> int:
+    return max(render_cost(path), check_cost(path))
+
+
+@handlers.handler("test.decode")
+def decode(ctx: JobContext) -> None:
+    ctx.map(decode_item, weigh=decode_weight)
