@@ -109,8 +109,8 @@ def check_cost(path: Path | str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> int
         return FLOOR + header.pixels // 4  # Pillow's WebP open: 14 MiB at 48 MP
     if header.kind != "jpeg":
         return FLOOR
-    eighth = math.ceil(header.width / 8) * math.ceil(header.height / 8) * 3
-    return FLOOR + header.whole + eighth
+    eighth = math.ceil(header.width / 8) * math.ceil(header.height / 8)
+    return FLOOR + header.whole + math.ceil(eighth * header.bytes_per_pixel)
 
 
 def _scaled_bytes(header: _Header, size: int) -> int:
