@@ -5,6 +5,7 @@ and pillow-heif. The figures themselves were calibrated against measured peaks
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,11 @@ def test_a_video_costs_a_constant(tmp_path):
     assert check_cost(clip) == FLOOR
 
 
+def fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
 def cut_in_header(path: Path) -> Path:
     data = path.read_bytes()
     path.write_bytes(data[: data.index(b"\xff\xc0") + 6])  # within the frame header
@@ -130,8 +136,10 @@ def cut_in_header(path: Path) -> Path:
         lambda p: cut_in_header(photos.jpeg(p / "cut.jpg")),
         lambda p: p / "missing.jpg",
         lambda p: photos.bomb(p / "bomb.png"),  # refused before any decode
+        lambda p: fifo(p / "fifo.jpg"),  # not opened: nobody writes to it
+        lambda p: p,  # a folder
     ],
-    ids=["empty", "text", "truncated", "missing", "bomb"],
+    ids=["empty", "text", "truncated", "missing", "bomb", "fifo", "folder"],
 )
 def test_what_cannot_be_decoded_costs_the_floor(tmp_path, make):
     path: Path = make(tmp_path)

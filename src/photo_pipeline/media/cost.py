@@ -36,11 +36,14 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from photo_pipeline.media.errors import MediaError
+from photo_pipeline.media.files import open_original
 from photo_pipeline.media.formats import HEADER_SIZE, RAW_FORMATS, VIDEO_FORMATS, sniff
 from photo_pipeline.media.isobmff import iter_boxes
 from photo_pipeline.media.limits import DEFAULT_MAX_PIXELS
@@ -128,7 +131,10 @@ def _scaled_bytes(header: _Header, size: int) -> int:
 def _read_header(path: Path | str) -> _Header | None:
     """The header facts of ``path``, None when it cannot be read or is no media."""
     try:
-        with open(path, "rb") as fp:
+        # Not even opened unless it is a regular file: opening a device can have effects.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open_original(path) as fp:
             kind = sniff(fp.read(HEADER_SIZE))
             if kind.startswith("other:"):
                 return None
@@ -136,7 +142,7 @@ def _read_header(path: Path | str) -> _Header | None:
                 return _Header(kind)
             file_size = os.fstat(fp.fileno()).st_size
             return _READERS.get(kind, _raw_by_size)(fp, kind, file_size)
-    except (OSError, ValueError, IndexError, struct.error):
+    except (MediaError, OSError, ValueError, IndexError, struct.error):
         return None
 
 
