@@ -5,10 +5,14 @@ Run with ``.venv/bin/python bench/places.py [--quick] [--photos DIR]``. It print
 1. lookups per second on 100,000 random positions (uniform on the sphere, so about
    70% at sea): the time zone (``media.places.zone_at`` against a bare ``tzfpy``
    loop), the place (``places_at`` in one batch and in scan-sized batches of 50,
-   against a bare ``reverse_geocode.search``), and ``locate_many`` (zone, offset and
-   place) in batches of 50 as the scan calls it; plus the one-time load of the place
-   data;
-2. a first scan of bench/ingest.py's photo set (12-megapixel JPEGs, 40% with GPS)
+   against a bare query of the gazetteer's k-d tree, and ``reverse_geocode.search``
+   where that package is installed: the ``places-data`` extra), and ``locate_many``
+   (zone, offset and place) in batches of 50 as the scan calls it; plus the one-time
+   load of the place data;
+2. memory: the peak RSS (VmHWM) the first place lookup adds to a fresh interpreter
+   (the gazetteer and tzfpy's polygons), against loading ``reverse_geocode`` (what the
+   pipeline used before: scipy and 155,000 dicts) where it is installed;
+3. a first scan of bench/ingest.py's photo set (12-megapixel JPEGs, 40% with GPS)
    with zones and places and without them (``locate_reports`` replaced by the
    identity), each in a fresh interpreter (so the place data is loaded in the timed
    run, as in a real first scan), alternating A B B A; medians of wall time and of
@@ -60,13 +64,19 @@ def batches(items: list, size: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def reverse_geocode_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("reverse_geocode") is not None
+
+
 # ── 1. lookups ─────────────────────────────────────────────────────────────────
 def lookup_section() -> None:
     from datetime import datetime
 
-    import reverse_geocode
     import tzfpy
 
+    from photo_pipeline.media import place_index
     from photo_pipeline.media.capture_time import CaptureTime
     from photo_pipeline.media.places import locate_many, places_at, warm_up, zone_at
 
@@ -85,7 +95,8 @@ def lookup_section() -> None:
     rows.append(
         ["zone: zone_at (validates, checks tz data)", ours_zone, ratio(ours_zone, bare_zone)]
     )
-    bare_place, _ = rate(lambda: reverse_geocode.search(positions), POSITIONS)
+    tree = place_index.load().tree
+    bare_place, _ = rate(lambda: tree.query(place_index.unit_vectors(positions), k=1), POSITIONS)
     ours_place, _ = rate(lambda: places_at(positions, zones), POSITIONS)
     ours_small, _ = rate(
         lambda: [
@@ -96,7 +107,14 @@ def lookup_section() -> None:
         ],
         POSITIONS,
     )
-    rows.append(["place: bare reverse_geocode.search, one batch", bare_place, "1.00x"])
+    rows.append(["place: bare k-d tree query, one batch", bare_place, "1.00x"])
+    if reverse_geocode_installed():
+        import reverse_geocode
+
+        reverse_geocode.get((1.0, 1.0))  # its load is not timed
+        before, _ = rate(lambda: reverse_geocode.search(positions), POSITIONS)
+        rows.append(["place: reverse_geocode.search (before), one batch", before,
+                     ratio(before, bare_place)])  # fmt: skip
     rows.append(["place: places_at, one batch", ours_place, ratio(ours_place, bare_place)])
     rows.append(
         [f"place: places_at, batches of {SCAN_BATCH}", ours_small, ratio(ours_small, bare_place)]
@@ -114,7 +132,43 @@ def lookup_section() -> None:
          f"{POSITIONS:,} captures located in {seconds:.2f} s")  # fmt: skip
 
 
-# ── 2. scan cost (child side) ──────────────────────────────────────────────────
+# ── 2. memory ──────────────────────────────────────────────────────────────────
+PEAK_CODE = """
+import sys
+def peak_kb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+import numpy, tzfpy
+from photo_pipeline.media import places
+before = peak_kb()
+if sys.argv[1] == "gazetteer":
+    places.place_at(35.6938, 139.7034)
+else:
+    import reverse_geocode
+    reverse_geocode.get((35.6938, 139.7034))
+    tzfpy.get_tz(139.7034, 35.6938)
+print(before, peak_kb())
+"""
+
+
+def memory_section() -> None:
+    heading("2. peak RSS added by the place data (fresh interpreter, numpy and tzfpy "
+            "imported first), MB")  # fmt: skip
+    rows = []
+    kinds = ["gazetteer"] + (["reverse_geocode"] if reverse_geocode_installed() else [])
+    for kind in kinds:
+        done = subprocess.run([sys.executable, "-c", PEAK_CODE, kind], capture_output=True,
+                              text=True, check=True, timeout=CHILD_TIMEOUT_S)  # fmt: skip
+        before, after = (int(kb) / 1024 for kb in done.stdout.split())
+        label = {"gazetteer": "media.place_index + tzfpy (now)",
+                 "reverse_geocode": "reverse_geocode + tzfpy (before)"}[kind]  # fmt: skip
+        rows.append([label, before, after, after - before])
+    table(["place data", "VmHWM before", "VmHWM after", "added"], rows)  # fmt: skip
+    if len(rows) == 1:
+        note("reverse_geocode is not installed (pip install -e '.[places-data]'): no comparison")
+
+
+# ── 3. scan cost (child side) ──────────────────────────────────────────────────
 def child_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("root")
@@ -163,7 +217,7 @@ def scan_section(root: Path, count: int, rounds: int) -> None:
 
     photos = ingest.prepare_photos(root, count)
     n = len(photos.files)
-    heading(f"2. first scan of {n:,} photos with and without zones and places "
+    heading(f"3. first scan of {n:,} photos with and without zones and places "
             f"(process pool of {os.cpu_count()}, fresh SQLite library each, "
             f"{rounds} x A B B A)")  # fmt: skip
     runs: dict[str, list[dict[str, Any]]] = {"with": [], "without": []}
@@ -199,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="A B B A rounds of scans")
     args = parser.parse_args(argv)
     lookup_section()
+    memory_section()
     if not args.skip_scan:
         import ingest
 
