@@ -100,3 +100,27 @@ def test_backfill_stores_the_district_too(api, tmp_path):
     assert {name: stored[ids[name]] for name in TRIP} == {
         name: want for name, (_, want) in TRIP.items()
     }
+
+
+def test_refresh_renames_the_places_of_a_library_catalogued_before(api, tmp_path):
+    ids = import_trip(api, tmp_path / "trip")
+    lib = api.library
+    before = {a["id"]: a for a in lib.catalog.assets()}
+    with lib.sessions.begin() as session:  # as the old gazetteer named them: the nearest place
+        for name in ("shinjuku.jpg", "mitte.jpg", "times-square.jpg"):
+            district = TRIP[name][1][3]
+            session.execute(
+                update(assets).where(assets.c.id == ids[name]).values(city=district, district=None)
+            )
+    assert start_backfill(lib.service)["params"] == {}
+    run_worker(lib)  # a plain backfill leaves resolved assets alone
+    assert places_of(lib)[ids["mitte.jpg"]] == ("DE", "State of Berlin", "Mitte", None)
+    job = start_backfill(lib.service, refresh=True)
+    run_worker(lib)
+    assert lib.service.progress(job["id"])["total"] == len(TRIP)  # every asset with GPS
+    after = {a["id"]: a for a in lib.catalog.assets()}
+    stored = {name: tuple(after[ids[name]][key] for key in PLACE) for name in TRIP}
+    assert stored == {name: want for name, (_, want) in TRIP.items()}
+    for asset_id, row in after.items():  # times untouched
+        for key in ("taken_local", "taken_utc", "tz_name", "tz_source"):
+            assert row[key] == before[asset_id][key]

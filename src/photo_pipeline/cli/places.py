@@ -63,10 +63,22 @@ def timeshift(
 
 
 @app.command()
-def places(wait: WaitOption = False, as_json: JsonOption = False) -> None:
+def places(
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="Work out the place of every photo with a position again (not its time), "
+            "e.g. after an upgrade that names places differently.",
+        ),
+    ] = False,
+    wait: WaitOption = False,
+    as_json: JsonOption = False,
+) -> None:
     """Work out time zones and places of photos catalogued before they were known."""
     lib = library()
-    finish_job(places_job.start_backfill(lib.service), wait=wait, as_json=as_json, what="assets")
+    job = places_job.start_backfill(lib.service, refresh=refresh)
+    finish_job(job, wait=wait, as_json=as_json, what="assets")
 
 
 def _show_plan(plan: dict[str, Any], as_json: bool) -> None:

@@ -1,5 +1,8 @@
 """Time zones and places in the catalogue: filled by the scan as it records photos,
-and by the ``places`` backfill job for assets catalogued before (tz_source NULL)."""
+and by the ``places`` backfill job for assets catalogued before (tz_source NULL).
+With ``refresh``, the job works out the places of every asset with a position again
+(not its time): a library catalogued before the gazetteer named cities as people do
+(Berlin rather than Mitte, with Mitte as the district) gets the new names."""
 
 from __future__ import annotations
 
@@ -20,8 +23,10 @@ from photo_pipeline.media.capture_time import CaptureTime
 from photo_pipeline.media.places import (
     ZoneAndPlace,
     locate_many,
+    places_at,
     valid_position,
     warm_up_in_background,
+    zone_at,
 )
 from photo_pipeline.pipeline.catalog import FileReport
 
@@ -57,10 +62,11 @@ def prepare(report: FileReport) -> None:
         warm_up_in_background()
 
 
-def start_backfill(service: JobService) -> JobSnapshot:
-    """Queue the ``places`` job (or return the one already queued or running)."""
+def start_backfill(service: JobService, *, refresh: bool = False) -> JobSnapshot:
+    """Queue the ``places`` job (or return the one already queued or running);
+    ``refresh``: the places of every asset with a position, not only unresolved ones."""
     try:
-        return service.enqueue(JOB_TYPE, lock=LOCK, params={})
+        return service.enqueue(JOB_TYPE, lock=LOCK, params={"refresh": True} if refresh else {})
     except JobBlocked as exc:
         holders = service.blockers(LOCK)
         if exc.code != "lock_held" or not holders:
@@ -81,18 +87,33 @@ def unresolved_asset_ids(session_factory: sessionmaker[Session]) -> list[int]:
         )
 
 
+def positioned_asset_ids(session_factory: sessionmaker[Session]) -> list[int]:
+    """Assets with a GPS position (maybe not a valid one: the lookup decides)."""
+    with read_session(session_factory) as session:
+        return list(
+            session.scalars(
+                select(assets.c.id)
+                .where(assets.c.gps_latitude.is_not(None), assets.c.gps_longitude.is_not(None))
+                .order_by(assets.c.id)
+            )
+        )
+
+
 @registry.handler(JOB_TYPE)
 def backfill(ctx: JobContext) -> None:
     """Items are asset ids; each batch is looked up and written just before its items
     are reported done, so a crash redoes at most one batch (harmlessly)."""
-    unresolved = [str(asset_id) for asset_id in unresolved_asset_ids(ctx.session_factory)]
-    for start in range(0, len(unresolved), _DISCOVER_CHUNK):
-        ctx.add_items(unresolved[start : start + _DISCOVER_CHUNK])
+    refresh = bool(ctx.params.get("refresh"))
+    wanted = (positioned_asset_ids if refresh else unresolved_asset_ids)(ctx.session_factory)
+    keys = [str(asset_id) for asset_id in wanted]
+    for start in range(0, len(keys), _DISCOVER_CHUNK):
+        ctx.add_items(keys[start : start + _DISCOVER_CHUNK])
     pending: list[int] = []
+    write = refresh_places if refresh else resolve_assets
 
     def store() -> None:
         if pending:
-            resolve_assets(ctx.session_factory, pending)
+            write(ctx.session_factory, pending)
             pending.clear()
 
     ctx.before_flush(store)
@@ -181,3 +202,44 @@ def _store(session: Session, seen: list[tuple[int, str]], found: list[ZoneAndPla
             }
         )
     return changed_rows(session, statement, rows)
+
+
+@transactional
+def refresh_places(session_factory: sessionmaker[Session], asset_ids: list[int]) -> int:
+    """Work out and store the place (country, region, city, district) of these assets
+    from their positions; their times stay as they are. Returns how many changed."""
+    with read_session(session_factory) as session:
+        rows = session.execute(
+            select(assets.c.id, assets.c.gps_latitude, assets.c.gps_longitude).where(
+                assets.c.id.in_(asset_ids)
+            )
+        ).all()
+    positions = [valid_position(row.gps_latitude, row.gps_longitude) for row in rows]
+    zones = [zone_at(*p) if p is not None else None for p in positions]
+    found = places_at(positions, zones)
+    statement = (
+        update(assets)
+        .where(assets.c.id == bindparam("asset_id"))
+        .values(
+            country_code=bindparam("new_country_code"),
+            country=bindparam("new_country"),
+            region=bindparam("new_region"),
+            city=bindparam("new_city"),
+            district=bindparam("new_district"),
+        )
+    )
+    values = [
+        {
+            "asset_id": row.id,
+            "new_country_code": place.country_code if place else None,
+            "new_country": place.country if place else None,
+            "new_region": place.region if place else None,
+            "new_city": place.city if place else None,
+            "new_district": place.district if place else None,
+        }
+        for row, place in zip(rows, found, strict=True)
+    ]
+    if not values:
+        return 0
+    with write_session(session_factory) as session:
+        return changed_rows(session, statement, values)
