@@ -1,4 +1,5 @@
-"""Errors of the job coordinator; each carries a stable ``code``."""
+"""Errors of the job coordinator, each with a stable ``code``, and ``ItemError``,
+which a handler raises to fail one item."""
 
 from __future__ import annotations
 
@@ -44,3 +45,13 @@ class JobConflict(JobError):
     idempotency key reused for a different request."""
 
     code = "conflict"
+
+
+class ItemError(Exception):
+    """An item's own input is bad (a corrupt photo, say): fails that item, not the
+    job. Any other exception from a handler fails the job, which is retried."""
+
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.message = message

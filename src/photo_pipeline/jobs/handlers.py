@@ -6,21 +6,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from photo_pipeline.jobs import _checks as check
+from photo_pipeline.jobs.errors import ItemError
 
 if TYPE_CHECKING:
     from photo_pipeline.jobs.context import JobContext
 
+# ItemError lives with the other errors (jobs.errors); handlers import it from here.
+__all__ = ["Handler", "HandlerRegistry", "ItemError", "UnknownJobType", "registry"]
+
 Handler = Callable[["JobContext"], None]
-
-
-class ItemError(Exception):
-    """An item's own input is bad (a corrupt photo, say): fails that item, not the
-    job. Any other exception from a handler fails the job, which is retried."""
-
-    def __init__(self, code: str, message: str = "") -> None:
-        super().__init__(f"{code}: {message}" if message else code)
-        self.code = code
-        self.message = message
 
 
 class UnknownJobType(LookupError):
