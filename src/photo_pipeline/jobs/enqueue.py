@@ -19,8 +19,8 @@ from photo_pipeline.db.schema import EPOCH, job_items, job_prerequisites, jobs
 from photo_pipeline.jobs import _checks as check
 from photo_pipeline.jobs.errors import InvalidArgument, JobBlocked, JobConflict
 from photo_pipeline.jobs.events import take_order_lock, write_events
+from photo_pipeline.jobs.rows import JobSnapshot, snapshot
 from photo_pipeline.jobs.states import ItemState, JobState
-from photo_pipeline.jobs.transitions import JobSnapshot, snapshot
 
 _INSERT_CHUNK = 1000
 _FIELDS = frozenset(

@@ -65,6 +65,7 @@ from photo_pipeline.jobs.events import event_dict, write_event
 from photo_pipeline.jobs.hot_path import claim_candidate
 from photo_pipeline.jobs.items import ItemUpdate, apply_item_updates, normalise_updates
 from photo_pipeline.jobs.retry import RetryPolicy
+from photo_pipeline.jobs.rows import JobSnapshot, job_with_facts, lock_job, require_job, snapshot
 from photo_pipeline.jobs.states import (
     ACTIVE_STATES,
     CLAIMABLE_STATES,
@@ -77,14 +78,7 @@ from photo_pipeline.jobs.states import (
     WorkerState,
     can_transition,
 )
-from photo_pipeline.jobs.transitions import (
-    JobSnapshot,
-    Transitions,
-    job_with_facts,
-    lock_job,
-    require_job,
-    snapshot,
-)
+from photo_pipeline.jobs.transitions import Transitions
 
 _RECOVERY_BATCH = 200
 

@@ -7,15 +7,16 @@ import random
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, select, update
+from sqlalchemy import Row, select, update
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
 from photo_pipeline.jobs import wakeup
-from photo_pipeline.jobs.errors import InvalidTransition, JobConflict, JobNotFound
+from photo_pipeline.jobs.errors import InvalidTransition, JobConflict
 from photo_pipeline.jobs.events import write_event
 from photo_pipeline.jobs.retry import RetryPolicy
+from photo_pipeline.jobs.rows import JobSnapshot, lock_job, snapshot
 from photo_pipeline.jobs.states import (
     ACTIVE_STATES,
     CLAIMABLE_STATES,
@@ -24,8 +25,6 @@ from photo_pipeline.jobs.states import (
     ItemState,
     JobState,
 )
-
-JobSnapshot = dict[str, Any]
 
 
 class Transitions:
@@ -225,24 +224,6 @@ def _lock_taken(session: Session, lock: str) -> bool:
     )
 
 
-def lock_job(session: Session, job_id: str) -> Row[Any]:
-    """The job's row, locked for update, with its facts; JobNotFound if unknown."""
-    row = session.execute(
-        job_with_facts().where(jobs.c.id == job_id).with_for_update(of=jobs)
-    ).one_or_none()
-    if row is None:
-        raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
-    return row
-
-
-def require_job(session: Session, job_id: str) -> int:
-    """The job's ``seq`` (its enqueue order); raises ``job_not_found``."""
-    seq = session.scalar(select(jobs.c.seq).where(jobs.c.id == job_id))
-    if seq is None:
-        raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
-    return seq
-
-
 def requeue_items(session: Session, job_id: str, now: datetime, states: list[ItemState]) -> None:
     session.execute(
         update(job_items)
@@ -260,32 +241,3 @@ def cancel_items(session: Session, job_id: str, now: datetime) -> None:
         )
         .values(state=ItemState.CANCELLED, updated_at=now)
     )
-
-
-def job_with_facts() -> Select[Any]:
-    """A job row plus what its state changes need to know, read under the same row
-    lock (every item writer takes that lock first, so the facts cannot go stale)."""
-    items_pending = (
-        select(job_items.c.id)
-        .where(
-            job_items.c.job_id == jobs.c.id,
-            job_items.c.state.in_([ItemState.QUEUED, ItemState.RUNNING]),
-        )
-        .exists()
-    )
-    has_dependents = (
-        select(job_prerequisites.c.job_id)
-        .where(job_prerequisites.c.prerequisite_id == jobs.c.id)
-        .exists()
-    )
-    return select(
-        jobs, items_pending.label("items_pending"), has_dependents.label("has_dependents")
-    )
-
-
-_HIDDEN = frozenset({"request_hash", "seq", "items_pending", "has_dependents", "owner_dead"})
-
-
-def snapshot(row: Row[Any]) -> JobSnapshot:
-    pairs = zip(row._fields, row, strict=True)
-    return {key: value for key, value in pairs if key not in _HIDDEN}
