@@ -102,7 +102,7 @@ class Health(BaseModel):
     version: str
 
 
-def job_out(job: dict[str, Any], prerequisites: list[str], progress: dict | None) -> Job:
+def job_out(job: dict[str, Any], prerequisites: list[str], progress: dict[str, Any] | None) -> Job:
     return Job(
         id=job["id"],
         type=job["job_type"],

@@ -171,7 +171,7 @@ def _close_in_time(a: Any, b: Any) -> bool:
     """Capture instants within MAX_APART: by UTC when both are known, else by the
     wall clocks (an iPhone writes both halves with the same clock)."""
     if a.taken_utc is not None and b.taken_utc is not None:
-        return abs(a.taken_utc - b.taken_utc) <= MAX_APART
+        return bool(abs(a.taken_utc - b.taken_utc) <= MAX_APART)
     try:
         apart = datetime.fromisoformat(a.taken_local) - datetime.fromisoformat(b.taken_local)
     except ValueError:

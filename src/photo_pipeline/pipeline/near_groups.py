@@ -47,7 +47,7 @@ _BLOCK = 1 << 18
 
 def chance_pairs(hashes: int, radius: int) -> float:
     """Expected pairs within ``radius`` bits among ``hashes`` uniform random hashes."""
-    within = sum(comb(HASH_BITS, i) for i in range(radius + 1)) / 2**HASH_BITS
+    within = sum(comb(HASH_BITS, i) for i in range(radius + 1)) / (1 << HASH_BITS)
     return hashes * (hashes - 1) / 2 * within
 
 
