@@ -26,11 +26,12 @@ class Settings:
     allowed_roots: tuple[Path, ...] = ()
     # Renditions (render job) and near duplicates (similar job):
     # PHOTO_PIPELINE_THUMBNAIL_SIZE / _PREVIEW_SIZE (longest edge, px),
-    # PHOTO_PIPELINE_RENDITION_FORMAT (webp or jpeg), PHOTO_PIPELINE_RENDITION_QUALITY,
+    # PHOTO_PIPELINE_RENDITION_FORMAT (jpeg, webp or avif; jpeg is the fastest to
+    # encode, bench/import.py), PHOTO_PIPELINE_RENDITION_QUALITY,
     # PHOTO_PIPELINE_NEAR_DISTANCE (max Hamming distance of 64-bit pHashes).
     thumbnail_size: int = 256
     preview_size: int = 1440
-    rendition_format: str = "webp"
+    rendition_format: str = "jpeg"
     rendition_quality: int = 80
     near_distance: int = 12
 
@@ -54,7 +55,7 @@ class Settings:
             allowed_roots=allowed_roots_from_env(env),
             thumbnail_size=int(_seconds(env, "PHOTO_PIPELINE_THUMBNAIL_SIZE", 256)),
             preview_size=int(_seconds(env, "PHOTO_PIPELINE_PREVIEW_SIZE", 1440)),
-            rendition_format=(env.get("PHOTO_PIPELINE_RENDITION_FORMAT") or "webp").lower(),
+            rendition_format=(env.get("PHOTO_PIPELINE_RENDITION_FORMAT") or "jpeg").lower(),
             rendition_quality=int(_seconds(env, "PHOTO_PIPELINE_RENDITION_QUALITY", 80)),
             near_distance=int(_seconds(env, "PHOTO_PIPELINE_NEAR_DISTANCE", 12)),
         )

@@ -73,7 +73,7 @@ def test_renditions_are_served_with_caching_headers(api, tmp_path):
         url = asset["thumbnail_url"]
         first = http.get(url)
         assert first.status_code == 200
-        assert first.headers["content-type"] == "image/webp"
+        assert first.headers["content-type"] == "image/jpeg"  # the default format
         assert "immutable" in first.headers["cache-control"]
         etag = first.headers["etag"]
         again = http.get(url, headers={"If-None-Match": etag})
@@ -133,7 +133,7 @@ def test_duplicates_and_decisions(api, tmp_path):
         keeper = near["assets"][0]
         assert keeper["keep"] and keeper["asset_id"] == near["keeper"]
         for url in [groups["exact"][0]["thumbnail_url"], keeper["thumbnail_url"]]:
-            assert http.get(url).headers["content-type"] == "image/webp"
+            assert http.get(url).headers["content-type"] == "image/jpeg"
         assert near["decision"] is None
 
         decided = http.post(

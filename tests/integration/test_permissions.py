@@ -78,7 +78,7 @@ def test_a_new_library_is_owner_only_whatever_the_umask(backend, db_url, tmp_pat
             found = modes(home)  # while a connection is open: SQLite's WAL and SHM exist
     finally:
         lib.close()
-    assert sum(name.endswith(".webp") for name in found) == 6
+    assert sum(name.endswith(".jpg") for name in found) == 6  # the default format
     assert "api-token" in found
     if backend == "sqlite":
         assert {"library.sqlite3", "library.sqlite3-wal", "library.sqlite3-shm"} <= set(found)
@@ -107,7 +107,7 @@ def test_an_old_library_made_for_everyone_is_narrowed_by_init(
     os.chmod(home, 0o755)
     before = modes(home)
     assert set(before.values()) == {0o755, 0o644}
-    assert sum(name.endswith(".webp") for name in before) == 6
+    assert sum(name.endswith(".jpg") for name in before) == 6
 
     monkeypatch.setenv("PHOTO_PIPELINE_DATABASE_URL", url)
     code, out, err = cli("init")
@@ -126,7 +126,7 @@ def test_stricter_modes_are_never_widened(backend, db_url, tmp_path, umask):
     load_or_create_token(home, None)
     lib.close()
     token = home / "api-token"
-    preview = next((home / "renditions").rglob("*-preview.webp"))
+    preview = next((home / "renditions").rglob("*-preview.jpg"))
     os.chmod(token, 0o400)
     os.chmod(preview, 0o400)
     os.chmod(home / "renditions", 0o750)  # a store not yet narrowed: it is walked

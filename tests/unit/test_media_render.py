@@ -161,7 +161,7 @@ def test_other_formats_render(tmp_path, make):
 def test_png_with_alpha_keeps_it_in_webp_and_is_flattened_in_jpeg(tmp_path):
     path = tmp_path / "alpha.png"
     Image.new("RGBA", (120, 80), (10, 200, 10, 0)).save(path)
-    webp = render_file(path, SMALL).renditions[0]
+    webp = render_file(path, RenderSettings(64, 150, format="webp")).renditions[0]
     assert decoded(webp.data).mode == "RGBA"
     jpeg = render_file(path, RenderSettings(64, 150, format="jpeg")).renditions[0]
     assert decoded(jpeg.data).mode == "RGB"
@@ -193,7 +193,7 @@ def test_pixel_limit_refuses_before_decoding(tmp_path):
 def test_settings_are_validated_and_fingerprinted():
     assert RenderSettings().fingerprint() == RenderSettings().fingerprint()
     assert RenderSettings(quality=81).fingerprint() != RenderSettings().fingerprint()
-    assert RenderSettings(format="jpeg").fingerprint() != RenderSettings().fingerprint()
+    assert RenderSettings(format="webp").fingerprint() != RenderSettings().fingerprint()
     assert RenderSettings(max_pixels=10).fingerprint() == RenderSettings().fingerprint()
     for bad in ({"format": "gif"}, {"quality": 0}, {"thumbnail_size": 8}):
         with pytest.raises(ValueError, match=next(iter(bad))):

@@ -1,8 +1,17 @@
-"""Open JPEG, PNG, WebP, TIFF, HEIF and AVIF headers with Pillow and check that they decode."""
+"""Open JPEG, PNG, WebP, TIFF, HEIF and AVIF headers with Pillow and check that they decode.
+
+The check of a JPEG is a decode at 1/8 scale (nothing cheaper catches truncation). A
+caller that decodes the photo itself right after, and fails it when that decode does
+(the scan rendering a new photo: ``media.render`` decodes with ``fail_on="error"``),
+wraps its metadata read in :func:`pixels_checked_by_caller` so that the photo is
+decoded once, not twice.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -41,6 +50,22 @@ _PLUGINS: dict[str, type[ImageFile.ImageFile]] = {
     "heif": HeifImageFile,
     "avif": AvifImagePlugin.AvifImageFile,  # Pillow >= 11.3 wheels ship libavif
 }
+
+
+# Per thread (and task): one pool thread skipping its check skips no other thread's.
+_CALLER_DECODES: ContextVar[bool] = ContextVar("pixels_checked_by_caller", default=False)
+
+
+@contextmanager
+def pixels_checked_by_caller() -> Iterator[None]:
+    """Within this block, opening a JPEG skips its check decode: the caller promises
+    to decode every pixel itself and to treat a failure of that decode as a corrupt
+    file. Headers, sizes and the other formats' cheap checks stay as they are."""
+    token = _CALLER_DECODES.set(True)
+    try:
+        yield
+    finally:
+        _CALLER_DECODES.reset(token)
 
 
 @dataclass(frozen=True)
@@ -139,7 +164,7 @@ def _read_tags(kind: str, image: ImageFile.ImageFile, fp: BinaryIO) -> TagSet:
 def _verify(
     kind: str, image: ImageFile.ImageFile, fp: BinaryIO, file_size: int, path: Path
 ) -> None:
-    if kind == "jpeg":
+    if kind == "jpeg" and not _CALLER_DECODES.get():
         # A full decode is the only reliable way to catch a truncated or damaged scan; DCT
         # scaling (draft) decodes at 1/8 size, so it costs a fraction of a real decode. This
         # relies on ImageFile.LOAD_TRUNCATED_IMAGES staying False (Pillow's default).

@@ -29,7 +29,7 @@ from typing import Any
 import pillow_heif
 import pyvips
 import rawpy
-from PIL import ImageCms
+from PIL import Image, ImageCms
 
 from photo_pipeline.media.errors import (
     CORRUPT_FILE,
@@ -58,10 +58,15 @@ pyvips.cache_set_max(0)
 
 # Bump when the rendering itself changes (not its settings): every rendition is stale.
 RENDERER_VERSION = 1
-FORMATS = {"webp": "image/webp", "jpeg": "image/jpeg"}
-EXTENSIONS = {"webp": "webp", "jpeg": "jpg"}
+FORMATS = {"jpeg": "image/jpeg", "webp": "image/webp", "avif": "image/avif"}
+EXTENSIONS = {"jpeg": "jpg", "webp": "webp", "avif": "avif"}
+# JPEG is the default: a 1440-px preview encodes in ~7 ms (libjpeg-turbo, optimised
+# Huffman tables) where WebP at effort 2 takes ~27 ms and AVIF ~110 ms, for files 2-4x
+# larger (bench/import.py). Immich chose JPEG previews for the same reason.
+DEFAULT_FORMAT = "jpeg"
 # libwebp effort 2 made the same bytes (±1%) as the default 4 in a third of the time.
 _WEBP_EFFORT = 2
+_AVIF_EFFORT = 0  # libaom's fastest: AVIF is for small files, not for speed
 BROKEN_ICC_PROFILE = "broken_icc_profile"
 
 
@@ -71,7 +76,7 @@ class RenderSettings:
 
     thumbnail_size: int = 256  # longest edge, pixels
     preview_size: int = 1440
-    format: str = "webp"  # webp or jpeg
+    format: str = DEFAULT_FORMAT  # jpeg, webp or avif
     quality: int = 80
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger originals are refused, not rendered
     video_time_limit: float = DEFAULT_TIME_LIMIT  # seconds to decode a poster frame
@@ -211,28 +216,41 @@ def _decode_heif(
     path: Path, size: int, max_pixels: int, warnings: list[tuple[str, str]]
 ) -> pyvips.Image:
     """HEIF through libheif in pillow-heif (the libvips wheel has no HEVC decoder). It
-    decodes at full size (HEVC has no scaled decode); the transforms (irot/imir) are
-    applied by libheif, so there is no EXIF orientation left to apply."""
+    decodes at full size: HEVC has no scaled decode, and an embedded thumbnail (an
+    iPhone's is 320x240) is too small for the preview, which needs the full decode
+    anyway; the thumbnail is then resized from the preview in ~1 ms. libheif applies
+    the transforms (irot/imir), so there is no EXIF orientation left to apply. libvips
+    reads libheif's pixel buffer in place: no copy of the full-size image."""
     try:
         heif = pillow_heif.open_heif(str(path), convert_hdr_to_8bit=True)
         _check_pixels(heif.size[0], heif.size[1], max_pixels, path)
-        picture = heif.to_pillow()
+        pixels = heif.data  # the decode
     except MediaError:
         raise
     except (ValueError, RuntimeError, OSError, SyntaxError) as exc:
         raise MediaError(CORRUPT_FILE, f"{path}: HEIF data does not decode: {exc}") from exc
+    width, height = heif.size
+    bands = {"RGB": 3, "RGBA": 4}.get(heif.mode)
+    if bands is None or heif.stride != width * bands:
+        image = _from_pillow(heif.to_pillow())  # padded rows or another mode: via Pillow
+    else:
+        image = pyvips.Image.new_from_memory(pixels, width, height, bands, "uchar")
+        image = image.copy(interpretation="srgb")
+    profile = heif.info.get("icc_profile")
+    if profile:
+        image.set_type(pyvips.GValue.blob_type, "icc-profile-data", profile)
+    # copy_memory before the buffer goes: `image` reads libheif's pixels in place
+    image = image.thumbnail_image(size, height=size, size="down")
+    return _to_srgb8(_apply_profile(image, path, warnings)).copy_memory()
+
+
+def _from_pillow(picture: Image.Image) -> pyvips.Image:
     if picture.mode not in ("RGB", "RGBA"):
         picture = picture.convert("RGBA" if "A" in picture.getbands() else "RGB")
     image = pyvips.Image.new_from_memory(
         picture.tobytes(), picture.width, picture.height, len(picture.getbands()), "uchar"
     )
-    image = image.copy(interpretation="srgb")
-    profile = picture.info.get("icc_profile")
-    del picture  # the full-size pixels live on in `image` only
-    if profile:
-        image.set_type(pyvips.GValue.blob_type, "icc-profile-data", profile)
-    image = image.thumbnail_image(size, height=size, size="down")
-    return _to_srgb8(_apply_profile(image, path, warnings)).copy_memory()
+    return image.copy(interpretation="srgb")
 
 
 def _icc_profile_is_usable(
@@ -377,6 +395,10 @@ def _encode(kind: str, image: pyvips.Image, settings: RenderSettings) -> Renditi
         if image.hasalpha():
             image = image.flatten(background=[255, 255, 255])
         data = image.jpegsave_buffer(Q=settings.quality, keep="none", optimize_coding=True)
+    elif settings.format == "avif":
+        data = image.heifsave_buffer(
+            Q=settings.quality, compression="av1", effort=_AVIF_EFFORT, keep="none"
+        )
     else:
         data = image.webpsave_buffer(Q=settings.quality, keep="none", effort=_WEBP_EFFORT)
     return Rendition(kind, settings.format, image.width, image.height, data)

@@ -81,6 +81,12 @@ def _import(
             raise NotAFolder("not_a_folder", f"{folder} is not a folder")
     # Every job of the chain gets its own key, derived from the request's.
     scan_keys = [None if key is None else f"{key}#scan-{n}" for n in range(len(folders))]
+    # With a render to follow, the scans render new photos themselves (one decode each).
+    renders_with = (
+        {}
+        if follow_up is None
+        else {"render": scan.render_params(follow_up.home, render.render_settings(follow_up))}
+    )
     scans = [
         {
             "job_type": scan.JOB_TYPE,
@@ -89,6 +95,7 @@ def _import(
             "params": {
                 "sources": [{"id": source["id"], "path": source["path"]}],
                 "max_pixels": max_pixels,
+                **renders_with,
             },
         }
         for source, scan_key in zip(

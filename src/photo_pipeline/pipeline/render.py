@@ -1,8 +1,13 @@
 """The ``render`` job: a thumbnail and a preview per asset, into the rendition store.
 
 Items are the assets whose renditions are missing or stale (made with other settings),
-found when the job starts, so a job queued behind a scan renders what that scan found,
-and a resumed job renders exactly what is still missing.
+found when the job starts, so a job queued behind a scan renders what that scan did
+not (videos; all of them after a scan without render settings), and a resumed job
+renders exactly what is still missing.
+
+An item renders its asset and stages the files (``pipeline.renditions``); each batch
+of items is published (fsynced together, renamed) just before its rows are written
+with the items, in the fenced transaction.
 """
 
 from __future__ import annotations
@@ -21,16 +26,17 @@ from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError
 from photo_pipeline.media.phash import to_text
-from photo_pipeline.media.render import RenderSettings, render_file
+from photo_pipeline.media.render import RenderResult, RenderSettings, render_file
 from photo_pipeline.pipeline import paths, roots, transfer
 from photo_pipeline.pipeline.renditions import (
     RenderOutcome,
     Renditions,
     StoredRendition,
+    publish,
     relative_path,
-    store_path,
+    remove_files,
+    stage,
     sweep_temp_files,
-    write_atomically,
 )
 
 JOB_TYPE = "render"
@@ -93,17 +99,17 @@ def render(ctx: JobContext) -> None:
     orphans: list[str] = []  # files of committed batches that no row points at
 
     def remove_orphans() -> None:
-        for relative in orphans:
-            try:
-                store_path(home, relative).unlink(missing_ok=True)
-            except roots.PathOutsideRoots as exc:
-                ctx.log.warning("old rendition not removed: %s", exc.detail)
+        for refused in remove_files(home, orphans):
+            ctx.log.warning("old rendition not removed: %s", refused)
         orphans.clear()
 
     def record() -> RowWriter:
         remove_orphans()  # the previous batch's, committed by now
-        batch = done[:]
+        batch = publish(home, done)  # durable under their names before any row names them
         done.clear()
+        for outcome in batch:
+            if outcome.error is None and not outcome.renditions and outcome.warning:
+                ctx.log.warning("asset %s: %s", outcome.asset_id, outcome.warning)
 
         def write(session: Session) -> None:
             # Assigned, not appended: a retried transaction computes them again.
@@ -128,17 +134,24 @@ def item_key(row: dict[str, Any]) -> str:
 
 
 def render_item_within(allowed: Sequence[str], params: dict[str, Any], key: str) -> RenderOutcome:
-    """Render one asset and write its files (runs in the worker's item pool); its
+    """Render one asset and stage its files (runs in the worker's item pool); its
     original is read only when the opened file really lies inside ``allowed``."""
     asset_id, content_hash, stored = key.split(":", 2)
     settings = RenderSettings.from_params(params["settings"])
-    home = Path(params["home"])
     try:
         with roots.pinned(paths.from_text(stored), allowed) as original:
             result = render_file(original.path, settings)
     except (MediaError, roots.PathOutsideRoots) as exc:
         return RenderOutcome(int(asset_id), error=(exc.code, exc.detail))
-    stored_renditions = [
+    return stage_renditions(Path(params["home"]), int(asset_id), content_hash, result, settings)
+
+
+def stage_renditions(
+    home: Path, asset_id: int, content_hash: str, result: RenderResult, settings: RenderSettings
+) -> RenderOutcome:
+    """Stage the renditions of one rendered asset in the store (temp files, published
+    with their batch); a write that fails (a full disk) is the outcome's error."""
+    stored = [
         StoredRendition(
             rendition.kind,
             relative_path(content_hash, rendition.kind, settings.extension),
@@ -150,14 +163,13 @@ def render_item_within(allowed: Sequence[str], params: dict[str, Any], key: str)
         for rendition in result.renditions
     ]
     try:
-        write_atomically(
-            home,
-            {s.path: r.data for s, r in zip(stored_renditions, result.renditions, strict=True)},
+        staged = stage(
+            home, {s.path: r.data for s, r in zip(stored, result.renditions, strict=True)}
         )
     except roots.PathOutsideRoots as exc:
-        return RenderOutcome(int(asset_id), error=(exc.code, exc.detail))
+        return RenderOutcome(asset_id, error=(exc.code, exc.detail))
     except OSError as exc:  # a full disk fails the renditions it could not write
         failure = transfer.write_error(exc, exc.filename or str(home))
-        return RenderOutcome(int(asset_id), error=(failure.code, failure.message))
+        return RenderOutcome(asset_id, error=(failure.code, failure.message))
     warning = "; ".join(f"{code}: {message}" for code, message in result.warnings) or None
-    return RenderOutcome(int(asset_id), tuple(stored_renditions), to_text(result.phash), warning)
+    return RenderOutcome(asset_id, tuple(stored), to_text(result.phash), warning, staged=staged)

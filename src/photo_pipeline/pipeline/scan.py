@@ -11,6 +11,16 @@ Every file is an item, and what it is decides what it becomes:
 
 A Live Photo's still and MOV are paired as the catalogue rows are written
 (``pipeline.live_photos``), inside the transaction that reports the items done.
+
+With render settings in its params (``import`` passes the library's), a scan also
+renders each new photo in its item: the decode that makes the thumbnail and preview is
+the one that proves the photo whole (a truncated JPEG fails its item with
+``corrupt_file``), so a first import decodes every photo once, not twice (the metadata
+read skips its own check decode: ``media.decode.pixels_checked_by_caller``). An asset
+is catalogued only in the transaction that records its renditions, never before its
+decode succeeded. bench/import.py measured this against checking in the render job
+instead (README). Videos, and photos whose renditions could not be written, are left
+to the ``render`` job that follows, as are settings changes and ``render --force``.
 """
 
 from __future__ import annotations
@@ -19,19 +29,36 @@ import functools
 import os
 import stat
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from photo_pipeline.db.schema import assets
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, hash_file, read_metadata
+from photo_pipeline.media.decode import pixels_checked_by_caller
 from photo_pipeline.media.files import open_original
 from photo_pipeline.media.formats import HEADER_SIZE, SUPPORTED_EXTENSIONS, sniff
+from photo_pipeline.media.render import RenderSettings, render_file
 from photo_pipeline.media.video import DEFAULT_TIME_LIMIT
-from photo_pipeline.pipeline import paths, roots
+from photo_pipeline.pipeline import parked, paths, roots
 from photo_pipeline.pipeline.catalog import IGNORED, MISSING, SIDECAR, Catalog, FileReport
 from photo_pipeline.pipeline.organize_plan import SIDECAR_EXTENSIONS
 from photo_pipeline.pipeline.places import locate_reports, prepare
+from photo_pipeline.pipeline.render import stage_renditions
+from photo_pipeline.pipeline.renditions import (
+    RenderOutcome,
+    Renditions,
+    discard,
+    publish,
+    relative_path,
+    remove_files,
+)
 
 JOB_TYPE = "scan"
 
@@ -44,8 +71,24 @@ def lock_for(source_id: int) -> str:
 _ADD_CHUNK = 1000
 
 
+def render_params(home: Path, settings: RenderSettings) -> dict[str, Any]:
+    """The ``render`` entry of a scan's params: render new photos with ``settings``
+    into the library at ``home`` (see the module's docstring)."""
+    return {"home": str(home), "settings": settings.to_params()}
+
+
+@dataclass(frozen=True)
+class Inspected:
+    """What the item of one file made: its report, and the renditions it staged
+    (``asset_id`` 0: the asset is known once the report is recorded)."""
+
+    report: FileReport
+    rendered: RenderOutcome | None = None
+
+
 @registry.handler(JOB_TYPE)
 def scan(ctx: JobContext) -> None:
+    parked.restore_abandoned(ctx.session_factory)  # else a file a killed job hid is missing
     catalog = Catalog(ctx.session_factory)
     # A file symlink is read only when its target really lies in one of these.
     allowed = roots.library_roots(ctx.session_factory)
@@ -55,28 +98,70 @@ def scan(ctx: JobContext) -> None:
         _discover(ctx, catalog, source)
 
     found: list[FileReport] = []
+    rendered: dict[str, RenderOutcome] = {}  # by content hash: a copy renders once
+    render = ctx.params.get("render")
+    home = Path(render["home"]) if render else Path()
+    fingerprint = RenderSettings.from_params(render["settings"]).fingerprint() if render else ""
+    renditions = Renditions(ctx.session_factory)
+    orphans: list[str] = []  # files of committed batches that no row names any more
 
-    def keep(_key: str, report: FileReport) -> None:
+    def keep(_key: str, inspected: Inspected) -> None:
+        report, outcome = inspected.report, inspected.rendered
         found.append(report)
+        if outcome is not None and report.content_hash is not None:
+            if report.content_hash in rendered:
+                discard(outcome.staged)  # a copy of a photo of this batch
+            else:
+                rendered[report.content_hash] = outcome
         prepare(report)
         if report.error:
             raise ItemError(*report.error)
 
     def record() -> RowWriter:
+        for warning in remove_files(home, orphans):  # the previous batch's
+            ctx.log.warning("old rendition not removed: %s", warning)
+        orphans.clear()
         # Zones and places are looked up here, in the worker, one batch at a time:
         # the place data is loaded once per worker, not once per pool process.
         batch = found.copy()  # the writer runs later: it must not see the list cleared
         found.clear()
         located = locate_reports(batch)
+        # Durable under their names before any row names them.
+        published = dict(zip(rendered, publish(home, list(rendered.values())), strict=True))
+        rendered.clear()
+
         # Written with the items: a scan that lost its lease writes no rows.
-        return lambda session: catalog.record_in(session, located)
+        def write(session: Session) -> None:
+            catalog.record_in(session, located)
+            if published:
+                outcomes = _with_asset_ids(session, published)
+                # Assigned, not appended: a retried transaction computes them again.
+                orphans[:] = renditions.record_in(session, outcomes, fingerprint)
+
+        return write
 
     # The catalogue rows of a batch land just before its items are reported done.
     ctx.before_flush(record)
     # A partial of a module-level function: picklable for a process pool too.
     ctx.map(functools.partial(inspect_file_within, allowed), on_result=keep)
     if not ctx.should_stop:
+        ctx.flush()
+        for warning in remove_files(home, orphans):
+            ctx.log.warning("old rendition not removed: %s", warning)
         catalog.mark_scanned(source["id"] for source in ctx.params["sources"])
+
+
+def _with_asset_ids(session: Session, by_hash: dict[str, RenderOutcome]) -> list[RenderOutcome]:
+    """The outcomes with the ids of their assets, just recorded in ``session``."""
+    query = select(assets.c.content_hash, assets.c.id).where(
+        assets.c.content_hash.in_(list(by_hash))
+    )
+    ids = {row.content_hash: row.id for row in session.execute(query)}
+    return [
+        replace(outcome, asset_id=ids[content_hash])
+        for content_hash, outcome in by_hash.items()
+        if content_hash in ids
+    ]
 
 
 def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None:
@@ -134,13 +219,11 @@ def walk(root: str) -> Iterator[tuple[str, tuple[int, int, int] | None]]:
             yield relative, (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
-def inspect_file_within(
-    allowed: Sequence[str], params: dict[str, Any], item_key: str
-) -> FileReport:
-    """Hash a file and read its metadata (runs in the worker's item pool). A file
-    whose real path (symlinks followed) leaves ``allowed`` is refused, unread, with
-    ``symlink_outside_roots``; it is checked on the opened file, so a link swapped in
-    after the check cannot lead outside either."""
+def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key: str) -> Inspected:
+    """Hash a file and read its metadata, and render it when the scan renders (runs
+    in the worker's item pool). A file whose real path (symlinks followed) leaves
+    ``allowed`` is refused, unread, with ``symlink_outside_roots``; it is checked on
+    the opened file, so a link swapped in after the check cannot lead outside either."""
     source_id, stored = item_key.split(":", 1)
     folders = {str(source["id"]): source["path"] for source in params["sources"]}
     path = os.path.join(folders[source_id], paths.from_text(stored))
@@ -149,39 +232,65 @@ def inspect_file_within(
         roots.real_path_inside(path, allowed)
         info = os.stat(path)
     except roots.PathOutsideRoots as exc:
-        return FileReport(**base, error=(exc.code, exc.detail))
+        return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
     except FileNotFoundError:
         return _vanished(base)
     except OSError as exc:
-        return FileReport(**base, error=("unreadable_file", f"cannot stat: {exc.strerror}"))
+        error = ("unreadable_file", f"cannot stat: {exc.strerror}")
+        return Inspected(FileReport(**base, error=error))
     base.update(size=info.st_size, mtime_ns=info.st_mtime_ns, inode=info.st_ino)
     if not stat.S_ISREG(info.st_mode):
-        return FileReport(**base, error=("unsupported_format", "not a regular file"))
+        return Inspected(FileReport(**base, error=("unsupported_format", "not a regular file")))
     extension = os.path.splitext(path)[1].lower()
     if extension in SIDECAR_EXTENSIONS:
-        return FileReport(**base, role=SIDECAR)
+        return Inspected(FileReport(**base, role=SIDECAR))
+    render = params.get("render")
+    rendered = None
     try:
         with roots.pinned(path, allowed) as original:
             opened = original.stat  # what is read is what is fingerprinted
             base.update(size=opened.st_size, mtime_ns=opened.st_mtime_ns, inode=opened.st_ino)
             if extension not in SUPPORTED_EXTENSIONS and not _is_media(original.path):
-                return FileReport(**base, role=IGNORED)
+                return Inspected(FileReport(**base, role=IGNORED))
             # Metadata first: a broken file (a 4 GB one without an index, say) fails
             # before its bytes are all hashed.
-            metadata = read_metadata(
-                Path(original.path),
-                max_pixels=params.get("max_pixels", DEFAULT_MAX_PIXELS),
-                time_limit=params.get("video_time_limit", DEFAULT_TIME_LIMIT),
-                isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
+            checked: AbstractContextManager[None] = (
+                pixels_checked_by_caller() if render else nullcontext()
             )
+            with checked:  # the render below decodes every pixel instead
+                metadata = read_metadata(
+                    Path(original.path),
+                    max_pixels=params.get("max_pixels", DEFAULT_MAX_PIXELS),
+                    time_limit=params.get("video_time_limit", DEFAULT_TIME_LIMIT),
+                    isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
+                )
             content_hash = hash_file(Path(original.path))
+            if render and metadata.kind == "photo":
+                rendered = _render(original.path, content_hash, render)
     except roots.PathOutsideRoots as exc:
-        return FileReport(**base, error=(exc.code, exc.detail))
+        return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
     except MediaError as exc:
         if exc.code == "file_vanished":
             return _vanished(base)
-        return FileReport(**base, error=(exc.code, exc.detail))
-    return FileReport(**base, content_hash=content_hash, metadata=metadata)
+        return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
+    report = FileReport(**base, content_hash=content_hash, metadata=metadata)
+    return Inspected(report, rendered)
+
+
+def _render(path: str, content_hash: str, render: dict[str, Any]) -> RenderOutcome | None:
+    """Render a photo and stage its renditions; raises MediaError when it does not
+    decode (then the file is not catalogued). None when there is nothing to stage: its
+    renditions exist already (this content decoded before: these very bytes), or they
+    could not be written (a full disk: the asset is catalogued all the same, and the
+    ``render`` job tries again)."""
+    home, settings = Path(render["home"]), RenderSettings.from_params(render["settings"])
+    if all(
+        (home / relative_path(content_hash, kind, settings.extension)).is_file()
+        for kind in settings.sizes
+    ):
+        return None
+    outcome = stage_renditions(home, 0, content_hash, render_file(path, settings), settings)
+    return None if outcome.error else outcome
 
 
 def _is_media(path: str) -> bool:
@@ -195,6 +304,6 @@ def _is_media(path: str) -> bool:
     return bool(header) and not sniff(header).startswith("other:")
 
 
-def _vanished(base: dict[str, Any]) -> FileReport:
+def _vanished(base: dict[str, Any]) -> Inspected:
     error = ("file_vanished", "the file was deleted after it was listed")
-    return FileReport(**base, vanished=True, error=error)
+    return Inspected(FileReport(**base, vanished=True, error=error))
