@@ -11,15 +11,22 @@ from pathlib import PurePath
 _MIN_YEAR = 1826
 _MAX_OFFSET_MINUTES = 14 * 60
 
+# Where a capture time came from, best first: a photo or video gets the first that it has.
 SOURCES = (
     "exif_original",
+    "xmp_original",  # XMP exif:DateTimeOriginal (editors, and files whose EXIF was lost)
+    "xmp_date_created",  # XMP photoshop:DateCreated (IPTC's date created)
+    "makernote",  # a date in the camera's maker note (Pentax, Panasonic, Sony, Canon…)
+    "avchd",  # the date an AVCHD camera writes into its H.264 stream (MDPM)
     "exif_digitized",
-    "quicktime_local",  # Apple's com.apple.quicktime.creationdate: wall clock + offset
+    "xmp_create_date",  # XMP xmp:CreateDate: the digitized date in the MWG's mapping
+    "quicktime_local",  # Apple's creationdate or a QuickTime date key: wall clock + offset
     "gps",
     "quicktime_utc",  # QuickTime/MP4 creation_time: UTC, the wall clock unknown
     "filename",
     "mtime",
 )
+_RANK = {source: rank for rank, source in enumerate(SOURCES)}
 # Sources whose instant is UTC but say nothing of the local wall clock: the zone at the
 # GPS position (media.places) turns them into local time.
 UTC_CLOCK_SOURCES = frozenset({"gps", "quicktime_utc"})
@@ -40,6 +47,12 @@ class CaptureTime:
             return None
         zone = timezone(timedelta(minutes=self.offset_minutes))
         return self.local.replace(tzinfo=zone).astimezone(UTC)
+
+
+def best(*found: CaptureTime | None) -> CaptureTime | None:
+    """The capture time from the best source (:data:`SOURCES`); the first among equals."""
+    candidates = [taken for taken in found if taken is not None]
+    return min(candidates, key=lambda taken: _RANK[taken.source], default=None)
 
 
 _EXIF_DATETIME = re.compile(

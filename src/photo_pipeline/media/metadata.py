@@ -2,12 +2,13 @@
 
 The format is recognised by content (``media.formats``), then read by the matching
 reader: Pillow (JPEG, PNG, WebP, TIFF, HEIF, AVIF), ``media.raw`` (camera RAWs),
-``media.video`` (PyAV: MP4, MOV, M4V, 3GP, MPEG-TS/M2TS, AVI, MKV, WebM). Every reader
-fills the same :class:`MediaMetadata`; ``kind`` says ``"photo"`` or ``"video"`` and the
-video-only fields stay None for photos. ``content_identifier`` is Apple's Live Photo id,
-equal in the still (MakerNote, ``media.makernote``) and its MOV. A JPEG that is a
-Google/Samsung Motion Photo reports where its clip lies in ``motion_video``
-(``media.motion_photo``).
+``media.video`` (PyAV: MP4, MOV, M4V, 3GP, MPEG-TS/M2TS, AVI, MKV, WebM). A capture
+date they do not find (one kept in XMP, a maker note, QuickTime keys) is looked for with
+exiftool (``media.hidden_dates``). Every reader fills the same :class:`MediaMetadata`;
+``kind`` says ``"photo"`` or ``"video"`` and the video-only fields stay None for photos.
+``content_identifier`` is Apple's Live Photo id, equal in the still (MakerNote,
+``media.makernote``) and its MOV. A JPEG that is a Google/Samsung Motion Photo reports
+where its clip lies in ``motion_video`` (``media.motion_photo``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from photo_pipeline.media.formats import (
     VIDEO_FORMATS,
     sniff,
 )
+from photo_pipeline.media.hidden_dates import with_hidden_dates
 from photo_pipeline.media.limits import DEFAULT_MAX_PIXELS
 from photo_pipeline.media.makernote import apple_content_identifier
 from photo_pipeline.media.motion_photo import EmbeddedVideo, embedded_video
@@ -90,11 +92,12 @@ def read_metadata(
     """Identify, sanity-check and describe the photo or video at ``path``; raises
     MediaError.
 
-    ``time_limit`` (seconds) bounds a video's probe through FFmpeg's interrupt callback,
-    which demuxers check between reads. ``isolate_video`` runs the probe in a child
-    process killed at the limit (``media.bounded``), which also bounds a decoder stuck
-    inside FFmpeg's stream probe or a read blocked in the kernel, for about a fork's cost
-    (milliseconds; see bench/video.py)."""
+    ``time_limit`` (seconds) bounds exiftool's look for a hidden date, and a video's
+    probe through FFmpeg's interrupt callback, which demuxers check between reads.
+    ``isolate_video`` runs the probe in a child process killed at the limit
+    (``media.bounded``), which also bounds a decoder stuck inside FFmpeg's stream probe
+    or a read blocked in the kernel, for about a fork's cost (milliseconds; see
+    bench/video.py)."""
     path = Path(path)
     with open_original(path) as fp:
         try:
@@ -117,11 +120,17 @@ def read_metadata(
             mtime = datetime.fromtimestamp(file_mtime)
         if kind in VIDEO_FORMATS:
             return _video(kind, fp, path, file_size, mtime, max_pixels, time_limit, isolate_video)
-        return _photo(kind, fp, path, file_size, mtime, max_pixels)
+        return _photo(kind, fp, path, file_size, mtime, max_pixels, time_limit)
 
 
 def _photo(
-    kind: str, fp: BinaryIO, path: Path, file_size: int, mtime: datetime, max_pixels: int
+    kind: str,
+    fp: BinaryIO,
+    path: Path,
+    file_size: int,
+    mtime: datetime,
+    max_pixels: int,
+    time_limit: float,
 ) -> MediaMetadata:
     probe: Probe | None = None
     if kind in ("tiff", "cr2"):
@@ -144,7 +153,7 @@ def _photo(
         width=probe.height if swap else probe.width,
         height=probe.width if swap else probe.height,
         orientation=probe.orientation,
-        taken=capture_time(probe.tags, path.name, mtime),
+        taken=with_hidden_dates(capture_time(probe.tags, path.name, mtime), fp, path, time_limit),
         **asdict(probe.camera),
         gps_latitude=latitude,
         gps_longitude=longitude,
@@ -176,7 +185,9 @@ def _video(
         width=probe.width,
         height=probe.height,
         orientation=1,
-        taken=video_capture_time(probe.tags, path.name, mtime),
+        taken=with_hidden_dates(
+            video_capture_time(probe.tags, path.name, mtime), fp, path, time_limit
+        ),
         make=video_make(probe.tags),
         model=video_model(probe.tags),
         lens=None,

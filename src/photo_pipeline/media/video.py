@@ -11,9 +11,11 @@ here (``probe_video``) and returns the same ``MediaMetadata`` as for a photo, wi
 * ``duration`` (seconds), ``video_codec`` (FFmpeg's name: ``h264``, ``hevc``…),
   ``frame_rate`` (frames per second), all None when the container does not say;
 * ``taken``: Apple's ``com.apple.quicktime.creationdate`` (local time with its offset,
-  source ``quicktime_local``), else QuickTime/MP4 ``creation_time`` (UTC, source
-  ``quicktime_utc``: ``media.places`` finds the local time from the zone at the GPS
-  position), else a date in the file name (``VID_20230714_101530``, ``PXL_…``), else mtime;
+  source ``quicktime_local``), else a QuickTime ``date`` (``©day``) with an offset (the
+  same), else QuickTime/MP4 ``creation_time`` (UTC, source ``quicktime_utc``:
+  ``media.places`` finds the local time from the zone at the GPS position), else a
+  ``date`` without offset, else a date in the file name (``VID_20230714_101530``,
+  ``PXL_…``), else mtime; ``media.hidden_dates`` may find a better one (XMP, AVCHD);
 * GPS from ISO 6709 (``com.apple.quicktime.location.ISO6709``, else ``location``);
 * ``make``/``model`` from Apple's or Android's keys (or QuickTime ``©mak``/``©mod``);
 * ``content_identifier``: Apple's ``com.apple.quicktime.content.identifier``, shared by
@@ -185,14 +187,22 @@ def _failure(exc: av.error.FFmpegError, path: Path) -> MediaError:
 
 # ── tags ──────────────────────────────────────────────────────────────────────
 def video_capture_time(tags: Mapping[str, str], name: str, mtime: datetime) -> CaptureTime:
-    """Apple creationdate (local + offset), QuickTime creation_time (UTC), file name, mtime."""
+    """Apple creationdate (local + offset), a QuickTime ``date`` with its offset, QuickTime
+    creation_time (UTC), a ``date`` without offset (floating), file name, then mtime."""
     apple = parse_exif_datetime(tags.get(APPLE_CREATIONDATE))
     if apple is not None:
         local, offset = apple
         return CaptureTime(local, offset, "quicktime_local")
+    # FFmpeg's "date": QuickTime's ©day or a "date" key, local time as cameras and some
+    # Android apps write it
+    dated = parse_exif_datetime(tags.get("date"))
+    if dated is not None and dated[1] is not None:
+        return CaptureTime(dated[0], dated[1], "quicktime_local")
     utc = _utc_creation_time(tags.get("creation_time"))
     if utc is not None:
         return CaptureTime(utc, 0, "quicktime_utc")
+    if dated is not None:
+        return CaptureTime(dated[0], None, "quicktime_local")
     from_name = capture_time_from_filename(name)
     if from_name is not None:
         return CaptureTime(from_name, None, "filename")
