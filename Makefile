@@ -10,7 +10,7 @@ CHROMIUM ?= /usr/bin/chromium
 # The suite on two processes (pytest-xdist); `make test PYTEST_ARGS=` runs it serially.
 PYTEST_ARGS ?= -n 2
 
-.PHONY: run test lint format bench bench-render browser clean
+.PHONY: run test lint format bench bench-render browser exiftool clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,20 @@ browser:
 	    fi; \
 	fi
 
+# Dates kept only in XMP, maker notes or QuickTime keys are read with Debian's exiftool
+# (media.exiftool); without it the app runs and says so once. As root the package is
+# installed; otherwise one line says how.
+exiftool:
+	@if ! command -v exiftool >/dev/null; then \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	        echo "installing Debian's exiftool (libimage-exiftool-perl)"; \
+	        apt-get update -qq >/dev/null && \
+	        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libimage-exiftool-perl >/dev/null; \
+	    else \
+	        echo "hidden dates (XMP, maker notes) need exiftool: run 'sudo apt-get install libimage-exiftool-perl'"; \
+	    fi; \
+	fi
+
 # `make run PHOTOS=/path/to/photos` imports that folder; without PHOTOS, a generated
 # sample set is written under the library home and imported. The import (scan, then
 # render, then similar) runs in the server's embedded worker while the web UI at
@@ -50,12 +64,12 @@ browser:
 LIBRARY_HOME := $(or $(PHOTO_PIPELINE_HOME),$(HOME)/.local/share/photo-pipeline)
 SAMPLE_DIR := $(LIBRARY_HOME)/sample-photos
 
-run: $(RUN_STAMP)
+run: $(RUN_STAMP) exiftool
 	@if [ -z "$(PHOTOS)" ]; then $(BIN)/photo-pipeline sample "$(SAMPLE_DIR)"; fi
 	$(BIN)/photo-pipeline import "$(or $(PHOTOS),$(SAMPLE_DIR))"
 	$(BIN)/photo-pipeline serve
 
-test: $(DEV_STAMP) browser
+test: $(DEV_STAMP) browser exiftool
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	PHOTO_PIPELINE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest $(PYTEST_ARGS)
