@@ -23,6 +23,7 @@ from photo_pipeline.cli.finish import finish_jobs
 from photo_pipeline.cli.progress import existing_job
 from photo_pipeline.cli.worker import ImportOption, load_handlers
 from photo_pipeline.jobs.states import FINISHED_STATES
+from photo_pipeline.pipeline import parked
 
 JobId = Annotated[str, typer.Argument(help="The job's id, or any unique start of it.")]
 
@@ -149,7 +150,8 @@ def events(
 @job_app.command("cancel")
 def cancel(job_id: JobId, as_json: JsonOption = False) -> None:
     """Cancel a job: queued at once, running once its worker notices."""
-    job = library().service.cancel(_job_or_exit(job_id)["id"])
+    # parked.cancel: a job killed while it moved a file gives the file back at once.
+    job = parked.cancel(library().service, _job_or_exit(job_id)["id"])
     print_json(job) if as_json else console.print(f"job {job['id']} is {job['state']}")
 
 

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Row, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -43,7 +43,7 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot, utc_now
 from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.pipeline import paths, transfer
+from photo_pipeline.pipeline import parked, paths, transfer
 from photo_pipeline.pipeline.catalog import PRESENT, Catalog
 from photo_pipeline.pipeline.dedupe_plan import GroupPlan, build_dedupe_plan, bundle_stem, summary
 from photo_pipeline.pipeline.organize import LIBRARY_LOCK, library_busy, library_job_of
@@ -429,6 +429,7 @@ def _already_back(entry: Entry) -> os.stat_result | None:
 # ── the dedupe job ─────────────────────────────────────────────────────────────
 @registry.handler(JOB_TYPE)
 def dedupe(ctx: JobContext) -> None:
+    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     quarantine = quarantine_folder(ctx.params["home"], ctx.job_id)
     journal = Journal(ctx.session_factory, (ctx.job_id, ctx.fencing_token))
     entries = journal.of_job(ctx.job_id)
@@ -554,6 +555,7 @@ def _catalogue_quarantined(session: Session, batch: list[Recorded]) -> None:
 # ── undo ───────────────────────────────────────────────────────────────────────
 @registry.handler(UNDO_JOB_TYPE)
 def undo(ctx: JobContext) -> None:
+    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     dedupe_id = ctx.params["dedupe_job_id"]
     quarantine = quarantine_folder(ctx.params["home"], dedupe_id)
     journal = Journal(ctx.session_factory, (ctx.job_id, ctx.fencing_token))
@@ -612,6 +614,7 @@ def _catalogue_restored(session: Session, batch: list[Recorded]) -> None:
 # ── purge ──────────────────────────────────────────────────────────────────────
 @registry.handler(PURGE_JOB_TYPE)
 def purge(ctx: JobContext) -> None:
+    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     home = ctx.params["home"]
     before = datetime.fromisoformat(ctx.params["before"])
     journal = Journal(ctx.session_factory, (ctx.job_id, ctx.fencing_token))
@@ -642,6 +645,7 @@ def purge(ctx: JobContext) -> None:
                     names = transfer.PrivateNames(
                         PURGE_JOB_TYPE, ctx.job_id, entry.seq, ctx.fencing_token
                     )
+                    transfer.unpark_leftovers(held, names.prefix)  # a run that died mid-remove
                     transfer.retire(held, entry.content_hash, None, names.parking)
             except ItemError as exc:
                 if exc.code != "missing":
@@ -671,6 +675,67 @@ def _purged_by(ctx: JobContext) -> set[int]:
 
 def _catalogue_purged(session: Session, batch: list[Recorded]) -> None:
     Catalog.record_purged(session, [e.file_id for e, _, _ in batch if e.file_id is not None])
+
+
+# ── what a stopped job may have left ───────────────────────────────────────────
+def _entries(session: Session, *where: Any) -> Iterator[Row[Any]]:
+    return iter(
+        session.execute(
+            select(
+                dedupe_entries.c.job_id,
+                dedupe_entries.c.seq,
+                dedupe_entries.c.source_path,
+                dedupe_entries.c.quarantine_path,
+                sources.c.path.label("root"),
+            )
+            .join(sources, sources.c.id == dedupe_entries.c.source_id)
+            .where(*where)
+        )
+    )
+
+
+def _places(kind: str, home: str, row: Row[Any]) -> Iterator[parked.Place]:
+    """An entry's original and its quarantined copy: either may have been parked
+    (removed after placing the other) or had a temp copy beside it."""
+    yield parked.Place(kind, row.root, paths.from_text(row.source_path), row.seq)
+    quarantine = quarantine_folder(home, row.job_id)
+    yield parked.Place(kind, quarantine, paths.from_text(row.quarantine_path), row.seq)
+
+
+def _dedupe_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    unfinished = dedupe_entries.c.state.in_([PLANNED, SKIPPED])
+    for row in _entries(session, dedupe_entries.c.job_id == job_id, unfinished):
+        yield from _places(JOB_TYPE, params["home"], row)
+
+
+def _undo_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    unfinished = dedupe_entries.c.state.in_([PLANNED, QUARANTINED, PURGED])
+    for row in _entries(session, dedupe_entries.c.job_id == params["dedupe_job_id"], unfinished):
+        yield from _places(UNDO_JOB_TYPE, params["home"], row)
+
+
+def _purge_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    before = datetime.fromisoformat(params["before"])
+    rows = _entries(
+        session,
+        dedupe_entries.c.state == QUARANTINED,
+        dedupe_entries.c.quarantined_at < before,
+    )
+    for row in rows:
+        held = paths.from_text(row.quarantine_path)
+        quarantine = quarantine_folder(params["home"], row.job_id)
+        yield parked.Place(PURGE_JOB_TYPE, quarantine, held, row.seq)
+
+
+parked.register(JOB_TYPE, _dedupe_leftovers)
+parked.register(UNDO_JOB_TYPE, _undo_leftovers)
+parked.register(PURGE_JOB_TYPE, _purge_leftovers)
 
 
 # ── reports ────────────────────────────────────────────────────────────────────

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Row, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -34,7 +34,7 @@ from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.jobs.states import WorkerState
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline import paths, transfer
+from photo_pipeline.pipeline import parked, paths, transfer
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.organize_plan import (
     Candidate,
@@ -400,6 +400,7 @@ class Journal:
 # ── the organize job ───────────────────────────────────────────────────────────
 @registry.handler(JOB_TYPE)
 def organize(ctx: JobContext) -> None:
+    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     params = ctx.params
     destination = params["destination"]
     catalog = Catalog(ctx.session_factory)
@@ -525,6 +526,7 @@ def _catalogue_organized(session: Session, dest_source: int, batch: list[Recorde
 # ── undo ───────────────────────────────────────────────────────────────────────
 @registry.handler(UNDO_JOB_TYPE)
 def undo(ctx: JobContext) -> None:
+    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     organize_id = ctx.params["organize_job_id"]
     destination = ctx.params["destination"]
     journal = Journal(ctx.session_factory, organize_id, (ctx.job_id, ctx.fencing_token))
@@ -644,6 +646,50 @@ def _remove_empty_folders(destination: str, entries: list[Entry]) -> None:
     for folder in sorted(folders, key=len, reverse=True):
         with contextlib.suppress(OSError):
             os.rmdir(folder)
+
+
+# ── what a stopped job may have left ───────────────────────────────────────────
+def _unfinished(session: Session, organize_job_id: str, states: list[str]) -> Iterator[Row[Any]]:
+    return iter(
+        session.execute(
+            select(
+                organize_entries.c.seq,
+                organize_entries.c.action,
+                organize_entries.c.source_path,
+                organize_entries.c.dest_path,
+                sources.c.path.label("root"),
+            )
+            .join(sources, sources.c.id == organize_entries.c.source_id)
+            .where(
+                organize_entries.c.job_id == organize_job_id,
+                organize_entries.c.action != "skip",
+                organize_entries.c.state.in_(states),
+            )
+        )
+    )
+
+
+def _organize_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    """A source a move parked, a temp copy in the destination: entries not done."""
+    for row in _unfinished(session, job_id, [PLANNED, FAILED]):
+        if row.action == "move":
+            yield parked.Place(JOB_TYPE, row.root, paths.from_text(row.source_path), row.seq)
+        yield parked.Place(JOB_TYPE, params["destination"], paths.from_text(row.dest_path), row.seq)
+
+
+def _undo_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    """A placed file the undo parked, a temp copy on its way back: entries not undone."""
+    for row in _unfinished(session, params["organize_job_id"], [PLANNED, FAILED, DONE]):
+        yield parked.Place("undo", params["destination"], paths.from_text(row.dest_path), row.seq)
+        yield parked.Place("undo", row.root, paths.from_text(row.source_path), row.seq)
+
+
+parked.register(JOB_TYPE, _organize_leftovers)
+parked.register(UNDO_JOB_TYPE, _undo_leftovers)
 
 
 # ── reports ────────────────────────────────────────────────────────────────────

@@ -326,6 +326,13 @@ def retire(place: Spot, expected: str, seen: Identity | None, parking_name: str)
         raise ItemError("unreadable_file", f"{place.path}: {exc.strerror}") from exc
     try:
         _retire_parked(fd, place, parked, expected, seen)
+    except ItemError:
+        raise  # the file was given its name back (or is gone for good, verified)
+    except BaseException:
+        # An unforeseen error must not leave the file under its private name.
+        with contextlib.suppress(OSError):
+            unpark(place, parked.name)
+        raise
     finally:
         os.close(fd)  # also releases the lease
 
@@ -386,26 +393,55 @@ def _changed_since(before: os.stat_result, now: os.stat_result) -> bool:
     return (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns)
 
 
-def unpark(place: Spot, parking_name: str) -> None:
+def unpark(place: Spot, parking_name: str) -> str | None:
     """Give a parked file its name back; when the name was taken meanwhile (a save
-    by rename), keep it visible as ``NAME (kept N).EXT`` instead."""
+    by rename), keep it visible as ``NAME (kept N).EXT`` instead: never over another
+    file. Returns the name it has now; None when nothing was parked there (put back
+    by another process first, or removed). Safe to run in two processes at once."""
     parked = place.sibling(parking_name)
+    restored = None
     for candidate in _names_for(place.name):
         try:
-            os.link(parked.name, candidate, src_dir_fd=place.fd, dst_dir_fd=place.fd)
+            os.link(
+                parked.name,
+                candidate,
+                src_dir_fd=place.fd,
+                dst_dir_fd=place.fd,
+                follow_symlinks=False,
+            )
         except FileExistsError:
+            if _same_file(place.fd, parked.name, candidate):
+                restored = candidate  # linked back by another process (or a run that died)
+                break
             continue
         except FileNotFoundError:
-            return
-        _unlink(parked)
-        return
+            return None
+        restored = candidate
+        break
+    if restored is None:
+        return None  # 10,000 names taken: it stays parked, as it was
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(parked.name, dir_fd=place.fd)
+    os.fsync(place.fd)
+    return restored
+
+
+def _same_file(folder: int, name: str, other: str) -> bool:
+    try:
+        one = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        two = os.stat(other, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return (one.st_dev, one.st_ino) == (two.st_dev, two.st_ino)
 
 
 def unpark_leftovers(place: Spot, prefix: str) -> None:
-    """Restore files parked under ``prefix`` by a process that died mid-``retire``."""
+    """Restore files parked under ``prefix`` (``PrivateNames.prefix``: one entry of
+    one job, any fencing token) by a process that died mid-``retire``."""
     with contextlib.suppress(OSError):
         for name in os.listdir(place.fd):
-            if name.startswith(prefix) and name.endswith(".parked"):
+            # The dash ends the entry's number: entry 1 is not entry 12.
+            if name.startswith(prefix + "-") and name.endswith(".parked"):
                 unpark(place, name)
 
 

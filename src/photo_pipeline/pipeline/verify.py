@@ -24,7 +24,7 @@ from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
-from photo_pipeline.pipeline import organize, paths
+from photo_pipeline.pipeline import organize, parked, paths
 from photo_pipeline.pipeline.catalog import PRESENT
 from photo_pipeline.pipeline.roots import (
     SYMLINK_OUTSIDE_ROOTS,
@@ -66,6 +66,7 @@ def _expected(session_factory: sessionmaker[Session]) -> tuple[dict[str, str], d
 
 @registry.handler(JOB_TYPE)
 def verify(ctx: JobContext) -> None:
+    parked.restore_abandoned(ctx.session_factory)  # else a file a killed job hid is missing
     expected, roots = _expected(ctx.session_factory)
     # Added on every run (existing keys are ignored), so a resumed job also checks
     # files catalogued meanwhile.
