@@ -54,7 +54,7 @@ def jpeg_with_xmp_date(
     if not properties:
         properties = {"exif_DateTimeOriginal": "2021-05-06T07:08:09.250+09:00"}
     target = photos._target(path, f"photo_{seed:04d}.jpg")
-    exif = photos.build_exif(taken=taken, offset=None)
+    exif = photos.build_exif(taken=taken, offset=None, subsec=None)
     image = photos.picture((64, 48), seed)
     image.save(target, "JPEG", exif=exif, xmp=xmp_packet(**properties), quality=85)
     return target

@@ -76,6 +76,7 @@ class _Process:
             stderr=subprocess.DEVNULL,
         )
         self._numbers = itertools.count(1)
+        self.answered = 0  # requests answered
 
     @property
     def pid(self) -> int:
@@ -95,6 +96,7 @@ class _Process:
             self._popen.stdin.write(request.encode())
             self._popen.stdin.flush()
         except OSError as exc:  # BrokenPipeError: it is gone
+            self.kill()
             raise _Died(f"exiftool (pid {self.pid}) is gone: {exc}") from exc
         deadline = time.monotonic() + time_limit
         fd = self._popen.stdout.fileno()
@@ -112,6 +114,7 @@ class _Process:
             if len(reply) > _MAX_REPLY:
                 self.kill()
                 raise ExiftoolError(f"exiftool replied more than {_MAX_REPLY} bytes")
+        self.answered += 1
         return bytes(reply[: -len(marker)])
 
     def close(self, grace: float = 1.0) -> None:
@@ -145,20 +148,23 @@ class ExiftoolPool:
     """Running exiftool processes shared by the threads of one process."""
 
     def __init__(self, executable: str | None = None, *, time_limit: float = DEFAULT_TIME_LIMIT):
-        """``executable``: exiftool's path; by default the one on PATH, if any."""
-        self.executable = executable if executable is not None else shutil.which("exiftool")
+        """``executable``: exiftool's name or path; by default the one on PATH."""
+        self.wanted = executable or "exiftool"
+        self.executable = shutil.which(self.wanted)  # None: not installed
         self.time_limit = time_limit
         self._lock = threading.Lock()
         self._idle: list[_Process] = []
         self._all: set[_Process] = set()
-        self._missing_told = False
+        self._unusable = False  # not installed, or exits at once: said once, not tried again
         self._pid = os.getpid()
+        self.started = 0  # processes started so far
         _POOLS.add(self)
 
     @property
-    def available(self) -> bool:
-        """Whether exiftool can be run (as far as is known before trying)."""
-        return self.executable is not None and not self._missing_told
+    def pids(self) -> list[int]:
+        """The process ids of the running exiftools, busy and idle."""
+        with self._lock:
+            return sorted(process.pid for process in self._all if process.alive)
 
     def read_tags(
         self, file: str, args: Sequence[str], time_limit: float | None = None
@@ -178,10 +184,14 @@ class ExiftoolPool:
                     return None
                 try:
                     reply = process.ask([*args, file], limit)
-                except _Died:
-                    if attempt == 2:
+                except _Died as exc:
+                    if attempt == 1:
+                        continue  # killed under us (or by its thread's end): once more, anew
+                    if process.answered:
                         raise
-                    continue  # killed under us (or by its thread's end): once more, anew
+                    with self._lock:  # two fresh ones died before any answer
+                        self._give_up(f"{self.executable} exits at once ({exc})")
+                    return None
                 return _parse(reply)
         raise AssertionError("unreachable")
 
@@ -210,17 +220,19 @@ class ExiftoolPool:
                     return process
                 self._all.discard(process)
                 process.kill()  # reap it
-            if self.executable is None or self._missing_told:
-                self._tell_missing()
+            if self.executable is None or self._unusable:
+                self._give_up(f"{self.wanted} is not installed")
                 return None
+            executable = self.executable
         try:
-            process = _Process(_command(self.executable))
+            process = _Process(_command(executable))
         except OSError as exc:
             with self._lock:
-                self._tell_missing(exc)
+                self._give_up(f"{executable} cannot run ({exc})")
             return None
         with self._lock:
             self._all.add(process)
+            self.started += 1
         return process
 
     def _give_back(self, process: _Process) -> None:
@@ -229,14 +241,14 @@ class ExiftoolPool:
                 return  # forked meanwhile, or closed
             if process.alive:
                 self._idle.append(process)
-            else:
-                self._all.discard(process)
+                return
+            self._all.discard(process)
+        process.kill()  # reap it, close its pipes
 
-    def _tell_missing(self, exc: OSError | None = None) -> None:
-        if self._missing_told:
+    def _give_up(self, reason: str) -> None:
+        if self._unusable:
             return
-        self._missing_told = True
-        reason = f"{self.executable} cannot run ({exc})" if exc else "exiftool is not installed"
+        self._unusable = True
         log.warning(
             "%s: dates kept only in XMP, maker notes or QuickTime keys are not read "
             "(Debian/Ubuntu: apt-get install libimage-exiftool-perl)",
