@@ -18,9 +18,9 @@ from photo_pipeline.jobs.context import LeaseLost
 from photo_pipeline.pipeline import dedupe, organize
 from photo_pipeline.pipeline.browse import Browser
 from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
+from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups, exact_keepers
 from photo_pipeline.pipeline.similar import _replace_groups
-from tests.factories import photos
+from tests.factories import photos, videos
 from tests.integration.test_organize import run_worker, scan_folders, tiny_filesystem  # noqa: F401
 
 TYPES = (dedupe.JOB_TYPE, dedupe.UNDO_JOB_TYPE, dedupe.PURGE_JOB_TYPE)
@@ -468,3 +468,23 @@ def test_a_quarantine_inside_a_source_is_refused(session_factory, library):
     with pytest.raises(dedupe.DedupeError) as refused:
         dedupe.start_dedupe(JobService(session_factory), library / "card" / ".library")
     assert refused.value.code == "quarantine_inside_source"
+
+
+def test_a_page_of_groups_gets_the_keepers_the_whole_plan_picks(session_factory, library):
+    # Live Photo halves copied together: the motion part's keeper follows its still's.
+    videos.live_photo(library / "live", stem="IMG_5000", content_identifier="A-1", seed=5)
+    for name in ("IMG_5000.HEIC", "IMG_5000.MOV"):
+        same_bytes(library / "live" / name, library / "live-copy" / name, 40)
+    scan_folders(session_factory, library)
+    by_path = {f["path"]: f["asset_id"] for f in Catalog(session_factory).files()}
+    # The user keeps the newer still: the motion part's keeper follows it, though the
+    # policy alone would keep the older copy.
+    still = by_path["live/IMG_5000.HEIC"]
+    Browser(session_factory).decide(f"exact:{still}", [str(library / "live/IMG_5000.HEIC")])
+    whole = exact_keepers(session_factory)
+    motion = whole[by_path["live/IMG_5000.MOV"]]
+    assert motion == (str(library / "live/IMG_5000.MOV"), "keeps_pair")
+    assert len(whole) >= 7
+    for asset_id, chosen in whole.items():  # each group on a page of its own
+        assert exact_keepers(session_factory, [asset_id]) == {asset_id: chosen}
+    assert exact_keepers(session_factory, list(whole)[:3]) == dict(list(whole.items())[:3])

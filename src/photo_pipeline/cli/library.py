@@ -164,7 +164,7 @@ def duplicates(
             group for page in _pages(pages) for group in annotate_exact_groups(sessions, page)
         )
         return
-    groups = annotate_exact_groups(sessions, list(pages))
+    groups = [group for page in _pages(pages) for group in annotate_exact_groups(sessions, page)]
     if not groups:
         console.print("no exact duplicates")
     for group in groups:
@@ -211,9 +211,9 @@ def _stream_json(rows: Iterable[Any]) -> None:
     typer.echo("[]" if first else "\n]")
 
 
-def _pages(groups: Iterator[dict[str, Any]], size: int = 20_000) -> Iterator[list[dict[str, Any]]]:
-    """Consecutive lists of ``size`` groups, annotated a list at a time: each
-    annotation reads the whole dedupe plan, so the lists are long."""
+def _pages(groups: Iterator[dict[str, Any]], size: int = 500) -> Iterator[list[dict[str, Any]]]:
+    """Consecutive lists of ``size`` groups, annotated a list at a time (an
+    annotation reads what its groups' keepers depend on)."""
     while page := list(islice(groups, size)):
         yield page
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
@@ -40,6 +40,8 @@ from photo_pipeline.pipeline import keeper, paths, transfer
 from photo_pipeline.pipeline.catalog import MISSING, PRESENT, QUARANTINED
 
 SIDECAR_EXTENSIONS = frozenset({".xmp", ".aae"})
+# Up to this many assets, Live Photo pairs are looked up by id rather than all read.
+_FEW = 5_000
 ORGANIZE_JOB_TYPE = "organize"  # pipeline.organize.JOB_TYPE, without importing the handler
 
 
@@ -129,25 +131,34 @@ class _Library:
     near_groups: dict[int, list[int]]  # group id -> asset ids
 
 
-def _read(session_factory: sessionmaker[Session], near: bool) -> _Library:
+def _read(
+    session_factory: sessionmaker[Session], near: bool, only: Iterable[int] | None = None
+) -> _Library:
+    """The library as the plan needs it. With ``only`` (asset ids), just what the
+    exact groups of those assets depend on: their files, the stills of those that are
+    Live Photo motion parts, and every file in the folders holding them (bundles)."""
+    columns = (
+        files.c.id,
+        files.c.source_id,
+        files.c.path,
+        files.c.mtime_ns,
+        files.c.state,
+        files.c.asset_id,
+        sources.c.path.label("root"),
+        assets.c.content_hash,
+        assets.c.size,
+    )
+    base = (
+        select(*columns)
+        .join(sources, sources.c.id == files.c.source_id)
+        .outerjoin(assets, assets.c.id == files.c.asset_id)
+        .where(files.c.state.not_in([MISSING, QUARANTINED]))
+    )
     with read_session(session_factory) as session:
-        rows = session.execute(
-            select(
-                files.c.id,
-                files.c.source_id,
-                files.c.path,
-                files.c.mtime_ns,
-                files.c.state,
-                files.c.asset_id,
-                sources.c.path.label("root"),
-                assets.c.content_hash,
-                assets.c.size,
-            )
-            .join(sources, sources.c.id == files.c.source_id)
-            .outerjoin(assets, assets.c.id == files.c.asset_id)
-            .where(files.c.state.not_in([MISSING, QUARANTINED]))
-            .order_by(files.c.source_id, files.c.path)
-        ).all()
+        if only is None:
+            rows = session.execute(base.order_by(files.c.source_id, files.c.path)).all()
+        else:
+            rows = _rows_around(session, base, set(only))
         organized = [
             params["destination"]
             for params in session.scalars(
@@ -187,13 +198,41 @@ def _read(session_factory: sessionmaker[Session], near: bool) -> _Library:
     return _Library(photos, sidecars, organized, decisions, near_groups)
 
 
+def _rows_around(session: Session, base: Any, asset_ids: set[int]) -> list[Any]:
+    """The rows of ``asset_ids`` (and of their stills), and of every file in their
+    folders: a page's worth of the library, whatever its size."""
+    stills = session.scalars(
+        select(assets.c.live_of).where(assets.c.id.in_(asset_ids), assets.c.live_of.is_not(None))
+    )
+    wanted = asset_ids | set(stills)
+    rows = {r.id: r for r in session.execute(base.where(files.c.asset_id.in_(wanted)))}
+    folders = {(r.source_id, os.path.dirname(paths.from_text(r.path))) for r in rows.values()}
+    for source_id, folder in folders:
+        # Every file below the folder, by a range on (source_id, path): what sorts
+        # between "folder/" and "folder0" ("0" follows "/"). Deeper ones are dropped.
+        inside = files.c.source_id == source_id
+        if folder:
+            prefix = paths.to_text(folder) + "/"
+            inside = and_(inside, files.c.path >= prefix, files.c.path < prefix[:-1] + "0")
+        for row in session.execute(base.where(inside)):
+            if os.path.dirname(paths.from_text(row.path)) == folder:
+                rows[row.id] = row
+    return sorted(rows.values(), key=lambda r: (r.source_id, r.path))
+
+
 def build_dedupe_plan(
-    session_factory: sessionmaker[Session], *, near: bool = False, sidecars: bool = True
+    session_factory: sessionmaker[Session],
+    *,
+    near: bool = False,
+    sidecars: bool = True,
+    only: Iterable[int] | None = None,
 ) -> list[GroupPlan]:
     """Every group with something to move, in a stable order; the moves numbered.
     ``sidecars=False`` leaves out the sidecars that would travel (they are hashed
-    here, reading files: not what a listing wants)."""
-    lib = _read(session_factory, near)
+    here, reading files: not what a listing wants). ``only`` (asset ids): the exact
+    groups of those assets are planned as the whole plan plans them, reading only
+    what they depend on; other groups in the result may be partial."""
+    lib = _read(session_factory, near, only)
     bundles: dict[tuple[int, str, str], list[Member]] = {}
     for photo in lib.photos:
         bundles.setdefault((*photo.folder, photo.stem), []).append(photo)
@@ -230,7 +269,7 @@ def build_dedupe_plan(
         if photo.asset_id is not None:  # always: a photo is a file with an asset (_read)
             by_asset.setdefault(photo.asset_id, []).append(photo)
     # Live Photos whose still is present: motion part -> still, still -> motion part.
-    still_of = {m: s for m, s in _live_pairs(session_factory).items() if by_asset.get(s)}
+    still_of = {m: s for m, s in _live_pairs(session_factory, by_asset).items() if by_asset.get(s)}
     motion_of = {s: m for m, s in still_of.items()}
     # Near groups with a decision: (key, assets kept, assets present).
     near_decided = []
@@ -295,11 +334,17 @@ def build_dedupe_plan(
     return [p for p in plans if p.moves]
 
 
-def _live_pairs(session_factory: sessionmaker[Session]) -> dict[int, int]:
-    """Every Live Photo's motion part -> its still (asset ids)."""
+def _live_pairs(session_factory: sessionmaker[Session], among: Iterable[int]) -> dict[int, int]:
+    """The Live Photo motion parts ``among`` these assets -> their stills (asset ids)."""
     query = select(assets.c.id, assets.c.live_of).where(assets.c.live_of.is_not(None))
+    wanted = set(among)
     with read_session(session_factory) as session:
-        return {motion: still for motion, still in session.execute(query)}
+        pairs = (
+            session.execute(query).all()
+            if len(wanted) > _FEW
+            else session.execute(query.where(assets.c.id.in_(wanted))).all()
+        )
+    return {motion: still for motion, still in pairs if motion in wanted}
 
 
 def _move(plan: GroupPlan, kind: str, member: Member) -> Move:
@@ -370,13 +415,19 @@ def summary(plans: Iterable[GroupPlan]) -> dict[str, Any]:
     }
 
 
-def exact_keepers(session_factory: sessionmaker[Session]) -> dict[int, tuple[str, str]]:
+def exact_keepers(
+    session_factory: sessionmaker[Session], asset_ids: Iterable[int] | None = None
+) -> dict[int, tuple[str, str]]:
     """The keeper of each exact-duplicate group (asset id -> (full path, reason)), for
-    the duplicates listings: the copy a dedupe would keep."""
+    the duplicates listings: the copy a dedupe would keep. With ``asset_ids`` (a
+    page of groups), only theirs, read at the cost of a page."""
+    wanted = None if asset_ids is None else set(asset_ids)
     found: dict[int, tuple[str, str]] = {}
-    for plan in build_dedupe_plan(session_factory, sidecars=False):
+    for plan in build_dedupe_plan(session_factory, sidecars=False, only=wanted):
         if plan.key.startswith("exact:"):
-            found[int(plan.key.split(":", 1)[1])] = (plan.keeper.key, plan.reason)
+            asset_id = int(plan.key.split(":", 1)[1])
+            if wanted is None or asset_id in wanted:
+                found[asset_id] = (plan.keeper.key, plan.reason)
     return found
 
 
@@ -386,7 +437,7 @@ def annotate_exact_groups(
     """Mark each exact group's suggested keeper (``keeper``, ``keeper_reason``,
     ``why``; the keeper's file first, ``keep: true``), as ``Catalog.duplicates`` lists
     them."""
-    keepers = exact_keepers(session_factory)
+    keepers = exact_keepers(session_factory, [group["asset_id"] for group in groups])
     for group in groups:
         chosen = keepers.get(group["asset_id"])
         if chosen is None:
