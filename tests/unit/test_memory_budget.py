@@ -3,6 +3,9 @@ turn in arrival order, and one larger than the whole budget waits for it to empt
 
 from __future__ import annotations
 
+import platform
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -92,3 +95,41 @@ def test_the_default_is_half_the_machine_less_each_pool_process():
     assert default_budget(4, "thread") == max(half, MIN_DEFAULT)
     assert default_budget(4, "process") == max(half - 4 * (128 << 20), MIN_DEFAULT)
     assert default_budget(10_000, "process") == MIN_DEFAULT
+
+
+# Frees a 30 MiB block (glibc then maps only larger ones on their own), then a 20 MiB
+# one, and prints how much of the second the process kept.
+_KEPT_AFTER_FREE = r"""
+import ctypes, sys
+from photo_pipeline.jobs.budget import return_freed_memory
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+
+def rss():
+    with open("/proc/self/status") as status:
+        return next(int(l.split()[1]) << 10 for l in status if l.startswith("VmRSS:"))
+
+def used(size):
+    block = libc.malloc(size)
+    ctypes.memset(block, 1, size)
+    return block
+
+if sys.argv[1] == "returned":
+    return_freed_memory()
+libc.free(used(30 << 20))
+before = rss()
+libc.free(used(20 << 20))
+print(rss() - before)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's allocator only")
+def test_freed_decoder_buffers_go_back_to_the_system():
+    def kept(mode: str) -> int:
+        run = [sys.executable, "-c", _KEPT_AFTER_FREE, mode]
+        return int(subprocess.run(run, capture_output=True, text=True, check=True).stdout)
+
+    assert kept("default") > 16 << 20  # glibc's default keeps it: RSS outgrows estimates
+    assert kept("returned") < 4 << 20

@@ -20,7 +20,7 @@ from typing import Any
 
 from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs import wakeup
-from photo_pipeline.jobs.budget import MemoryBudget, default_budget
+from photo_pipeline.jobs.budget import MemoryBudget, default_budget, return_freed_memory
 from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.errors import JobError
 from photo_pipeline.jobs.handlers import HandlerRegistry
@@ -158,6 +158,8 @@ class Worker:
             if self.memory_budget.limit is None
             else f"{self.memory_budget.limit / (1 << 20):.0f} MiB",
         )
+        if self.memory_budget.limit is not None:
+            return_freed_memory()  # so that RSS follows the estimates the budget counts
         pool = self._make_pool()
         slots = (
             ThreadPoolExecutor(self.config.jobs, thread_name_prefix="job")
@@ -441,7 +443,9 @@ class Worker:
             return ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="item")
         # spawn: forking a process that runs threads (the heartbeat) is unsafe.
         return ProcessPoolExecutor(
-            self.config.concurrency, mp_context=multiprocessing.get_context("spawn")
+            self.config.concurrency,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=return_freed_memory if self.memory_budget.limit is not None else None,
         )
 
 
