@@ -740,11 +740,8 @@ class JobService:
         """Ids of the jobs whose id starts with ``prefix`` (at most ``limit``, in id
         order), for callers that accept an abbreviated id as git and docker do."""
         limit = check.integer("limit", limit, 1, 1_000)
-        query = select(jobs.c.id).where(jobs.c.id >= prefix)
-        if prefix:
-            # A range, not LIKE: it uses the primary key's index on both databases,
-            # whatever PostgreSQL's collation (ids are lowercase hex and dashes).
-            query = query.where(jobs.c.id < prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        # LIKE, not a range: a range's bounds are only right in a bytewise collation.
+        query = select(jobs.c.id).where(jobs.c.id.startswith(prefix, autoescape=True))
         with read_session(self._session_factory) as session:
             return list(session.scalars(query.order_by(jobs.c.id).limit(limit)))
 
