@@ -208,8 +208,10 @@ def _rows_around(session: Session, base: Any, asset_ids: set[int]) -> list[Any]:
     rows = {r.id: r for r in session.execute(base.where(files.c.asset_id.in_(wanted)))}
     folders = {(r.source_id, os.path.dirname(paths.from_text(r.path))) for r in rows.values()}
     for source_id, folder in folders:
-        # Every file below the folder, by a range on (source_id, path): what sorts
-        # between "folder/" and "folder0" ("0" follows "/"). Deeper ones are dropped.
+        # Every file below the folder, by a range the (source_id, path) index serves:
+        # what sorts between "folder/" and "folder0". "/" sorts before "0" in byte
+        # order and in PostgreSQL's linguistic collations (libc and ICU), where
+        # punctuation is not ignorable. Deeper files and strays are dropped below.
         inside = files.c.source_id == source_id
         if folder:
             prefix = paths.to_text(folder) + "/"
