@@ -8,12 +8,14 @@ misses the hidden one falls back to the file's mtime.
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PIL import PngImagePlugin
 
 from tests.factories import photos, videos
@@ -147,6 +149,16 @@ def jpeg_with_panasonic_date(
 
 def exiftool_path() -> str | None:
     return shutil.which("exiftool")
+
+
+def require_exiftool() -> None:
+    """Skip (or, under CI=true, fail) the calling test when exiftool is not installed."""
+    if exiftool_path() is not None:
+        return
+    error = "exiftool not found (apt-get install libimage-exiftool-perl; `make test` does as root)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{error}; CI requires it", pytrace=False)
+    pytest.skip(error)
 
 
 def write_tags(path: Path, *assignments: str) -> Path:

@@ -17,16 +17,7 @@ from photo_pipeline.media.capture_time import SOURCES, CaptureTime
 from photo_pipeline.media.exiftool import ExiftoolPool, ExiftoolTimeout
 from photo_pipeline.media.hidden_dates import REQUEST, hidden_capture_time, with_hidden_dates
 from tests.factories import dated, photos, videos
-
-
-def require_exiftool() -> None:
-    """Skip (or, under CI=true, fail) when exiftool is not installed."""
-    if dated.exiftool_path() is not None:
-        return
-    error = "exiftool not found (apt-get install libimage-exiftool-perl; `make test` does as root)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{error}; CI requires it", pytrace=False)
-    pytest.skip(error)
+from tests.factories.dated import require_exiftool
 
 
 @pytest.fixture(autouse=True)
