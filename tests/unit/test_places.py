@@ -1,4 +1,4 @@
-"""Time zones and places of captures (media.places) and clock-shift input, offline."""
+"""Time zones and places of captures (media.places), offline."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from photo_pipeline.media.places import (
     valid_position,
     zone_at,
 )
-from photo_pipeline.pipeline.timeshift import InvalidShift, Window, format_shift, parse_shift
 
 PARIS = (48.8566, 2.3522)
 NEW_YORK = (40.7128, -74.0060)
@@ -170,37 +169,3 @@ def test_a_batch_gives_the_same_answers_as_one_by_one():
         for lat, lon in (PARIS, (0.0, 0.0), MID_ATLANTIC, KATHMANDU, (None, None))
     ]
     assert locate_many(captures) == [locate(*capture) for capture in captures]
-
-
-# ── clock shifts ──────────────────────────────────────────────────────────────
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        ("+2h15m", 8100),
-        ("2h15m", 8100),
-        ("-1d", -86400),
-        ("+30s", 30),
-        ("-1d2h3m4s", -(86400 + 7200 + 180 + 4)),
-        (" +1H ", 3600),
-    ],
-)
-def test_shift_syntax(text, seconds):
-    shift = parse_shift(text)
-    assert shift == timedelta(seconds=seconds)
-    assert parse_shift(format_shift(shift)) == shift
-
-
-@pytest.mark.parametrize("text", ["", "+", "2x", "+0h", "1h-2m", "+99999d", "1.5h", "h2"])
-def test_bad_shifts_are_refused_with_a_clear_code(text):
-    with pytest.raises(InvalidShift) as error:
-        parse_shift(text)
-    assert error.value.code == "invalid_shift"
-
-
-def test_window_dates_are_whole_days_and_bad_ones_refused():
-    window = Window.parse("2024-07-01", "2024-07-02")
-    assert (window.since, window.before) == ("2024-07-01T00:00:00", "2024-07-03T00:00:00")
-    assert Window.parse(None, "2024-07-02T10:00:00").before == "2024-07-02T10:00:01"
-    for since, until in (("July", None), ("2024-07-03", "2024-07-01")):
-        with pytest.raises(InvalidShift):
-            Window.parse(since, until)
