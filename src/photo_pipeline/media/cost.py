@@ -7,8 +7,8 @@ header segments and decode nothing: a worker weighs every item before it starts 
 (``jobs.budget``), and a file that cannot be read costs next to nothing (it fails).
 
 The figures follow from how this project decodes, and were measured (peak RSS over
-the process's own, ``/proc/self/status`` VmHWM after a reset) on 12-, 48- and 192-MP
-files:
+the process's own, ``/proc/self/status`` VmHWM after a reset) on 12- to 192-MP files;
+bench/memory.py prints them against the estimates:
 
 * JPEG, one interleaved scan (baseline): libjpeg streams it at a DCT scale of up to
   1/8, so the cost is that of the scaled image: 30-40 MiB whatever its size.
@@ -16,18 +16,19 @@ files:
   every DCT coefficient of the image until the last scan, 128 bytes a block, whatever
   the scale: 3 bytes a pixel in 4:2:0, 6 in 4:4:4, 2 in grey. A 196-MP progressive
   JPEG: 560 MiB for the coefficients alone.
-* PNG and TIFF stream through libvips' shrink (under 0.75 bytes a pixel and 32 MiB);
+* PNG and TIFF stream through libvips' shrink (under 40 MiB and 0.75 bytes a pixel);
   an interlaced PNG is decoded whole first.
 * WebP: lossy ones decode scaled; lossless ones whole (ARGB, 4 bytes a pixel).
-* HEIF and AVIF have no scaled decode: the decoder's planes, Pillow's image and the
-  copy handed to libvips come to 13 (HEIF) and 15 (AVIF) bytes a pixel.
+* HEIF and AVIF have no scaled decode: libheif's planes and the RGB image libvips
+  reads in place come to 4.5 bytes a pixel (HEIF, through pillow-heif), libvips' own
+  AVIF decode to 15.
 * Camera RAWs: the worst case, a half-size LibRaw development (the mosaic and a
   16-bit image: 4.5 bytes a sensor pixel), though most render from their embedded
   preview for much less. Sensor pixels come from the largest TIFF directory, or, for
   RAWs of other containers (CR3, RAF), from the file's size (their data runs 0.7-2
   bytes a pixel; one and a half pixels a byte is assumed).
 * Videos: a poster frame decoded in a child process, a constant (142 MiB measured for
-  a 4K H.264 clip).
+  a 4K H.264 clip); their metadata probe, in a child as well, another (20 MiB).
 
 Images above ``max_pixels`` are refused before any decode and cost the floor.
 """
@@ -53,9 +54,12 @@ MIB = 1 << 20
 FLOOR = 8 * MIB
 # libvips' thumbnail pipeline around any decode: line buffers, threads' regions.
 _PIPELINE = 32 * MIB
+_STREAM = 40 * MIB  # the same, with libvips' line cache of a streamed (sequential) read
 _VIDEO = 160 * MIB
+_VIDEO_PROBE = 24 * MIB
 _DEFAULT_SIZE = 1440  # the largest rendition's long edge (media.render's preview)
-_BYTES_PER_PIXEL = {"heif": 13.5, "avif": 16.0}
+# Formats decoded whole at full size: the fixed part, and bytes a pixel (8-bit RGB).
+_FULL_SIZE = {"heif": (16 * MIB, 4.6), "avif": (FLOOR, 16.0)}
 _RAW_DEVELOP = 4.5  # bytes a sensor pixel
 _STREAMED = 0.75  # bytes a pixel through libvips' shrink (8-bit RGB)
 _COEFFICIENT_BLOCK = 64 * 2  # a DCT block of 16-bit coefficients
@@ -91,14 +95,14 @@ def render_cost(
         return _VIDEO
     if header.raw:
         return FLOOR + math.ceil(_RAW_DEVELOP * header.pixels)
-    if header.kind in _BYTES_PER_PIXEL:
-        scale = header.bytes_per_pixel / 3.0
-        return FLOOR + math.ceil(_BYTES_PER_PIXEL[header.kind] * scale * header.pixels)
+    if header.kind in _FULL_SIZE:
+        fixed, per_pixel = _FULL_SIZE[header.kind]
+        return fixed + math.ceil(per_pixel * header.bytes_per_pixel / 3.0 * header.pixels)
     if header.kind in ("jpeg", "webp") and not header.full_decode:
         return _PIPELINE + header.whole + _scaled_bytes(header, size)
     if header.full_decode:
         return _PIPELINE + math.ceil(1.15 * header.bytes_per_pixel * header.pixels)
-    return _PIPELINE + math.ceil(_STREAMED * header.bytes_per_pixel / 3.0 * header.pixels)
+    return _STREAM + math.ceil(_STREAMED * header.bytes_per_pixel / 3.0 * header.pixels)
 
 
 def check_cost(path: Path | str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
@@ -106,8 +110,10 @@ def check_cost(path: Path | str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> int
     to verify it (its coefficients held whole when it has several scans); other
     formats are checked without decoding their pixels."""
     header = _read_header(path)
-    if header is None or header.pixels > max_pixels:
+    if header is None or (header.exact and header.pixels > max_pixels):
         return FLOOR
+    if header.kind in VIDEO_FORMATS:
+        return _VIDEO_PROBE
     if header.kind == "webp" and header.full_decode:
         return FLOOR + header.pixels // 4  # Pillow's WebP open: 14 MiB at 48 MP
     if header.kind != "jpeg":
