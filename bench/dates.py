@@ -1,0 +1,169 @@
+"""Benchmark capture-date reading: the fast reader (Pillow/exifread EXIF, PyAV tags)
+against exiftool kept running (media.exiftool), on plain camera JPEGs and on the files
+whose date only exiftool finds (XMP, maker notes, QuickTime XMP).
+
+Run with ``.venv/bin/python bench/dates.py [--quick]``. It prints files per second of:
+
+1. plain JPEGs (3000x2000, camera EXIF with DateTimeOriginal):
+   (a) the date alone: Pillow's EXIF block parsed into a capture time (what
+       ``media.tags`` does) vs exiftool asked for the same date tags;
+   (b) ``read_metadata`` as it runs (the fast reader; exiftool is not asked for these)
+       vs ``read_metadata`` followed by an exiftool request, which is what asking
+       exiftool for every JPEG would cost;
+2. each kind of fallback file: ``read_metadata`` as it runs (fast reader, then
+   exiftool) vs the fast reader alone (exiftool unavailable: the date is the mtime),
+   and exiftool's request alone.
+
+One thread, one exiftool process; rounds interleave the readers and the best round
+counts (the machine is shared). Files are made once into /tmp/pp_bench_dates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+sys.path[:0] = [str(REPO), str(REPO / "src")]
+
+from PIL import Image  # noqa: E402
+from tests.factories import dated, photos  # noqa: E402
+
+from photo_pipeline.media import exiftool, read_metadata  # noqa: E402
+from photo_pipeline.media.exiftool import ExiftoolPool  # noqa: E402
+from photo_pipeline.media.hidden_dates import REQUEST  # noqa: E402
+from photo_pipeline.media.tags import capture_time, tags_from_pillow  # noqa: E402
+
+ROOT = Path(tempfile.gettempdir()) / "pp_bench_dates"
+PLAIN_SIZE = (3000, 2000)
+FALLBACKS: dict[str, Callable[..., Path]] = {
+    "JPEG, XMP date only": dated.jpeg_with_xmp_date,
+    "PNG, XMP date only": dated.png_with_xmp_date,
+    "JPEG, Pentax maker note": dated.jpeg_with_pentax_date,
+    "JPEG, Panasonic maker note": dated.jpeg_with_panasonic_date,
+    "MOV, XMP date only": dated.mov_with_xmp_date,
+}
+
+
+def make_files(plain: int, each: int) -> tuple[list[Path], dict[str, list[Path]]]:
+    folder = ROOT / "plain"
+    folder.mkdir(parents=True, exist_ok=True)
+    jpegs = []
+    for seed in range(plain):
+        path = folder / f"IMG_{seed:04d}.JPG"
+        if not path.exists():
+            photos.jpeg(path, size=PLAIN_SIZE, seed=seed, iso=200, f_number=2.8)
+        jpegs.append(path)
+    fallbacks: dict[str, list[Path]] = {}
+    for n, (kind, factory) in enumerate(FALLBACKS.items()):
+        folder = ROOT / f"fallback{n}"
+        folder.mkdir(parents=True, exist_ok=True)
+        made = sorted(folder.iterdir())
+        while len(made) < each:
+            made.append(factory(folder / f"f{len(made):04d}{_suffix(kind)}", seed=len(made)))
+        fallbacks[kind] = made[:each]
+    return jpegs, fallbacks
+
+
+def _suffix(kind: str) -> str:
+    return {"JPEG": ".JPG", "PNG": ".png", "MOV": ".mov"}[kind.split(",")[0]]
+
+
+def pillow_date(path: Path) -> object:
+    with open(path, "rb") as fp:
+        image = Image.open(io.BytesIO(fp.read(1 << 16)))  # the EXIF block is in the head
+        return capture_time(tags_from_pillow(image.getexif()), path.name, _MTIME)
+
+
+_MTIME = __import__("datetime").datetime(2000, 1, 1)
+
+
+def files_per_second(read: Callable[[Path], object], files: list[Path], rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for path in files:
+            read(path)
+        best = min(best, time.perf_counter() - started)
+    return len(files) / best
+
+
+def compare(rows: dict[str, Callable[[Path], object]], files: list[Path], rounds: int) -> None:
+    results = {name: 0.0 for name in rows}
+    for _ in range(rounds):  # interleaved: a busy moment hurts every reader alike
+        for name, read in rows.items():
+            results[name] = max(results[name], files_per_second(read, files, 1))
+    baseline = next(iter(results.values()))
+    for name, rate in results.items():
+        print(f"  {name:<58} {rate:9.1f} files/s  {rate / baseline:6.2f}x", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer files and rounds")
+    args = parser.parse_args()
+    if dated.exiftool_path() is None:
+        sys.exit("exiftool is not installed (apt-get install libimage-exiftool-perl)")
+    plain, each, rounds = (20, 10, 3) if args.quick else (100, 40, 5)
+    jpegs, fallbacks = make_files(plain, each)
+
+    pool = exiftool.shared_pool()
+    pool.read_tags(str(jpegs[0]), REQUEST)  # started before timing: a worker keeps it
+    missing = ExiftoolPool(str(ROOT / "no-exiftool"))
+    logging.getLogger("photo_pipeline.media.exiftool").setLevel(logging.ERROR)
+
+    def exiftool_date(path: Path) -> object:
+        return pool.read_tags(str(path), REQUEST)
+
+    def without_exiftool(path: Path) -> object:
+        exiftool._shared[os.getpid()] = missing
+        try:
+            return read_metadata(path, isolate_video=True)
+        finally:
+            exiftool._shared[os.getpid()] = pool
+
+    def metadata(path: Path) -> object:
+        return read_metadata(path, isolate_video=True)
+
+    def metadata_then_exiftool(path: Path) -> object:
+        return read_metadata(path), pool.read_tags(str(path), REQUEST)
+
+    print(f"exiftool {pool.executable}; {plain} plain JPEGs {PLAIN_SIZE[0]}x{PLAIN_SIZE[1]}")
+    print(f"{each} files of each fallback kind; best of {rounds} interleaved rounds\n")
+    print("1a. plain JPEG, the capture date alone")
+    compare({"Pillow EXIF -> capture time": pillow_date, "exiftool": exiftool_date}, jpegs, rounds)
+    print("1b. plain JPEG, read_metadata")
+    compare(
+        {
+            "read_metadata (fast reader only: EXIF has the date)": metadata,
+            "read_metadata + an exiftool request per file": metadata_then_exiftool,
+        },
+        jpegs,
+        rounds,
+    )
+    for kind, files in fallbacks.items():
+        print(f"2. {kind}")
+        compare(
+            {
+                "fast reader alone (date: mtime)": without_exiftool,
+                "read_metadata (fast reader, then exiftool)": metadata,
+                "exiftool request alone": exiftool_date,
+            },
+            files,
+            rounds,
+        )
+        found = read_metadata(files[0]).taken
+        print(f"     dated {found.local} from {found.source}")
+    print(f"\nexiftool processes started: {pool.started}")
+
+
+if __name__ == "__main__":
+    main()
