@@ -117,6 +117,16 @@ def bare_jpeg(path: str) -> int:
     return _encode_both(preview)
 
 
+def timed(kind: str, path: str) -> float:
+    """One bare photo of ``kind`` ("jpeg" or "heic"); returns the CPU seconds it took
+    (of this pool process, which runs one photo at a time)."""
+    import time
+
+    started = time.process_time()
+    (bare_jpeg if kind == "jpeg" else bare_heic)(path)
+    return time.process_time() - started
+
+
 def bare_heic(path: str) -> int:
     """The essential work for one HEIC with pillow-heif: a full decode (libheif applies
     the orientation), then the same encodes."""

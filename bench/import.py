@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ REPO = BENCH_DIR.parent
 sys.path[:0] = [str(BENCH_DIR), str(REPO)]
 
 import _import_loops as loops  # noqa: E402
-from coordinator import heading, note, ratio, table  # noqa: E402
+from coordinator import heading, note, table  # noqa: E402
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_import"
 CLI = Path(sys.executable).parent / "photo-pipeline"
@@ -72,20 +73,21 @@ def photos_in(folder: Path) -> list[str]:
 
 
 # ── the two sides ──────────────────────────────────────────────────────────────
-def bare_rate(kind: str, paths: list[str]) -> float:
-    """Photos/s of the bare loop in a warmed-up two-process pool."""
-    one = loops.bare_jpeg if kind == "jpeg" else loops.bare_heic
+def bare_rate(kind: str, paths: list[str]) -> tuple[float, float]:
+    """Photos/s of the bare loop in a warmed-up two-process pool, and its CPU seconds
+    per photo."""
     with ProcessPoolExecutor(PROCESSES, mp_context=get_context("spawn")) as pool:
         list(pool.map(loops.ready, [0.2] * PROCESSES))
-        pool.submit(one, paths[0]).result()  # codecs set up
+        pool.submit(loops.timed, kind, paths[0]).result()  # codecs set up
         started = time.perf_counter()
-        list(pool.map(one, paths))
-        return len(paths) / (time.perf_counter() - started)
+        cpu = sum(pool.map(loops.timed, [kind] * len(paths), paths))
+        return len(paths) / (time.perf_counter() - started), cpu / len(paths)
 
 
-def run_command(home: Path, *args: str) -> tuple[float, float, Any]:
-    """Run ``photo-pipeline ARGS`` on the library at ``home``: wall seconds, the peak
-    RSS (MB) of its process tree, its JSON output (when ARGS ask for it)."""
+def run_command(home: Path, *args: str) -> tuple[float, float, float, Any]:
+    """Run ``photo-pipeline ARGS`` on the library at ``home``: wall seconds, CPU
+    seconds and peak RSS (MB) of its process tree, its JSON output (when ARGS ask for
+    it)."""
     env = {**os.environ, "PHOTO_PIPELINE_HOME": str(home)}
     env.pop("PHOTO_PIPELINE_DATABASE_URL", None)
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
@@ -99,7 +101,8 @@ def run_command(home: Path, *args: str) -> tuple[float, float, Any]:
         output, errors = out.read(), err.read()
     if child.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} exited {child.returncode}:\n{errors[-3000:]}")
-    return seconds, usage.ru_maxrss / 1024, json.loads(output) if "--json" in args else None
+    output_json = json.loads(output) if "--json" in args else None
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output_json
 
 
 def in_child(what: str, folder: Path, home: Path) -> dict[str, Any]:
@@ -131,20 +134,27 @@ def child(what: str, folder: Path, home: Path) -> dict[str, Any]:
     settings = Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)})
     lib = open_library(settings)
     config = WorkerConfig(burst=True, concurrency=os.cpu_count() or 1, poll_seconds=0.2)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds(resource.RUSAGE_SELF)
     if what == "import":
         jobs = import_folders(lib.service, lib.catalog, [folder], follow_up=settings)
     else:
         jobs = [enqueue_render(lib.service, home, render_settings(settings), force=True).job]
     Worker(lib.service, lib.workers, registry, config).run()
     seconds = time.perf_counter() - started
+    cpu = cpu_seconds(resource.RUSAGE_SELF) - cpu
     finals = [lib.service.get(job["id"]) for job in jobs]
     lib.close()
     return {
         "seconds": seconds,
+        "cpu": cpu,
         "rss_mb": peak_rss_mb(),
         "jobs": json.loads(json.dumps(finals, default=str)),
     }
+
+
+def cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 def peak_rss_mb() -> float:
@@ -176,55 +186,64 @@ def check_succeeded(jobs: list[dict[str, Any]], what: str) -> None:
 
 class Runs:
     """Rounds of one photo set: each measurement with the mean of the bare rounds
-    just before and just after it."""
+    just before and just after it, in photos per wall second and per CPU second (the
+    second does not depend on how much of this shared machine each side got)."""
 
     def __init__(self, kind: str, folder: Path) -> None:
         self.kind, self.folder, self.paths = kind, folder, photos_in(folder)
         self.bare = [bare_rate(kind, self.paths)]
-        self.rates: dict[str, list[tuple[float, float]]] = {}
+        self.ratios: dict[str, list[tuple[float, float, float]]] = {}
         self.rss: dict[str, list[float]] = {}
         self.notes: list[str] = []
 
-    def add(self, label: str, seconds: float, rss_mb: float) -> None:
+    def add(self, label: str, seconds: float, cpu: float, rss_mb: float) -> None:
         self.bare.append(bare_rate(self.kind, self.paths))
-        around = (self.bare[-2] + self.bare[-1]) / 2
-        self.rates.setdefault(label, []).append((len(self.paths) / seconds, around))
+        (rate_a, cpu_a), (rate_b, cpu_b) = self.bare[-2:]
+        rate = len(self.paths) / seconds
+        per_cpu = len(self.paths) / cpu
+        bare_per_cpu = 2 / (cpu_a + cpu_b)
+        self.ratios.setdefault(label, []).append(
+            (rate, rate / ((rate_a + rate_b) / 2), per_cpu / bare_per_cpu)
+        )
         self.rss.setdefault(label, []).append(rss_mb)
 
     def round(self, *, force: bool) -> None:
         with tempfile.TemporaryDirectory(prefix="pp-import-") as home:
             done = in_child("import", self.folder, Path(home))
             check_succeeded(done["jobs"], "import")
-            self.add("import", done["seconds"], done["rss_mb"])
+            self.add("import", done["seconds"], done["cpu"], done["rss_mb"])
             self.notes.append(job_seconds(done["jobs"]))
             if force:
                 done = in_child("render", self.folder, Path(home))
                 check_succeeded(done["jobs"], "render --force")
-                self.add("render --force", done["seconds"], done["rss_mb"])
+                self.add("render --force", done["seconds"], done["cpu"], done["rss_mb"])
         with tempfile.TemporaryDirectory(prefix="pp-import-") as home:
             run_command(Path(home), "init")
-            seconds, rss_mb, jobs = run_command(
+            seconds, cpu, rss_mb, jobs = run_command(
                 Path(home), "import", str(self.folder), "--wait", "--json"
             )
             check_succeeded(jobs, "photo-pipeline import")
-            self.add("photo-pipeline import --wait", seconds, rss_mb)
+            self.add("photo-pipeline import --wait", seconds, cpu, rss_mb)
 
     def row(self, label: str, what: str, target: float | None) -> list[Any]:
-        """The median round's photos/s, its bare loop, their ratio."""
-        runs = self.rates[label]
-        ratios = [rate / bare for rate, bare in runs]
-        rate, bare = runs[sorted(range(len(runs)), key=lambda i: ratios[i])[len(runs) // 2]]
-        met = "" if target is None else ("yes" if rate / bare >= target else "NO")
+        """The median round: photos/s, its ratio to the bare loop by wall time and by
+        CPU time, every round's wall ratio, the target, peak RSS."""
+        runs = sorted(self.ratios[label], key=lambda run: run[1])
+        rate, wall, cpu = runs[len(runs) // 2]
+        met = "" if target is None else ("yes" if wall >= target else "NO")
         return [
             what,
             f"{rate:.2f}",
-            f"{bare:.2f}",
-            ratio(rate, bare),
-            " ".join(f"{r:.2f}" for r in ratios),
+            f"{wall:.2f}x",
+            f"{cpu:.2f}x",
+            " ".join(f"{run[1]:.2f}" for run in self.ratios[label]),
             "" if target is None else f">= {target:.2f}",
             met,
             " / ".join(f"{r:.0f}" for r in self.rss[label]),
         ]
+
+    def bare_summary(self) -> str:
+        return " ".join(f"{rate:.2f}/s ({cpu * 1000:.0f} ms CPU)" for rate, cpu in self.bare)
 
 
 def main() -> int:
@@ -278,13 +297,17 @@ def main() -> int:
             heic.row("import", "HEIC import (in-process) / bare pillow-heif", None),
             heic.row("photo-pipeline import --wait", "HEIC photo-pipeline import --wait", None),
         ]
-    headers = ["what", "photos/s", "bare/s", "ratio", "each round", "target", "met", "peak RSS MB"]
+    headers = ["what", "photos/s", "wall ratio", "CPU ratio", "each round (wall)", "target",
+               "met", "peak RSS MB"]  # fmt: skip
     table(headers, rows)
-    note("bare rounds (photos/s): JPEG " + " ".join(f"{r:.2f}" for r in jpeg.bare)
-         + ("; HEIC " + " ".join(f"{r:.2f}" for r in heic.bare) if heic else ""))  # fmt: skip
+    note("bare rounds, photos/s (CPU per photo): JPEG " + jpeg.bare_summary()
+         + ("; HEIC " + heic.bare_summary() if heic else ""))  # fmt: skip
     note("the in-process import's jobs: JPEG " + " | ".join(jpeg.notes)
          + ("; HEIC " + " | ".join(heic.notes) if heic else ""))  # fmt: skip
     note(
+        "wall ratio: photos/s against the mean of the bare rounds before and after (the "
+        "target); CPU ratio: photos per CPU second of the process tree against the bare "
+        "loop's, which load from elsewhere on the machine does not sway. "
         "in-process: enqueue to the chain's end in a fresh interpreter (imports and the "
         "library's opening not timed, as the bare loop's pool start is not); "
         "photo-pipeline import --wait: the command's wall time, its start included; "
