@@ -24,7 +24,7 @@ from photo_pipeline.config import Settings
 from photo_pipeline.jobs import Enqueued, JobService
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.media import MediaError
+from photo_pipeline.media import MediaError, cost
 from photo_pipeline.media.phash import to_text
 from photo_pipeline.media.render import RenderResult, RenderSettings, render_file
 from photo_pipeline.pipeline import paths, roots, transfer
@@ -121,7 +121,12 @@ def render(ctx: JobContext) -> None:
     # Originals are read only where the library's files may really be (a catalogued
     # file replaced by a symlink to elsewhere since the scan is refused).
     allowed = roots.library_roots(ctx.session_factory)
-    ctx.map(functools.partial(render_item_within, allowed), on_result=keep)
+    ctx.map(
+        functools.partial(render_item_within, allowed),
+        on_result=keep,
+        # A huge progressive JPEG waits for memory (the worker's budget), not for luck.
+        weigh=functools.partial(weigh_render_within, allowed),
+    )
     if not ctx.should_stop:
         ctx.flush()
         remove_orphans()
@@ -131,6 +136,20 @@ def item_key(row: dict[str, Any]) -> str:
     """``asset_id:content_hash:path`` (the path in its stored text form)."""
     absolute = os.path.join(row["source_path"], paths.from_text(row["path"]))
     return f"{row['id']}:{row['content_hash']}:{paths.to_text(absolute)}"
+
+
+def weigh_render_within(allowed: Sequence[str], params: dict[str, Any], key: str) -> int:
+    """The memory rendering an asset will take (``media.cost``, from its original's
+    header); an original outside ``allowed`` is not opened (its item fails unread)."""
+    original = paths.from_text(key.split(":", 2)[2])
+    try:
+        roots.real_path_inside(original, allowed)
+    except roots.PathOutsideRoots:
+        return cost.FLOOR
+    settings = RenderSettings.from_params(params["settings"])
+    return cost.render_cost(
+        original, size=max(settings.sizes.values()), max_pixels=settings.max_pixels
+    )
 
 
 def render_item_within(allowed: Sequence[str], params: dict[str, Any], key: str) -> RenderOutcome:

@@ -40,7 +40,7 @@ from sqlalchemy.orm import Session
 from photo_pipeline.db.schema import assets
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, hash_file, read_metadata
+from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, cost, hash_file, read_metadata
 from photo_pipeline.media.decode import pixels_checked_by_caller
 from photo_pipeline.media.files import open_original
 from photo_pipeline.media.formats import HEADER_SIZE, SUPPORTED_EXTENSIONS, sniff
@@ -143,7 +143,12 @@ def scan(ctx: JobContext) -> None:
     # The catalogue rows of a batch land just before its items are reported done.
     ctx.before_flush(record)
     # A partial of a module-level function: picklable for a process pool too.
-    ctx.map(functools.partial(inspect_file_within, allowed), on_result=keep)
+    ctx.map(
+        functools.partial(inspect_file_within, allowed),
+        on_result=keep,
+        # A huge progressive JPEG waits for memory (the worker's budget), not for luck.
+        weigh=functools.partial(weigh_file_within, allowed),
+    )
     if not ctx.should_stop:
         ctx.flush()
         for warning in remove_files(home, orphans):
@@ -255,7 +260,7 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
             # Metadata first: a broken file (a 4 GB one without an index, say) fails
             # before its bytes are all hashed.
             checked: AbstractContextManager[None] = (
-                pixels_checked_by_caller() if render else nullcontext()
+                pixels_checked_by_caller() if render or os.environ.get("PP_OPTION_B") else nullcontext()
             )
             with checked:  # the render below decodes every pixel instead
                 metadata = read_metadata(
@@ -265,7 +270,7 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
                     isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
                 )
             content_hash = hash_file(Path(original.path))
-            if render and metadata.kind == "photo":
+            if render and metadata.kind == "photo" and not os.environ.get("PP_OPTION_B"):
                 rendered = _render(original.path, content_hash, render)
     except roots.PathOutsideRoots as exc:
         return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
@@ -275,6 +280,27 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
         return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
     report = FileReport(**base, content_hash=content_hash, metadata=metadata)
     return Inspected(report, rendered)
+
+
+def weigh_file_within(allowed: Sequence[str], params: dict[str, Any], item_key: str) -> int:
+    """The memory reading a file will take (``media.cost``, from its header): its
+    metadata check, or its renditions when the scan renders too (``params["render"]``;
+    a video, which it leaves to the render job, is weighed as rendered all the same);
+    a file outside ``allowed`` is not opened (its item fails unread)."""
+    source_id, stored = item_key.split(":", 1)
+    folders = {str(source["id"]): source["path"] for source in params["sources"]}
+    path = os.path.join(folders[source_id], paths.from_text(stored))
+    try:
+        roots.real_path_inside(path, allowed)
+    except roots.PathOutsideRoots:
+        return cost.FLOOR
+    max_pixels = params.get("max_pixels", DEFAULT_MAX_PIXELS)
+    weight = cost.check_cost(path, max_pixels=max_pixels)
+    if params.get("render"):
+        settings = RenderSettings.from_params(params["render"]["settings"])
+        size = max(settings.sizes.values())
+        weight = max(weight, cost.render_cost(path, size=size, max_pixels=max_pixels))
+    return weight
 
 
 def _render(path: str, content_hash: str, render: dict[str, Any]) -> RenderOutcome | None:
