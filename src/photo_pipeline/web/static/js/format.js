@@ -62,10 +62,18 @@ export function elapsed(start, end) {
 
 export const shortId = (id) => String(id).slice(0, 8);
 
+// Every media.capture_time.SOURCES value, in its order of precedence.
 const SOURCES = {
   exif_original: "EXIF DateTimeOriginal",
+  xmp_original: "XMP DateTimeOriginal",
+  xmp_date_created: "XMP DateCreated",
+  makernote: "Camera maker note",
+  avchd: "AVCHD stream date",
   exif_digitized: "EXIF CreateDate (digitized)",
+  xmp_create_date: "XMP CreateDate",
+  quicktime_local: "QuickTime local date",
   gps: "GPS time",
+  quicktime_utc: "QuickTime creation time (UTC)",
   filename: "File name",
   mtime: "File modification time",
 };
