@@ -260,7 +260,7 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
             # Metadata first: a broken file (a 4 GB one without an index, say) fails
             # before its bytes are all hashed.
             checked: AbstractContextManager[None] = (
-                pixels_checked_by_caller() if render or os.environ.get("PP_OPTION_B") else nullcontext()
+                pixels_checked_by_caller() if render else nullcontext()
             )
             with checked:  # the render below decodes every pixel instead
                 metadata = read_metadata(
@@ -270,7 +270,7 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
                     isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
                 )
             content_hash = hash_file(Path(original.path))
-            if render and metadata.kind == "photo" and not os.environ.get("PP_OPTION_B"):
+            if render and metadata.kind == "photo":
                 rendered = _render(original.path, content_hash, render)
     except roots.PathOutsideRoots as exc:
         return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
