@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import time
@@ -116,3 +117,26 @@ def test_a_result_is_not_held_up_by_a_sibling_holding_the_pipe(monkeypatch) -> N
         for pid in siblings:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+
+
+def test_the_child_never_finalizes_what_it_inherited(tmp_path):
+    # A cycle freed in the child would run its finalizer there: for an FFmpeg object
+    # that waits for threads the child does not have (a hang until the deadline).
+    log = tmp_path / "finalized"
+
+    class Held:
+        def __del__(self) -> None:
+            with open(log, "a") as out:
+                out.write(f"{os.getpid()}\n")
+
+    gc.disable()  # the cycle stays uncollected until the child runs
+    try:
+        held = Held()
+        held.me = held
+        del held
+        child = run_bounded(lambda: (gc.collect(), os.getpid())[1], time_limit=20)
+    finally:
+        gc.enable()
+    gc.collect()
+    assert child != os.getpid()
+    assert log.read_text().split() == [str(os.getpid())]  # finalized once, in the parent

@@ -20,6 +20,7 @@ kill it; Ctrl-C in the terminal is left to the parent, which owns the item.
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import os
 import pickle
@@ -53,13 +54,24 @@ def run_bounded(
     exception in the child becomes ``corrupt_file``; the deadline ``decode_timeout``.
     """
     read_end, write_end = os.pipe()
-    with warnings.catch_warnings():
-        # Python >= 3.12 warns about fork in a threaded process; see the module doc
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(read_end)
-        _child(write_end, fn, args, memory_limit, time_limit)
+    # The child must never collect what it inherited: a cycle holding an FFmpeg object
+    # would be freed there, and its deallocation waits for threads the child does not
+    # have. Frozen objects are out of the collector's reach; the child, which only
+    # runs ``fn``, also turns collection off at once.
+    gc.freeze()
+    pid = -1
+    try:
+        with warnings.catch_warnings():
+            # Python >= 3.12 warns about fork in a threaded process; see the module doc
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: never returns
+            gc.disable()
+            os.close(read_end)
+            _child(write_end, fn, args, memory_limit, time_limit)
+    finally:
+        if pid != 0:
+            gc.unfreeze()
     os.close(write_end)
     try:
         data = _read_message(read_end, pid, time.monotonic() + time_limit)
