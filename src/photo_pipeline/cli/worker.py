@@ -77,7 +77,7 @@ def _open_when_reachable() -> Library:
 def worker(
     concurrency: Annotated[
         int | None,
-        typer.Option(min=1, max=256, help="Items processed in parallel [default: CPU count]."),
+        typer.Option(min=1, max=256, help="Items processed in parallel (default: the CPU count)."),
     ] = None,
     jobs: Annotated[
         int,
