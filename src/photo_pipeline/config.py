@@ -20,6 +20,9 @@ class Settings:
     # spend its attempts. PHOTO_PIPELINE_MAX_INTERRUPTIONS.
     max_interruptions: int = 20
     max_pixels: int = 200_000_000  # larger images fail with too_many_pixels (bomb guard)
+    # PHOTO_PIPELINE_VIDEO_TIME_LIMIT: seconds a scan may spend reading one video's
+    # headers (in a child process killed then: decode_timeout, the scan goes on).
+    video_time_limit: float = 30.0
     api_token: str | None = None  # PHOTO_PIPELINE_TOKEN; else generated under home
     # PHOTO_PIPELINE_ALLOWED_ROOTS (os.pathsep-separated): folders the HTTP API may
     # name in job params; empty means any folder.
@@ -39,7 +42,8 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read ``PHOTO_PIPELINE_HOME``, ``PHOTO_PIPELINE_DATABASE_URL``,
         ``PHOTO_PIPELINE_RETRY_BASE_SECONDS`` / ``_MAX_SECONDS`` and
-        ``PHOTO_PIPELINE_MAX_PIXELS``, ``PHOTO_PIPELINE_TOKEN`` and
+        ``PHOTO_PIPELINE_MAX_PIXELS``, ``PHOTO_PIPELINE_VIDEO_TIME_LIMIT``,
+        ``PHOTO_PIPELINE_TOKEN`` and
         ``PHOTO_PIPELINE_ALLOWED_ROOTS``."""
         env = os.environ if environ is None else environ
         home = Path(env.get("PHOTO_PIPELINE_HOME") or DEFAULT_HOME).expanduser()
@@ -51,6 +55,7 @@ class Settings:
             retry_max_seconds=_seconds(env, "PHOTO_PIPELINE_RETRY_MAX_SECONDS", 600.0),
             max_interruptions=int(_seconds(env, "PHOTO_PIPELINE_MAX_INTERRUPTIONS", 20)),
             max_pixels=int(_seconds(env, "PHOTO_PIPELINE_MAX_PIXELS", 200_000_000)),
+            video_time_limit=_seconds(env, "PHOTO_PIPELINE_VIDEO_TIME_LIMIT", 30.0),
             api_token=env.get("PHOTO_PIPELINE_TOKEN") or None,
             allowed_roots=allowed_roots_from_env(env),
             thumbnail_size=int(_seconds(env, "PHOTO_PIPELINE_THUMBNAIL_SIZE", 256)),

@@ -285,3 +285,17 @@ def test_unreadable_file_fails_its_item(session_factory, tmp_path):
         assert run_import(session_factory, root)["failed"] == {"locked.jpg": "unreadable_file"}
     finally:
         locked.chmod(0o644)
+
+
+def test_an_import_carries_the_libraries_video_time_limit(session_factory, tmp_path):
+    from photo_pipeline.config import Settings
+
+    root = tmp_path / "photos"
+    photos.jpeg(root / "a.jpg", size=(32, 24), seed=1)
+    settings = Settings(tmp_path / "home", "unused://", video_time_limit=7.5)
+    service = JobService(session_factory)
+    scan_job, render_job, _ = import_folders(
+        service, Catalog(session_factory), [root], follow_up=settings
+    )
+    assert scan_job["params"]["video_time_limit"] == 7.5  # a video's headers
+    assert render_job["params"]["settings"]["video_time_limit"] == 7.5  # its poster frame

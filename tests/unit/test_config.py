@@ -21,3 +21,9 @@ def test_database_url_overrides_home():
 def test_unsupported_database_url_is_refused():
     with pytest.raises(ValueError, match="unsupported database URL"):
         create_database_engine("mysql://localhost/x")
+
+
+def test_the_video_time_limit_is_a_setting():
+    assert Settings.from_env({}).video_time_limit == 30.0
+    settings = Settings.from_env({"PHOTO_PIPELINE_VIDEO_TIME_LIMIT": "7.5"})
+    assert settings.video_time_limit == 7.5

@@ -85,7 +85,10 @@ def _import(
     renders_with = (
         {}
         if follow_up is None
-        else {"render": scan.render_params(follow_up.home, render.render_settings(follow_up))}
+        else {
+            "render": scan.render_params(follow_up.home, render.render_settings(follow_up)),
+            "video_time_limit": follow_up.video_time_limit,
+        }
     )
     scans = [
         {

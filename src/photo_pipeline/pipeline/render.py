@@ -51,6 +51,7 @@ def render_settings(settings: Settings) -> RenderSettings:
         format=settings.rendition_format,
         quality=settings.rendition_quality,
         max_pixels=settings.max_pixels,
+        video_time_limit=settings.video_time_limit,
     )
 
 
