@@ -16,6 +16,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     PrimaryKeyConstraint,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -487,6 +488,26 @@ near_index = Table(
     # Assets updated at or after this instant (less a margin) are paired again.
     Column("paired_until", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # The chunk widths of near_chunks ("22,21,21"); NULL: no chunks stored yet.
+    Column("chunk_bits", String(40)),
+)
+
+# Each paired hash cut into the chunks of near_index.chunk_bits, one row per chunk
+# (pipeline.near_chunks): new assets find their candidates by looking up a few chunk
+# values here instead of reading every hash. ``phash`` is the hash as a signed 64-bit
+# integer, so a candidate is checked without another read. No foreign key: a full
+# regroup writes millions of rows at once (a key check per row would double the
+# time), and candidates are checked against present files anyway.
+near_chunks = Table(
+    "near_chunks",
+    metadata,
+    Column("chunk", SmallInteger, nullable=False),
+    Column("value", Integer, nullable=False),
+    Column("asset_id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+    Column("phash", BigInteger, nullable=False),
+    PrimaryKeyConstraint("chunk", "value", "asset_id"),
+    Index("ix_near_chunks_asset_id", "asset_id"),
+    sqlite_with_rowid=False,  # the lookups read the table's own B-tree: no rowid hop
 )
 
 # Keepers chosen for a duplicate group (web UI review); nothing is deleted. group_key
