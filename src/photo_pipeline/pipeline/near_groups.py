@@ -18,9 +18,11 @@ million assets (a quarter of the library flagged, half of it by chance):
 * **Candidates by multi-index hashing** with a chunk layout chosen for the size: each
   hash is cut into ``m`` chunks; a pair within ``d`` bits agrees within ``d // m`` bits
   on some chunk, so each hash looks up, per chunk, the buckets of the values within that
-  many bits of its own. Wider chunks make buckets emptier and lookups more numerous; the
-  layout with the fewest expected operations wins (3 chunks of ~21 bits at a million).
-  ``PairFinder.pairs_of`` looks up only some hashes (the new ones) against all.
+  many bits of its own (its *probes*). Wider chunks make buckets emptier and probes more
+  numerous; the layout with the fewest expected operations wins (3 chunks of ~21 bits
+  at a million). ``PairFinder.all_pairs`` finds every pair in memory;
+  ``Layout.probes`` is what a few new hashes look up in the stored chunks
+  (pipeline.near_chunks), and ``PairFinder.pairs_of`` the same lookups in memory.
 
 Pure functions over NumPy arrays: no database here (pipeline.similar stores the pairs
 and groups).
@@ -39,8 +41,10 @@ import numpy as np
 HASH_BITS = 64
 # Expected pairs of unrelated photos passing by chance, per library (uniform hashes).
 CHANCE_PAIR_BUDGET = 200
-# A lookup table per chunk has 2**bits entries: 22 bits is 32 MB per table.
+# A lookup table per chunk has 2**bits entries: 22 bits is 16 MB per table.
 _MAX_CHUNK_BITS = 22
+# A stored layout is kept while its work stays within this factor of the best one's.
+LAYOUT_SLACK = 2.0
 # Hashes looked up per vectorised step (bounds the candidate arrays' memory).
 _BLOCK = 1 << 18
 
@@ -60,116 +64,207 @@ def adaptive_radius(hashes: int, ceiling: int, budget: float = CHANCE_PAIR_BUDGE
     return radius
 
 
-@dataclass(frozen=True)
-class _Layout:
-    bounds: tuple[tuple[int, int], ...]  # (shift, bits) per chunk
-    flips: int  # bits flipped per chunk lookup
-
-
 @cache
 def _flip_patterns(bits: int, flips: int) -> np.ndarray:
+    """Every ``bits``-bit value with at most ``flips`` bits set, 0 first."""
     values = [0]
     for r in range(1, flips + 1):
         values.extend(sum(1 << b for b in chosen) for chosen in combinations(range(bits), r))
-    return np.array(values, dtype=np.int64)
+    return np.array(values, dtype=np.int32)
 
 
-def _layout(hashes: int, radius: int) -> _Layout:
-    best: tuple[float, _Layout] | None = None
+@dataclass(frozen=True)
+class Layout:
+    """Hashes cut into chunks of ``widths`` bits (lowest bits first); a lookup flips up
+    to ``flips`` bits of a chunk."""
+
+    widths: tuple[int, ...]
+    flips: int
+
+    @classmethod
+    def parse(cls, text: str, radius: int) -> Layout:
+        """The layout stored as ``text`` (``"22,21,21"``), for ``radius``."""
+        widths = tuple(int(w) for w in text.split(","))
+        if sum(widths) != HASH_BITS or not all(0 < w <= _MAX_CHUNK_BITS for w in widths):
+            raise ValueError(f"not a chunk layout of {HASH_BITS} bits: {text!r}")
+        return cls(widths, radius // len(widths))
+
+    @property
+    def text(self) -> str:
+        return ",".join(map(str, self.widths))
+
+    def keys(self, values: np.ndarray, chunk: int) -> np.ndarray:
+        """Chunk number ``chunk`` of each hash."""
+        shift = sum(self.widths[:chunk])
+        mask = np.uint64((1 << self.widths[chunk]) - 1)
+        return ((values >> np.uint64(shift)) & mask).astype(np.int32)
+
+    def probes(self, values: np.ndarray, chunk: int) -> np.ndarray:
+        """The chunk values each hash looks up (one row per hash): its own chunk with
+        up to ``flips`` bits flipped. A hash within the radius of another shares one
+        of these with it on some chunk."""
+        patterns = _flip_patterns(self.widths[chunk], self.flips)
+        probes: np.ndarray = self.keys(values, chunk)[:, None] ^ patterns[None, :]
+        return probes
+
+    @property
+    def lookups(self) -> int:
+        """Probes per hash, all chunks together."""
+        return sum(len(_flip_patterns(width, self.flips)) for width in self.widths)
+
+    def cost(self, hashes: int) -> float:
+        """Expected work of pairing ``hashes`` hashes: every probe, the candidates
+        its bucket holds, and the tables to build."""
+        candidates = hashes / (1 << min(self.widths))
+        tables = len(self.widths) << max(self.widths)
+        return hashes * self.lookups * (1 + candidates) + tables
+
+
+def layout_fits(layout: Layout, hashes: int, radius: int) -> bool:
+    """Whether a stored ``layout`` still serves ``hashes`` hashes at ``radius``: its
+    work within ``LAYOUT_SLACK`` times the best layout's. A library that grows past
+    it (its buckets fill up) is cut again once, not at every change of best layout."""
+    kept = Layout(layout.widths, radius // len(layout.widths))
+    return kept.cost(hashes) <= LAYOUT_SLACK * layout_for(hashes, radius).cost(hashes)
+
+
+def layout_for(hashes: int, radius: int) -> Layout:
+    """The chunk layout with the least expected work for ``hashes`` hashes and
+    ``radius`` (tables of at most 2**22 entries)."""
+    layouts = []
     for chunks in range(1, 9):
         widths = [HASH_BITS // chunks + (1 if i < HASH_BITS % chunks else 0) for i in range(chunks)]
-        if max(widths) > _MAX_CHUNK_BITS:
-            continue
-        flips = radius // chunks
-        lookups = sum(comb(max(widths), i) for i in range(flips + 1))
-        # Lookups and candidates per hash, and the tables to build.
-        cost = hashes * chunks * lookups * (1 + hashes / 2 ** min(widths)) + chunks * 2 ** max(
-            widths
-        )
-        shifts = np.cumsum([0, *widths[:-1]]).tolist()
-        layout = _Layout(tuple(zip(shifts, widths, strict=True)), flips)
-        if best is None or cost < best[0]:
-            best = (cost, layout)
-    assert best is not None
-    return best[1]
+        if max(widths) <= _MAX_CHUNK_BITS:
+            layouts.append(Layout(tuple(widths), radius // chunks))
+    return min(layouts, key=lambda layout: layout.cost(hashes))
 
 
 class PairFinder:
     """Every pair of hashes within ``radius`` bits, or those of a few hashes against
     all; ``examined`` counts the candidate pairs compared (the work done)."""
 
-    def __init__(self, hashes: np.ndarray, radius: int) -> None:
+    def __init__(self, hashes: np.ndarray, radius: int, layout: Layout | None = None) -> None:
         if not 0 <= radius < HASH_BITS:
             raise ValueError(f"radius must be 0..{HASH_BITS - 1}, got {radius!r}")
         self.values = np.ascontiguousarray(hashes, dtype=np.uint64)
         self.radius = radius
-        self.layout = _layout(len(self.values), radius)
+        self.layout = layout or layout_for(len(self.values), radius)
+        if self.layout.flips * len(self.layout.widths) + len(self.layout.widths) <= radius:
+            raise ValueError(f"layout {self.layout} misses pairs at radius {radius}")
         self.examined = 0
 
     def all_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(left, right, distance)`` with ``left < right``, each pair once."""
-        return self._search(np.arange(len(self.values)), lower_asks=True)
+        found: list[np.ndarray] = []
+        if len(self.values) > 1:
+            for chunk in range(len(self.layout.widths)):
+                found.extend(self._chunk_pairs(chunk))
+        return self._distinct(found)
 
     def pairs_of(self, asking: Iterable[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The pairs (``left < right``, each once) that involve a hash of ``asking``."""
+        """The pairs (``left < right``, each once) that involve a hash of ``asking``:
+        each looks up its probes (``Layout.probes``) in a sorted copy of every chunk."""
         wanted = np.unique(np.fromiter(asking, dtype=np.int64))
-        return self._search(wanted, lower_asks=False)
+        found: list[np.ndarray] = []
+        for chunk in range(len(self.layout.widths)):
+            keys = self.layout.keys(self.values, chunk)
+            order = np.argsort(keys, kind="stable")
+            ordered = keys[order]
+            probes = self.layout.probes(self.values[wanted], chunk)
+            first = np.searchsorted(ordered, probes, side="left").ravel()
+            hits = np.searchsorted(ordered, probes, side="right").ravel() - first
+            asker = np.repeat(np.repeat(wanted, probes.shape[1]), hits)
+            other = order[expand(first, hits)]
+            keep = asker != other
+            found.append(self._close(asker[keep], other[keep]))
+        return self._distinct(found)
 
-    def _search(
-        self, asking: np.ndarray, *, lower_asks: bool
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        found_left: list[np.ndarray] = []
-        found_right: list[np.ndarray] = []
-        size = len(self.values)
-        if size < 2 or not len(asking):
-            empty = np.empty(0, dtype=np.int64)
-            return empty, empty, empty
-        for shift, bits in self.layout.bounds:
-            keys = ((self.values >> np.uint64(shift)) & np.uint64((1 << bits) - 1)).astype(np.int32)
-            # A dense table over every chunk value: where its run starts in `order` and
-            # how long it is, so a lookup is one gather, not a search.
-            order = np.argsort(keys, kind="stable").astype(np.int32)
-            counts = np.bincount(keys, minlength=1 << bits).astype(np.int32)
-            starts = (np.cumsum(counts) - counts).astype(np.int32)
-            # Asking in the order of the chunk's value keeps each pattern's lookups
-            # close together in the tables: cache hits, not a miss per lookup (a
-            # third less time at a million hashes).
-            ordered = asking[np.argsort(keys[asking], kind="stable")]
-            for block_start in range(0, len(ordered), _BLOCK):
-                block = ordered[block_start : block_start + _BLOCK]
+    def _chunk_pairs(self, chunk: int) -> list[np.ndarray]:
+        """The close pairs that agree within ``flips`` bits on chunk ``chunk``, each
+        once, as original indices (rows of a 2-column array)."""
+        bits = self.layout.widths[chunk]
+        keys = self.layout.keys(self.values, chunk)
+        # Work in the chunk's sorted order: a bucket is a run, the hashes being
+        # compared lie close together in memory, and only the close pairs found are
+        # mapped back to the original indices.
+        order = np.argsort(keys, kind="stable").astype(np.int32)
+        keys, values = keys[order], self.values[order]
+        counts = np.bincount(keys, minlength=1 << bits).astype(np.int32)
+        starts = (np.cumsum(counts) - counts).astype(np.int32)
+        found = []
+        # Pairs in one bucket: each position with the later ones of its run.
+        position = np.arange(len(keys), dtype=np.int32)
+        later = starts[keys] + counts[keys] - position - 1
+        left, right = self._close_positions(values, position, later, position + 1)
+        found.append(np.stack([order[left], order[right]], axis=1))
+        # A pattern's highest bit is clear in exactly one side of a pair it joins:
+        # that side asks, so each pair is found once per chunk, half the lookups.
+        patterns = _flip_patterns(bits, self.layout.flips)[1:]
+        highest = np.log2(patterns).astype(np.int32)  # patterns hold 1..flips bits
+        for top in range(bits):
+            mine = patterns[highest == top]
+            if not len(mine):
+                continue
+            asking = np.flatnonzero(((keys >> top) & 1) == 0).astype(np.int32)
+            for block_start in range(0, len(asking), _BLOCK):
+                block = asking[block_start : block_start + _BLOCK]
                 block_keys = keys[block]
-                for pattern in _flip_patterns(bits, self.layout.flips).tolist():
+                for pattern in mine.tolist():
                     wanted = block_keys ^ np.int32(pattern)
                     hits = counts[wanted]
                     # Most lookups find an empty bucket: expand only the others.
                     asked = np.flatnonzero(hits)
-                    if not len(asked):
-                        continue
-                    hits, wanted = hits[asked], wanted[asked]
-                    total = int(hits.sum())
-                    left = np.repeat(block[asked], hits)
-                    offsets = np.arange(total) - np.repeat(np.cumsum(hits) - hits, hits)
-                    right = order[np.repeat(starts[wanted], hits) + offsets]
-                    # Both sides of a pair ask for each other in a full search: the
-                    # lower one keeps it.
-                    keep = left < right if lower_asks else left != right
-                    left, right = left[keep], right[keep]
-                    self.examined += len(left)
-                    distance = np.bitwise_count(self.values[left] ^ self.values[right])
-                    close = distance <= self.radius
-                    found_left.append(left[close])
-                    found_right.append(right[close])
-        if not found_left:
+                    left, right = self._close_positions(
+                        values, block[asked], hits[asked], starts[wanted[asked]]
+                    )
+                    found.append(np.stack([order[left], order[right]], axis=1))
+        return found
+
+    def _close_positions(
+        self, values: np.ndarray, asker: np.ndarray, hits: np.ndarray, first: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Of ``asker[i]`` against positions ``first[i] .. first[i] + hits[i] - 1``,
+        the pairs of positions within the radius."""
+        single = hits == 1  # most hit buckets hold one hash: no expansion
+        many = np.flatnonzero(~single)
+        lefts = [asker[single], np.repeat(asker[many], hits[many])]
+        rights = [first[single], expand(first[many], hits[many])]
+        close_left, close_right = [], []
+        for left, right in zip(lefts, rights, strict=True):
+            self.examined += len(left)
+            close = np.flatnonzero(np.bitwise_count(values[left] ^ values[right]) <= self.radius)
+            close_left.append(left[close])
+            close_right.append(right[close])
+        return np.concatenate(close_left), np.concatenate(close_right)
+
+    def _close(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        self.examined += len(left)
+        close = np.bitwise_count(self.values[left] ^ self.values[right]) <= self.radius
+        return np.stack([left[close], right[close]], axis=1)
+
+    def _distinct(self, found: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each pair once (a pair close on several chunks is found once per chunk),
+        lower index first, with its distance."""
+        if not found:
             empty = np.empty(0, dtype=np.int64)
             return empty, empty, empty
-        left = np.concatenate(found_left)
-        right = np.concatenate(found_right)
-        low, high = np.minimum(left, right), np.maximum(left, right)
-        # A pair close on several chunks is found once per chunk: keep one.
-        unique = np.unique(low * size + high)
-        low, high = unique // size, unique % size
+        pairs = np.concatenate(found).astype(np.int64)
+        low, high = pairs.min(axis=1), pairs.max(axis=1)
+        unique = np.unique(low * len(self.values) + high)
+        low, high = unique // len(self.values), unique % len(self.values)
         distance = np.bitwise_count(self.values[low] ^ self.values[high]).astype(np.int64)
         return low, high, distance
+
+
+def expand(first: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``first[i], first[i] + 1, ..., first[i] + counts[i] - 1`` for every ``i``, in
+    one array (the positions of runs in a sorted array)."""
+    total = int(counts.sum())
+    if not total:
+        return np.empty(0, dtype=first.dtype)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    positions: np.ndarray = (np.repeat(first, counts) + offsets).astype(first.dtype)
+    return positions
 
 
 def star_groups(
