@@ -21,9 +21,7 @@ from photo_pipeline.cli.common import (
     app,
     err_console,
 )
-from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import JobNotFound
 
 __all__ = ["app", "main"]
 
@@ -33,6 +31,9 @@ def main() -> None:
     try:
         app()
     except PhotoPipelineError as exc:
+        from photo_pipeline.db.errors import DatabaseUnavailable
+        from photo_pipeline.jobs.errors import JobNotFound
+
         err_console.print(
             f"[red]error[/] {exc.code}: {exc.detail}", highlight=False, soft_wrap=True
         )

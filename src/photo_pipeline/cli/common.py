@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 import sys
 from functools import cache
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from photo_pipeline.config import Settings
-from photo_pipeline.pipeline.library import Library, open_library
+
+if TYPE_CHECKING:
+    from photo_pipeline.pipeline.library import Library
+
+# The command modules import the database and pipeline layers where a command runs,
+# not at the top: `--help` then starts without SQLAlchemy (tests/unit/test_cli_startup.py).
 
 app = typer.Typer(
     help="Self-hosted, durable photo-processing pipeline.",
@@ -47,6 +52,8 @@ EXIT_FAILED_ITEMS = 5  # the waited-for jobs succeeded, but some of their items 
 @cache
 def library() -> Library:
     """Open the configured library once per process (creating or upgrading it)."""
+    from photo_pipeline.pipeline.library import open_library
+
     return open_library(Settings.from_env())
 
 

@@ -18,7 +18,6 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
-from photo_pipeline.pipeline import dedupe as deduping
 
 _SHOWN = 40
 
@@ -55,6 +54,9 @@ def dedupe(
 ) -> None:
     """Reclaim the space of exact duplicates: keep one copy of each (the keeper policy,
     explained by --dry-run), move the others into <home>/quarantine/<job id>/."""
+    from photo_pipeline.cli.progress import full_job_id
+    from photo_pipeline.pipeline import dedupe as deduping
+
     lib = library()
     if sum((undo is not None, purge, dry_run)) > 1:
         _refuse("invalid_option", "--undo, --purge and --dry-run go alone")
@@ -67,7 +69,7 @@ def dedupe(
         print_json(plan) if as_json else _print_plan(plan)
         return
     if undo is not None:
-        job = deduping.start_undo(lib.service, undo)
+        job = deduping.start_undo(lib.service, full_job_id(lib.service, undo))
     elif purge:
         assert older_than_days is not None
         job = deduping.start_purge(lib.service, lib.settings.home, older_than_days)

@@ -4,7 +4,7 @@ did, and exit with the code that says how it went (README, "Command line")."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -16,8 +16,9 @@ from photo_pipeline.cli.common import (
     library,
     print_json,
 )
-from photo_pipeline.cli.progress import ride_out, wait_for_jobs
-from photo_pipeline.jobs import JobService, JobState
+
+if TYPE_CHECKING:
+    from photo_pipeline.jobs import JobService
 
 Show = Callable[[list[dict[str, Any]]], None]
 
@@ -25,6 +26,8 @@ Show = Callable[[list[dict[str, Any]]], None]
 def outcome(service: JobService, jobs: list[dict[str, Any]]) -> int:
     """The exit code of finished ``jobs``: 1 if one did not succeed, else 5 if one
     has failed items (a corrupt photo, a file that could not be placed), else 0."""
+    from photo_pipeline.jobs import JobState
+
     if any(job["state"] != JobState.SUCCEEDED for job in jobs):
         return EXIT_JOB_DID_NOT_SUCCEED
     progress = service.progress_of([job["id"] for job in jobs])
@@ -46,6 +49,9 @@ def finish_jobs(
     when no live one serves them; ``embedded`` forces it either way). Then print
     them (``show``, else JSON or one summary line per job) and, when waited for,
     exit with their ``outcome``. Returns the jobs as last seen."""
+    # The waiting machinery loads the coordinator: here, not when a command is listed.
+    from photo_pipeline.cli.progress import ride_out, wait_for_jobs
+
     lib = library()
     if wait:
         jobs = wait_for_jobs(

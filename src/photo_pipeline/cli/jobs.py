@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Column, Table
-from sqlalchemy.engine import make_url
 
 from photo_pipeline.cli.common import (
     JsonOption,
@@ -20,10 +19,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_jobs
-from photo_pipeline.cli.progress import existing_job
 from photo_pipeline.cli.worker import ImportOption, load_handlers
-from photo_pipeline.jobs.states import FINISHED_STATES
-from photo_pipeline.pipeline import parked
 
 JobId = Annotated[str, typer.Argument(help="The job's id, or any unique start of it.")]
 
@@ -31,6 +27,8 @@ JobId = Annotated[str, typer.Argument(help="The job's id, or any unique start of
 @app.command()
 def init(as_json: JsonOption = False) -> None:
     """Create the library (database and schema) or upgrade it to this version."""
+    from sqlalchemy.engine import make_url
+
     lib = library()
     lib.settings.home.mkdir(parents=True, exist_ok=True)
     # A password in the URL stays out of terminals and logs.
@@ -69,6 +67,8 @@ def list_jobs(
 
 
 def _job_or_exit(job_id: str) -> dict[str, Any]:
+    from photo_pipeline.cli.progress import existing_job
+
     return existing_job(library().service, job_id)
 
 
@@ -123,6 +123,8 @@ def events(
 ) -> None:
     """A job's events in order; ``--follow`` keeps streaming until the job finishes
     (``--json``: one JSON object per line)."""
+    from photo_pipeline.jobs.states import FINISHED_STATES
+
     service = library().service
     job_id = _job_or_exit(job_id)["id"]
     cursor = after
@@ -150,6 +152,8 @@ def events(
 @job_app.command("cancel")
 def cancel(job_id: JobId, as_json: JsonOption = False) -> None:
     """Cancel a job: queued at once, running once its worker notices."""
+    from photo_pipeline.pipeline import parked
+
     # parked.cancel: a job killed while it moved a file gives the file back at once.
     job = parked.cancel(library().service, _job_or_exit(job_id)["id"])
     print_json(job) if as_json else console.print(f"job {job['id']} is {job['state']}")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from itertools import islice
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -23,12 +23,14 @@ from photo_pipeline.cli.common import (
 )
 from photo_pipeline.cli.finish import finish_jobs, summarise
 from photo_pipeline.pipeline import paths
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
-from photo_pipeline.pipeline.imports import import_folders
+
+if TYPE_CHECKING:
+    from photo_pipeline.pipeline.catalog import Catalog
 
 
 def _catalog() -> Catalog:
+    from photo_pipeline.pipeline.catalog import Catalog
+
     return Catalog(library().sessions)
 
 
@@ -40,6 +42,8 @@ def import_(
 ) -> None:
     """Register folders and catalogue their photos: scan (hash, metadata, exact
     duplicates), then render (thumbnails, previews), then similar (near duplicates)."""
+    from photo_pipeline.pipeline.imports import import_folders
+
     lib = library()
     jobs = import_folders(
         lib.service,
@@ -156,6 +160,8 @@ def duplicates(
     if near:
         _near_duplicates(as_json)
         return
+    from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
+
     # The suggested keeper (what `dedupe` would keep) first, with why.
     sessions = library().sessions
     pages = _catalog().iter_duplicates()

@@ -16,8 +16,6 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
-from photo_pipeline.pipeline import places as places_job
-from photo_pipeline.pipeline import timeshift as shifts
 
 
 @app.command()
@@ -44,11 +42,14 @@ def timeshift(
     as_json: JsonOption = False,
 ) -> None:
     """Correct a camera's clock in the catalogue (originals are never rewritten)."""
+    from photo_pipeline.cli.progress import full_job_id
+    from photo_pipeline.pipeline import timeshift as shifts
+
     lib = library()
     if undo is not None:
         if camera or by or since or until or dry_run:
             raise shifts.InvalidShift(detail="--undo takes no other option than --wait/--json")
-        job = shifts.start_undo(lib.service, undo)
+        job = shifts.start_undo(lib.service, full_job_id(lib.service, undo))
     else:
         if not camera or not by:
             raise shifts.InvalidShift(detail="--camera and --by are both required")
@@ -76,6 +77,8 @@ def places(
     as_json: JsonOption = False,
 ) -> None:
     """Work out time zones and places of photos catalogued before they were known."""
+    from photo_pipeline.pipeline import places as places_job
+
     lib = library()
     job = places_job.start_backfill(lib.service, refresh=refresh)
     finish_job(job, wait=wait, as_json=as_json, what="assets")

@@ -63,19 +63,25 @@ def existing_job(service: JobService, job_id: str) -> dict[str, Any]:
     """The job's snapshot, by its id or any unique start of it (``9055b549``);
     ``job_not_found`` if there is none (never created, or pruned meanwhile),
     ``ambiguous_job_id`` with the candidates if the start fits several."""
-    job = service.get(job_id)
-    if job is None:
-        candidates = service.ids_starting_with(job_id, limit=AMBIGUOUS_SHOWN + 1) if job_id else []
-        if len(candidates) > 1:
-            shown = ", ".join(candidates[:AMBIGUOUS_SHOWN])
-            more = ", …" if len(candidates) > AMBIGUOUS_SHOWN else ""
-            raise InvalidArgument(
-                "ambiguous_job_id", f"{job_id!r} starts several job ids: {shown}{more}"
-            )
-        job = service.get(candidates[0]) if candidates else None
+    job = service.get(full_job_id(service, job_id))
     if job is None:
         raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
     return job
+
+
+def full_job_id(service: JobService, job_id: str) -> str:
+    """The id that ``job_id`` starts, when it starts exactly one (else ``job_id`` as
+    given, for the caller to report); ``ambiguous_job_id`` when it starts several."""
+    if not job_id or service.get(job_id) is not None:
+        return job_id
+    candidates = service.ids_starting_with(job_id, limit=AMBIGUOUS_SHOWN + 1)
+    if len(candidates) > 1:
+        shown = ", ".join(candidates[:AMBIGUOUS_SHOWN])
+        more = ", …" if len(candidates) > AMBIGUOUS_SHOWN else ""
+        raise InvalidArgument(
+            "ambiguous_job_id", f"{job_id!r} starts several job ids: {shown}{more}"
+        )
+    return candidates[0] if candidates else job_id
 
 
 def wait_for_jobs(

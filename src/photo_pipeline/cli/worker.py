@@ -7,18 +7,20 @@ import logging
 import os
 import random
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Column, Table
 
 from photo_pipeline import logs
 from photo_pipeline.cli.common import JsonOption, app, console, library, print_json
-from photo_pipeline.db.errors import DatabaseUnavailable
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import DEFAULT_JOBS, RECONNECT, Worker, WorkerConfig
-from photo_pipeline.pipeline.home import check_home
-from photo_pipeline.pipeline.library import Library
+
+if TYPE_CHECKING:
+    from photo_pipeline.pipeline.library import Library
+
+# jobs.runtime.DEFAULT_JOBS, written out so that `--help` need not load the
+# coordinator (tests/unit/test_cli_startup.py checks they agree).
+DEFAULT_JOBS = 4
 
 log = logging.getLogger("photo_pipeline.worker")
 
@@ -62,6 +64,9 @@ def load_handlers(modules: list[str]) -> None:
 def _open_when_reachable() -> Library:
     """The library, once its database answers: a worker started before its database
     (a machine booting, a database restarting) waits for it, logging once."""
+    from photo_pipeline.db.errors import DatabaseUnavailable
+    from photo_pipeline.jobs.runtime import RECONNECT
+
     attempt, rng = 0, random.Random()
     while True:
         try:
@@ -107,6 +112,10 @@ def worker(
         raise typer.BadParameter(
             f"must be process or thread, got {executor!r}", param_hint="--executor"
         )
+    from photo_pipeline.jobs.handlers import registry
+    from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+    from photo_pipeline.pipeline.home import check_home
+
     logs.configure(log_level)
     load_handlers(import_modules or [])
     config = WorkerConfig(
