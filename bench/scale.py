@@ -2,7 +2,8 @@
 `similar`, on synthetic catalogue rows (never real files).
 
 Run with ``.venv/bin/python bench/scale.py [--sizes 10000,100000,1000000]
-[--databases sqlite,postgresql] [--repeat 5]``. Per database and size it:
+[--databases sqlite,postgresql] [--repeat 5] [--similar-only] [--baseline SRC]``.
+Per database and size it:
 
 1. builds a fresh library database (the app's migrations) and bulk-loads synthetic
    rows: ``N`` assets (20 cameras, 30 places, 70% with GPS, captures spread over ten
@@ -10,15 +11,23 @@ Run with ``.venv/bin/python bench/scale.py [--sizes 10000,100000,1000000]
    missing one for 1%, ``N/10`` finished jobs of five types, and 64-bit pHashes:
    uniform random, except 5% of the assets planted in clusters of 2-5 around an
    original (each copy 0-12 bits from it, smaller than the original);
-2. runs `similar`'s full regroup in a child process (wall time, peak RSS of that
-   process), then again with nothing new (incremental), then after adding 100
-   assets (10 planted copies of existing originals and 90 random);
+2. runs `similar`'s full regroup in a child process (wall and CPU time, peak RSS of
+   that process), then again with nothing new (incremental), then after adding 100
+   assets (10 planted copies of existing originals and 90 random). ``--baseline SRC``
+   runs every one of these with the code under ``SRC`` too (an older checkout's
+   ``src``, e.g. from ``git worktree add``), on the same catalogue: full regroups
+   baseline, current, baseline, current (each one's best is shown); then the
+   baseline's nothing-new and +100, then the current code's (after a full run of
+   its own: the baseline does not keep the current code's chunks);
 3. times every API listing through the app (FastAPI TestClient, the real routes):
    the median of ``--repeat`` calls after one warm-up;
 4. scores the near-duplicate groups against the planted clusters: precision and
    recall over pairs of assets (a pair found is right when both lie in one planted
    cluster). At 10k and 100k it scores the old grouping too (connected components
    within 12 bits, chains included) on the same hashes.
+
+``--similar-only`` runs steps 1, 2 and 4 (no jobs, no API calls): a million-asset
+catalogue builds in about a minute per database.
 
 It prints one table per database: each call's median per size and the ratio of the
 largest size to the smallest (the target for paged calls: at most 1.5). PostgreSQL
@@ -221,7 +230,7 @@ def fix_sequences(url: str) -> None:
     engine.dispose()
 
 
-def build(url: str, size: int, seed: int) -> tuple[list[int], list[int]]:
+def build(url: str, size: int, seed: int, jobs: bool = True) -> tuple[list[int], list[int]]:
     from photo_pipeline.db import open_database
 
     open_database(url).kw["bind"].dispose()
@@ -232,16 +241,18 @@ def build(url: str, size: int, seed: int) -> tuple[list[int], list[int]]:
     engine.dispose()
     bulk_load(url, "assets", ASSET_COLUMNS, asset_rows(size, hashes, original, cluster, seed=seed))
     bulk_load(url, "files", FILE_COLUMNS, file_rows(size, seed=seed))
-    bulk_load(url, "jobs", JOB_COLUMNS, job_rows(max(size // 10, 100)))
+    if jobs:
+        bulk_load(url, "jobs", JOB_COLUMNS, job_rows(max(size // 10, 100)))
     fix_sequences(url)
     return hashes, cluster
 
 
 def add_assets(url: str, size: int, count: int, hashes: list[int], seed: int) -> None:
-    """``count`` new assets: a tenth planted copies of existing hashes, the rest random."""
+    """``count`` new assets after the ``size`` there are: a tenth planted copies of
+    the catalogue's first hashes, the rest random."""
     rng = random.Random(seed + 3)
     new = [
-        flip(hashes[rng.randrange(size)], rng.randint(0, 4), rng) if n < count // 10
+        flip(hashes[rng.randrange(len(hashes))], rng.randint(0, 4), rng) if n < count // 10
         else rng.getrandbits(64)
         for n in range(count)
     ]  # fmt: skip
@@ -259,26 +270,89 @@ def add_assets(url: str, size: int, count: int, hashes: list[int], seed: int) ->
 
 # ── similar, in a child process (its own peak RSS) ────────────────────────────
 def similar_child(url: str, full: bool) -> None:
-    from photo_pipeline.db import open_database
+    from sqlalchemy.orm import sessionmaker
+
+    import photo_pipeline
+    from photo_pipeline.db import create_database_engine
     from photo_pipeline.pipeline.similar import regroup
 
-    factory = open_database(url)
-    started = time.perf_counter()
+    # No migration: the catalogue is at the current code's head, which a baseline's
+    # migrations do not know.
+    factory = sessionmaker(create_database_engine(url), expire_on_commit=False)
+    started, cpu = time.perf_counter(), time.process_time()
     done = regroup(factory, 12, full=full)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "peak_mb": peak, **done.__dict__}))
+    code = str(Path(photo_pipeline.__file__).parent)
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": peak, "code": code,
+                      **done.__dict__}))  # fmt: skip
 
 
-def run_similar(url: str, full: bool) -> dict:
+def run_similar(url: str, full: bool, code: str | None = None) -> dict:
+    """One regroup in a child process, with the code under ``code`` (a ``src``
+    folder) if given, else the current code."""
+    env = dict(os.environ)
+    if code:
+        env["PYTHONPATH"] = code
     out = subprocess.run(
         [sys.executable, __file__, "--similar-child", url, "--full" if full else "--incremental"],
         capture_output=True,
         text=True,
+        env=env,
     )
     if out.returncode:
         raise RuntimeError(out.stderr[-3000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    done = json.loads(out.stdout.strip().splitlines()[-1])
+    if code:
+        assert done["code"].startswith(str(Path(code).resolve())), (done["code"], code)
+    return done
+
+
+def similar_section(
+    url: str, size: int, hashes: list[int], cluster: list[int], baseline: str | None
+) -> dict[str, object]:
+    """`similar` in full, with nothing new and with 100 new assets; precision and
+    recall of the full regroup's groups. With a baseline, the same for it, its full
+    regroups interleaved with the current code's."""
+    result: dict[str, object] = {}
+    runs = [("", None)] if baseline is None else [("baseline ", baseline), ("", None)]
+    fulls: dict[str, list[dict]] = {label: [] for label, _ in runs}
+    for _ in range(2 if baseline else 1):
+        for label, code in runs:
+            full = run_similar(url, full=True, code=code)
+            full["scores"] = pair_scores(stored_groups(url), cluster)
+            fulls[label].append(full)
+    for label, _code in runs:
+        done = fulls[label]
+        result[f"{label}similar full s"] = min(f["seconds"] for f in done)
+        if len(done) > 1:
+            result[f"{label}similar full s, each run"] = " / ".join(
+                f"{f['seconds']:.1f}" for f in done
+            )
+        result[f"{label}similar full CPU s"] = min(f["cpu"] for f in done)
+        result[f"{label}similar full peak MB"] = max(f["peak_mb"] for f in done)
+        result[f"{label}similar radius"] = done[-1]["radius"]
+        result[f"{label}similar full candidates"] = done[-1]["examined"]
+        result[f"{label}precision"], result[f"{label}recall"] = done[-1]["scores"]
+    if size <= 100_000:
+        old_precision, old_recall = pair_scores(chained_groups(hashes), cluster)
+        result["old precision (chains, 12)"] = old_precision
+        result["old recall (chains, 12)"] = old_recall
+    added_so_far = 0
+    for label, code in runs:
+        if baseline and not label:
+            run_similar(url, full=True)  # the baseline's runs dropped this code's chunks
+        unchanged = run_similar(url, full=False, code=code)
+        result[f"{label}similar nothing new s"] = unchanged["seconds"]
+        result[f"{label}similar nothing new mode"] = unchanged["mode"]
+        add_assets(url, size + added_so_far, 100, hashes, seed=size + added_so_far)
+        added_so_far += 100
+        added = run_similar(url, full=False, code=code)
+        result[f"{label}similar +100 s"] = added["seconds"]
+        result[f"{label}similar +100 mode"] = added["mode"]
+        result[f"{label}similar +100 candidates"] = added["examined"]
+        result[f"{label}similar +100 peak MB"] = added["peak_mb"]
+    return result
 
 
 # ── precision and recall on planted clusters ──────────────────────────────────
@@ -478,37 +552,26 @@ def database_url(kind: str, workdir: Path, size: int) -> tuple[str, object]:
     return url.render_as_string(hide_password=False), drop
 
 
-def one_size(kind: str, size: int, repeat: int, workdir: Path) -> dict[str, object]:
+def one_size(
+    kind: str,
+    size: int,
+    repeat: int,
+    workdir: Path,
+    *,
+    similar_only: bool = False,
+    baseline: str | None = None,
+) -> dict[str, object]:
     url, drop = database_url(kind, workdir, size)
     try:
         started = time.perf_counter()
-        hashes, cluster = build(url, size, seed=size)
-        built = time.perf_counter() - started
-        full = run_similar(url, full=True)
-        precision, recall = pair_scores(stored_groups(url), cluster)
-        result: dict[str, object] = {
-            "build s": built,
-            "similar full s": full["seconds"],
-            "similar full peak MB": full["peak_mb"],
-            "similar radius": full["radius"],
-            "precision": precision,
-            "recall": recall,
-        }
-        if size <= 100_000:
-            old_precision, old_recall = pair_scores(chained_groups(hashes), cluster)
-            result["old precision (chains, 12)"] = old_precision
-            result["old recall (chains, 12)"] = old_recall
-        unchanged = run_similar(url, full=False)
-        result["similar nothing new s"] = unchanged["seconds"]
-        result["similar nothing new mode"] = unchanged["mode"]
-        times = api_calls(url, workdir / f"home-{kind}-{size}", repeat)
-        result.update({name: ms for name, ms in times.items()})
-        add_assets(url, size, 100, hashes, seed=size)
-        added = run_similar(url, full=False)
-        result["similar +100 s"] = added["seconds"]
-        result["similar +100 mode"] = added["mode"]
-        result["similar +100 candidates"] = added["examined"]
-        result["similar full candidates"] = full["examined"]
+        hashes, cluster = build(url, size, seed=size, jobs=not similar_only)
+        result: dict[str, object] = {"build s": time.perf_counter() - started}
+        if not similar_only:
+            # Listed with the full regroup's groups, before anything is added.
+            run_similar(url, full=True)
+            times = api_calls(url, workdir / f"home-{kind}-{size}", repeat)
+            result.update({name: ms for name, ms in times.items()})
+        result.update(similar_section(url, size, hashes, cluster, baseline))
         return result
     finally:
         if drop is not None:
@@ -521,6 +584,8 @@ def main() -> None:
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--rescan", type=int, default=0, help="files for a no-change rescan")
+    parser.add_argument("--similar-only", action="store_true", help="no jobs, no API calls")
+    parser.add_argument("--baseline", metavar="SRC", help="run `similar` with this code too")
     parser.add_argument("--similar-child", metavar="URL")
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--incremental", action="store_true")
@@ -541,7 +606,14 @@ def main() -> None:
                 continue
             results = {}
             for size in sizes:
-                results[size] = one_size(kind, size, args.repeat, Path(tmp))
+                results[size] = one_size(
+                    kind,
+                    size,
+                    args.repeat,
+                    Path(tmp),
+                    similar_only=args.similar_only,
+                    baseline=args.baseline,
+                )
                 print(f"{kind} {size}: done, load {os.getloadavg()[0]:.2f}", flush=True)
             print_table(kind, sizes, results)
     print(f"load average at end: {os.getloadavg()}", flush=True)

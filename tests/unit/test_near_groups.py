@@ -12,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from photo_pipeline.pipeline.near_groups import (
+    Layout,
     PairFinder,
     adaptive_radius,
     chance_pairs,
+    layout_fits,
+    layout_for,
     star_groups,
 )
 
@@ -160,3 +163,14 @@ def test_precision_on_planted_clusters_among_random_hashes(size):
         assert recall >= old_recall
     else:
         assert recall >= 0.7
+
+
+def test_a_stored_layout_is_kept_until_the_library_outgrows_it():
+    stored = layout_for(1_000, 12)
+    assert Layout.parse(stored.text, 12) == stored
+    assert layout_fits(stored, 1_500, 12)  # the same best layout
+    # Another layout is best at 30,000 hashes, but not by enough to cut them again.
+    assert layout_for(30_000, 12) != stored and layout_fits(stored, 30_000, 12)
+    assert not layout_fits(stored, 100_000, adaptive_radius(100_000, 12))
+    with pytest.raises(ValueError):
+        Layout.parse("32,32", 8)  # tables of 2**32 values
