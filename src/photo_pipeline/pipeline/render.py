@@ -104,8 +104,10 @@ def render(ctx: JobContext) -> None:
             ctx.log.warning("old rendition not removed: %s", refused)
         orphans.clear()
 
-    def record() -> RowWriter:
+    def record() -> RowWriter | None:
         remove_orphans()  # the previous batch's, committed by now
+        if not done:
+            return None  # nothing to write (a flush between two pages of items)
         batch = publish(home, done)  # durable under their names before any row names them
         done.clear()
         for outcome in batch:

@@ -117,10 +117,12 @@ def scan(ctx: JobContext) -> None:
         if report.error:
             raise ItemError(*report.error)
 
-    def record() -> RowWriter:
+    def record() -> RowWriter | None:
         for warning in remove_files(home, orphans):  # the previous batch's
             ctx.log.warning("old rendition not removed: %s", warning)
         orphans.clear()
+        if not found:
+            return None  # nothing to write (a flush between two pages of items)
         # Zones and places are looked up here, in the worker, one batch at a time:
         # the place data is loaded once per worker, not once per pool process.
         batch = found.copy()  # the writer runs later: it must not see the list cleared
