@@ -83,12 +83,13 @@ def contents(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in folder.iterdir()}
 
 
-def hidden(before: dict[str, bytes], folder: Path) -> str:
-    """The one original that is no longer at its name: the parked one."""
-    gone = set(before) - {p.name for p in folder.iterdir()}
-    assert len(gone) == 1, f"not exactly one file parked: {gone}"
-    assert len([p for p in folder.iterdir() if p.name.endswith(".parked")]) == 1
-    return gone.pop()
+def hidden(before: dict[str, bytes], folder: Path) -> list[str]:
+    """The originals no longer at their names: parked (organize moves a few files at
+    once, so one or more)."""
+    gone = sorted(set(before) - {p.name for p in folder.iterdir()})
+    assert gone, "no file parked"
+    assert len([p for p in folder.iterdir() if p.name.endswith(".parked")]) == len(gone)
+    return gone
 
 
 def private(*folders: Path) -> list[Path]:
@@ -138,13 +139,15 @@ def test_a_name_taken_meanwhile_is_never_overwritten(
     before = contents(library)
     job = start_move(session_factory, dest)
     kill_while_parked(organize.JOB_TYPE)
-    name = hidden(before, library)
+    name = hidden(before, library)[0]
     (library / name).write_bytes(b"a new photo saved under the same name")
     code, _, err = cli("job", "cancel", job["id"])
     assert code == 0, err
     assert (library / name).read_bytes() == b"a new photo saved under the same name"
     stem, ext = os.path.splitext(name)
-    assert (library / f"{stem} (kept 1){ext}").read_bytes() == before[name]
+    kept = f"{stem} (kept 1){ext}"
+    assert (library / kept).read_bytes() == before[name]
+    assert contents(library) == {**before, name: (library / name).read_bytes(), kept: before[name]}
     assert not private(library, dest)
 
 

@@ -10,6 +10,7 @@ disk afterwards, in the source folder or in the destination.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,16 +53,20 @@ EDITORS = {"in_place": in_place, "replace": replace, "append": append}
 
 class Editor:
     """Runs one edit of the target file the first time a hooked call reaches it, and
-    remembers the bytes the edit left there."""
+    remembers the bytes the edit left there. Organize moves a few files at once: a
+    hook may be reached from several threads, the edit still runs once."""
 
     def __init__(self, path: Path, edit: Callable[[Path], None]) -> None:
         self.path, self.edit = path, edit
+        self.inode = path.stat().st_ino  # the file as organize found it
         self.left: bytes | None = None
+        self._lock = threading.Lock()
 
     def __call__(self) -> None:
-        if self.left is None:
-            self.edit(self.path)
-            self.left = self.path.read_bytes()
+        with self._lock:
+            if self.left is None:
+                self.edit(self.path)
+                self.left = self.path.read_bytes()
 
 
 @pytest.fixture
@@ -90,7 +95,7 @@ def hook(monkeypatch, moment: str, editor: Editor) -> None:
 
             monkeypatch.setattr(transfer, name, before)
     elif moment == "during_copy":
-        real_read, real_link = os.read, os.link
+        real_read, real_readv, real_link = os.read, os.readv, os.link
 
         def read_then_edit(fd: int, n: int) -> bytes:
             data = real_read(fd, n)
@@ -98,12 +103,19 @@ def hook(monkeypatch, moment: str, editor: Editor) -> None:
                 editor()  # after the first chunk was read and hashed
             return data
 
+        def readv_then_edit(fd: int, buffers) -> int:
+            read = real_readv(fd, buffers)
+            if os.readlink(f"/proc/self/fd/{fd}").endswith("/" + TARGET):
+                editor()  # after the first chunk was read and hashed
+            return read
+
         def edit_then_link(src, dst, **kwargs):
             if os.path.basename(src) == TARGET:
                 editor()  # between the hash and the link
             return real_link(src, dst, **kwargs)
 
         monkeypatch.setattr(os, "read", read_then_edit)
+        monkeypatch.setattr(os, "readv", readv_then_edit)
         monkeypatch.setattr(os, "link", edit_then_link)
     elif moment == "before_unlink":
         real_retire = transfer.retire
@@ -118,7 +130,8 @@ def hook(monkeypatch, moment: str, editor: Editor) -> None:
         real_lease = transfer._take_write_lease
 
         def edit_then_lease(fd: int):
-            editor()  # the source's name is free now: the edit makes a new file
+            if os.fstat(fd).st_ino == editor.inode:
+                editor()  # the source's name is free now: the edit makes a new file
             return real_lease(fd)
 
         monkeypatch.setattr(transfer, "_take_write_lease", edit_then_lease)

@@ -56,6 +56,7 @@ from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import MediaError, hash_file
 
 _CHUNK = 1 << 20
+_buffers = threading.local()
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 _WRITE_REFUSED = {
@@ -189,7 +190,8 @@ class PrivateNames:
 
 def sweep_temp_files(folders: Iterable[str], kind: str, job_id: str) -> None:
     """Remove a job's temp files left in ``folders`` by a crash (never through a
-    symlinked folder; parked files are restored by the entries, never swept)."""
+    symlinked folder; parked files are never swept: they get their names back, by
+    the entry that parked them or by ``pipeline.parked``)."""
     prefix = f".pp-{kind}-{job_id[:8]}-"
     for folder in set(folders):
         if os.path.realpath(folder) != folder:
@@ -217,17 +219,24 @@ def device_of_folder(path: str) -> int | None:
 
 
 def place(
-    source: Spot, dest: Spot, temp_name: str, expected: str, *, link: bool
+    source: Spot,
+    dest: Spot,
+    temp_name: str,
+    expected: str,
+    *,
+    link: bool,
+    sync_folder: bool = True,
 ) -> tuple[os.stat_result, Identity]:
     """Put ``source``'s bytes at ``dest``: a hard link when ``link`` (a move within one
-    filesystem), else, or across filesystems, a verified copy (``place_by_copy``)."""
+    filesystem), else, or across filesystems, a verified copy (``place_by_copy``;
+    ``sync_folder`` as there)."""
     if link:
         try:
             return place_by_link(source, dest, expected)
         except ItemError as exc:
             if exc.code != "cross_device":
                 raise
-    return place_by_copy(source, dest, temp_name, expected)
+    return place_by_copy(source, dest, temp_name, expected, sync_folder)
 
 
 def content_hash(path: str) -> str | None:
@@ -281,11 +290,14 @@ def place_by_link(source: Spot, dest: Spot, expected: str) -> tuple[os.stat_resu
 
 
 def place_by_copy(
-    source: Spot, dest: Spot, temp_name: str, expected: str
+    source: Spot, dest: Spot, temp_name: str, expected: str, sync_folder: bool = True
 ) -> tuple[os.stat_result, Identity]:
     """Copy ``source`` to ``temp_name`` next to ``dest``, fsync it, check both what
-    was read and what is on disk hash to ``expected``, then link it into place.
-    Returns the placed file's stat and the source's identity when it was read."""
+    was read and what is on disk hash to ``expected``, then link it into place and
+    fsync the folder. Returns the placed file's stat and the source's identity when
+    it was read. ``sync_folder=False`` leaves the folder's fsync to the caller, who
+    must make it before relying on the new name (one per folder for a batch of
+    files: before journalling them placed, before removing their sources)."""
     temp = dest.sibling(temp_name)
     discard(temp)
     try:
@@ -301,7 +313,8 @@ def place_by_copy(
         _link(temp, dest)
     finally:
         discard(temp)
-    os.fsync(dest.fd)
+    if sync_folder:
+        os.fsync(dest.fd)
     return os.stat(dest.name, dir_fd=dest.fd, follow_symlinks=False), seen
 
 
@@ -531,18 +544,28 @@ def _open_for_reading(place: Spot) -> int | None:
     return fd
 
 
+def _buffer() -> memoryview:
+    """This thread's read buffer: reading into one reused buffer, rather than into a
+    new bytes object per chunk, takes well under half the CPU (measured)."""
+    buffer: memoryview | None = getattr(_buffers, "chunk", None)
+    if buffer is None:
+        buffer = _buffers.chunk = memoryview(bytearray(_CHUNK))
+    return buffer
+
+
 def _hash_fd(fd: int, path: str) -> str:
     hasher = blake3.blake3()
+    buffer = _buffer()
     offset = 0
     while True:
         try:
-            chunk = os.pread(fd, _CHUNK, offset)
+            read = os.preadv(fd, [buffer], offset)
         except OSError as exc:
             raise ItemError("unreadable_file", f"{path}: {exc.strerror}") from exc
-        if not chunk:
+        if not read:
             return hasher.hexdigest()
-        hasher.update(chunk)
-        offset += len(chunk)
+        hasher.update(buffer[:read])
+        offset += read
 
 
 def _copy(source: Spot, temp: Spot) -> tuple[str, Identity]:
@@ -563,16 +586,17 @@ def _copy(source: Spot, temp: Spot) -> tuple[str, Identity]:
         except OSError as exc:
             raise write_error(exc, temp.path) from exc
         hasher = blake3.blake3()
+        buffer = _buffer()
         try:
             while True:
                 try:
-                    chunk = os.read(src, _CHUNK)
+                    read = os.readv(src, [buffer])
                 except OSError as exc:
                     raise ItemError("unreadable_file", f"{source.path}: {exc.strerror}") from exc
-                if not chunk:
+                if not read:
                     break
-                hasher.update(chunk)
-                _write_all(out, chunk)
+                hasher.update(buffer[:read])
+                _write_all(out, buffer[:read])
             _copy_attributes(out, info)
             os.fsync(out)
         except OSError as exc:
@@ -592,7 +616,7 @@ def _copy_attributes(out: int, info: os.stat_result) -> None:
     os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)

@@ -1,0 +1,250 @@
+"""Benchmark organize: a copy-mode ``organize`` end to end against ``cp -r`` plus a
+BLAKE3 pass over the same files, on the same disk, in one run.
+
+Run with ``.venv/bin/python bench/organize.py [--files 300] [--mb 3] [--rounds 2]``.
+
+0. The photo set: ``--files`` JPEGs of about ``--mb`` MB each (random-noise pixels at
+   quality 95, so they do not compress; a handful of capture days, so the layout has
+   several folders), made once into /tmp/pp_bench_organize and reused. Every file is
+   one of a few base photos with its index in a JPEG comment: unique content, cheap to
+   make.
+1. Per round, in this order, each phase after an ``os.sync()`` (so that no phase pays
+   for the dirty pages of the one before):
+   - baseline: ``cp -r SRC OUT`` then a single-threaded BLAKE3 pass (1 MiB reads) over
+     every copy;
+   - organize: a fresh library (SQLite, its home beside the set) has the set scanned
+     in-process (not timed), then ``photo-pipeline organize --dest DEST --wait --json``
+     runs as a command, timed from start to exit (interpreter start-up, plan, journal,
+     the job with its embedded worker, the report). Copy is organize's default mode.
+   The ratio printed is baseline seconds / organize seconds (1.00x: as fast as the
+   baseline; the target is >= 0.70x), for the command and for the job's own run
+   time (claim to finish, from the job row). CPU seconds (user + system, children
+   included) are shown beside each: on a loaded machine they vary less than wall
+   time.
+
+Everything reads from the page cache (the set was just written or scanned); organize
+also fsyncs every file and folder it writes, which ``cp -r`` does not. The machine is
+small and shared: read the ratios of one run, rounds interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+sys.path[:0] = [str(BENCH_DIR), str(REPO / "src"), str(REPO)]
+
+from coordinator import heading, note, ratio, table  # noqa: E402
+
+ROOT = Path(tempfile.gettempdir()) / "pp_bench_organize"
+BASES = 6  # distinct photos (and capture days) the set is made of
+CHUNK = 1 << 20
+
+
+# ── the photo set ──────────────────────────────────────────────────────────────
+def base_photo(index: int, megabytes: float) -> bytes:
+    """A noise JPEG of about ``megabytes`` MB with a capture time of its own."""
+    import io
+
+    from PIL import Image
+    from tests.factories.photos import build_exif
+
+    # Noise at quality 95 takes about 1.1 bytes per pixel.
+    pixels = int(megabytes * 1_000_000 / 1.1)
+    width = int((pixels * 4 / 3) ** 0.5)
+    height = pixels // width
+    rnd = random.Random(index)
+    image = Image.frombytes("RGB", (width, height), rnd.randbytes(width * height * 3))
+    out = io.BytesIO()
+    taken = f"2022:{1 + index % 12:02d}:{1 + index:02d} 10:00:00"
+    image.save(out, "JPEG", quality=95, exif=build_exif(taken=taken))
+    return out.getvalue()
+
+
+def with_comment(jpeg: bytes, text: str) -> bytes:
+    """``jpeg`` with a COM segment right after SOI: the same photo, other bytes."""
+    payload = text.encode()
+    segment = b"\xff\xfe" + (len(payload) + 2).to_bytes(2, "big") + payload
+    return jpeg[:2] + segment + jpeg[2:]
+
+
+def make_set(files: int, megabytes: float) -> Path:
+    folder = ROOT / f"photos-{files}x{megabytes:g}mb"
+    done = folder / ".complete"
+    if done.exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    bases = [base_photo(i, megabytes) for i in range(BASES)]
+    for n in range(files):
+        target = folder / f"card{n % 3}" / f"IMG_{n:05d}.jpg"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(with_comment(bases[n % BASES], f"bench photo {n}"))
+    done.touch()
+    return folder
+
+
+def set_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.jpg"))
+
+
+# ── the baseline ───────────────────────────────────────────────────────────────
+def blake3_pass(files: list[Path]) -> None:
+    import blake3
+
+    for path in files:
+        hasher = blake3.blake3()
+        with open(path, "rb", buffering=0) as f:
+            while chunk := f.read(CHUNK):
+                hasher.update(chunk)
+        hasher.hexdigest()
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and its waited-for children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def baseline(source: Path, out: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of ``cp -r`` and a BLAKE3 pass over the copies."""
+    shutil.rmtree(out, ignore_errors=True)
+    os.sync()
+    cpu, started = cpu_seconds(), time.perf_counter()
+    subprocess.run(["cp", "-r", str(source), str(out)], check=True)
+    blake3_pass(set_files(out))
+    elapsed = time.perf_counter() - started
+    cpu = cpu_seconds() - cpu
+    shutil.rmtree(out)
+    return elapsed, cpu
+
+
+# ── organize ───────────────────────────────────────────────────────────────────
+def environment(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PHOTO_PIPELINE_HOME": str(home),
+        "PHOTO_PIPELINE_DATABASE_URL": f"sqlite:///{home / 'library.db'}",
+        # This tree's code, also when the bench runs from another checkout (an old
+        # commit's worktree, for a before/after).
+        "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO}",
+    }
+
+
+def scan(home: Path, source: Path) -> None:
+    """Catalogue ``source`` in a fresh library with the scan job alone."""
+    env = environment(home)
+    code = (
+        "from pathlib import Path\n"
+        "from photo_pipeline.db import open_database\n"
+        "from tests.integration.test_organize import scan_folders\n"
+        f"scan_folders(open_database({env['PHOTO_PIPELINE_DATABASE_URL']!r}), "
+        f"Path({str(source)!r}))\n"
+    )
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=REPO)
+
+
+def organize(source: Path, work: Path, files: int) -> tuple[float, float, float]:
+    """(seconds of the command, seconds of the job, CPU seconds of the command) for
+    one copy-mode organize."""
+    shutil.rmtree(work, ignore_errors=True)
+    home, dest = work / "home", work / "organized"
+    home.mkdir(parents=True)
+    subprocess.run(
+        [sys.executable, "-m", "photo_pipeline", "init"],
+        env=environment(home),
+        check=True,
+        capture_output=True,
+    )
+    scan(home, source)
+    os.sync()
+    command = [sys.executable, "-m", "photo_pipeline", "organize", "--dest", str(dest)]
+    cpu, started = cpu_seconds(), time.perf_counter()
+    done = subprocess.run(
+        [*command, "--wait", "--json"], env=environment(home), capture_output=True, text=True
+    )
+    elapsed = time.perf_counter() - started
+    cpu = cpu_seconds() - cpu
+    if done.returncode != 0:
+        raise SystemExit(f"organize exited {done.returncode}: {done.stderr[-2000:]}")
+    result = json.loads(done.stdout)
+    placed = result["report"]["states"].get("done", 0)
+    if placed != files:
+        raise SystemExit(f"organize placed {placed} of {files} files: {result['report']}")
+    job = result["job"]
+    ran = (
+        datetime.fromisoformat(job["finished_at"]) - datetime.fromisoformat(job["started_at"])
+    ).total_seconds()
+    shutil.rmtree(work)
+    return elapsed, ran, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=300)
+    parser.add_argument("--mb", type=float, default=3.0, help="size of each photo")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    heading("organize (copy) against cp -r + BLAKE3")
+    source = make_set(args.files, args.mb)
+    total = sum(p.stat().st_size for p in set_files(source))
+    note(f"{args.files} photos, {total / 1e6:,.0f} MB in {source} (disk: same for all phases)")
+    rows = []
+    base_times, command_times, job_times = [], [], []
+    for round_ in range(1, args.rounds + 1):
+        base, base_cpu = baseline(source, ROOT / "cp-out")
+        command, job, command_cpu = organize(source, ROOT / "organize-run", args.files)
+        base_times.append(base)
+        command_times.append(command)
+        job_times.append(job)
+        rows.append(
+            [
+                round_,
+                f"{base:.2f}",
+                f"{base_cpu:.2f}",
+                f"{command:.2f}",
+                f"{job:.2f}",
+                f"{command_cpu:.2f}",
+                f"{total / 1e6 / job:.0f}",
+                ratio(base, command),
+                ratio(base, job),
+            ]
+        )
+    table(
+        [
+            "round",
+            "cp -r + b3 s",
+            "its CPU s",
+            "organize s",
+            "job s",
+            "its CPU s",
+            "job MB/s",
+            "ratio (command)",
+            "ratio (job)",
+        ],
+        rows,
+    )
+    base = statistics.median(base_times)
+    command, job = statistics.median(command_times), statistics.median(job_times)
+    note(
+        f"median ratios, baseline / organize: command {ratio(base, command)}, "
+        f"job {ratio(base, job)} (target >= 0.70x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
