@@ -506,7 +506,13 @@ near_chunks = Table(
     Column("asset_id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
     Column("phash", BigInteger, nullable=False),
     PrimaryKeyConstraint("chunk", "value", "asset_id"),
-    Index("ix_near_chunks_asset_id", "asset_id"),
+    # An asset's stored hash, by its first chunk's row (its other rows follow from it).
+    Index(
+        "ix_near_chunks_asset_id",
+        "asset_id",
+        sqlite_where=text("chunk = 0"),
+        postgresql_where=text("chunk = 0"),
+    ),
     sqlite_with_rowid=False,  # the lookups read the table's own B-tree: no rowid hop
 )
 

@@ -20,14 +20,16 @@ from sqlalchemy.orm import Session
 from photo_pipeline.db.schema import near_chunks
 from photo_pipeline.pipeline.near_groups import Layout, expand
 
-# Values per IN list of one lookup statement (well under either driver's limit).
+# Values per lookup statement: well under SQLite's parameter limit, and few enough
+# for PostgreSQL to plan index lookups, not a scan of the table.
 _LOOKUP_BATCH = 1000
 # Rows per executemany call or COPY write.
 _WRITE_BATCH = 100_000
 _COLUMNS = "chunk, value, asset_id, phash"
 _ASSET_INDEX = next(i for i in near_chunks.indexes if i.name == "ix_near_chunks_asset_id")
-# COPY's binary rows: a field count, then each field's length and big-endian value,
-# in the order of the COPY statement's columns.
+# One chunk's rows as they are built (native integers) and as COPY's binary format
+# sends them: a field count, then each field's length and big-endian value.
+_ROW = np.dtype([("chunk", "i8"), ("value", "i8"), ("asset_id", "i8"), ("phash", "i8")])
 _COPY_ROW = np.dtype(
     [
         ("fields", ">i2"),
@@ -58,7 +60,7 @@ def rebuild(session: Session, ids: np.ndarray, values: np.ndarray, layout: Layou
     """Replace every stored chunk by the chunks of ``values`` (of assets ``ids``, in
     ascending order) cut by ``layout``. The rows go in key order, in bulk (COPY on
     PostgreSQL); the asset index is built after them (kept up to date row by row, it
-    made a million hashes' rows five times slower to write)."""
+    made a million hashes' rows several times slower to write)."""
     connection = session.connection()
     _ASSET_INDEX.drop(connection)
     postgresql = connection.dialect.name == "postgresql"
@@ -68,16 +70,17 @@ def rebuild(session: Session, ids: np.ndarray, values: np.ndarray, layout: Layou
         keys = layout.keys(values, chunk)
         # Stable: ids stay ascending within a chunk value, so the rows are in key order.
         order = np.argsort(keys, kind="stable")
-        columns = (keys[order], ids[order], stored[order])
+        rows = np.empty(len(order), dtype=_ROW)
+        rows["chunk"], rows["value"] = chunk, keys[order]
+        rows["asset_id"], rows["phash"] = ids[order], stored[order]
         if postgresql:
-            _copy(session, chunk, *columns)
+            _copy(session, rows)
         else:
-            # Plain tuples to the driver: SQLAlchemy's parameter dicts cost 5 s a million.
+            # Tuples straight from the array to the driver: SQLAlchemy's parameter
+            # dicts cost 5 s a million rows.
             statement = f"INSERT INTO near_chunks ({_COLUMNS}) VALUES (?, ?, ?, ?)"
-            for start in range(0, len(order), _WRITE_BATCH):
-                part = [c[start : start + _WRITE_BATCH].tolist() for c in columns]
-                rows = [(chunk, v, a, p) for v, a, p in zip(*part, strict=True)]
-                connection.exec_driver_sql(statement, rows)
+            for start in range(0, len(rows), _WRITE_BATCH):
+                connection.exec_driver_sql(statement, rows[start : start + _WRITE_BATCH].tolist())
     _ASSET_INDEX.create(connection)
     if postgresql:
         # Statistics now, not when autovacuum comes by: without them the planner
@@ -85,21 +88,17 @@ def rebuild(session: Session, ids: np.ndarray, values: np.ndarray, layout: Layou
         session.execute(text("ANALYZE near_chunks"))
 
 
-def _copy(
-    session: Session, chunk: int, keys: np.ndarray, ids: np.ndarray, stored: np.ndarray
-) -> None:
-    rows = np.empty(len(keys), dtype=_COPY_ROW)
-    rows["fields"] = 4
-    rows["chunk_size"], rows["chunk"] = 2, chunk
-    rows["value_size"], rows["value"] = 4, keys
-    rows["asset_size"], rows["asset_id"] = 8, ids
-    rows["phash_size"], rows["phash"] = 8, stored
+def _copy(session: Session, rows: np.ndarray) -> None:
+    sent = np.empty(len(rows), dtype=_COPY_ROW)
+    sent["fields"] = 4
+    sent["chunk_size"], sent["value_size"], sent["asset_size"], sent["phash_size"] = 2, 4, 8, 8
+    for field in ("chunk", "value", "asset_id", "phash"):
+        sent[field] = rows[field]
     cursor = session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
-    statement = f"COPY near_chunks ({_COLUMNS}) FROM STDIN (FORMAT BINARY)"
-    with cursor.copy(statement) as copy:
+    with cursor.copy(f"COPY near_chunks ({_COLUMNS}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.write(_COPY_HEADER)
-        for start in range(0, len(rows), _WRITE_BATCH):
-            copy.write(rows[start : start + _WRITE_BATCH].tobytes())
+        for start in range(0, len(sent), _WRITE_BATCH):
+            copy.write(sent[start : start + _WRITE_BATCH].tobytes())
         copy.write(_COPY_TRAILER)
 
 
@@ -117,14 +116,31 @@ def add(session: Session, ids: Sequence[int], values: np.ndarray, layout: Layout
         session.execute(insert(near_chunks), rows[start : start + _LOOKUP_BATCH])
 
 
-def remove(session: Session, ids: Sequence[int]) -> None:
-    """Forget the stored chunks of assets ``ids``."""
-    for part in _batches(list(ids)):
-        session.execute(delete(near_chunks).where(near_chunks.c.asset_id.in_(part)))
+def remove(session: Session, stored: dict[int, int], layout: Layout) -> None:
+    """Forget the chunks stored for assets (``stored``: asset id to stored hash) by
+    their keys (``layout`` cuts them as it cut the hash)."""
+    if not stored:
+        return
+    ids = list(stored)
+    values = np.array([stored[i] for i in ids], dtype=np.uint64)
+    keys = [
+        {"c": chunk, "v": value, "a": asset_id}
+        for chunk in range(len(layout.widths))
+        for asset_id, value in zip(ids, layout.keys(values, chunk).tolist(), strict=True)
+    ]
+    session.execute(
+        delete(near_chunks).where(
+            near_chunks.c.chunk == bindparam("c"),
+            near_chunks.c.value == bindparam("v"),
+            near_chunks.c.asset_id == bindparam("a"),
+        ),
+        keys,
+    )
 
 
 def stored_hashes(session: Session, ids: Sequence[int]) -> dict[int, int]:
-    """The hash stored for each of assets ``ids`` that has chunks stored."""
+    """The hash stored for each of assets ``ids`` that has chunks stored (read by
+    the partial index of first chunks)."""
     found: dict[int, int] = {}
     for part in _batches(list(ids)):
         for asset_id, stored in session.execute(
@@ -148,9 +164,8 @@ def candidates(
         probes = layout.probes(values, chunk)
         wanted = np.unique(probes).tolist()
         found_values, found_ids, found_hashes = [], [], []
-        # A thousand values a statement: with many more, PostgreSQL plans a scan of
-        # the whole table. It takes them as one array (an IN list of a thousand
-        # parameters costs it more to send and parse than to look up).
+        # PostgreSQL takes a batch as one array: an IN list of a thousand parameters
+        # cost more to send and parse than to look up.
         for part in _batches(wanted):
             matching = (
                 near_chunks.c.value == any_(bindparam("values", part, type_=ARRAY(Integer)))

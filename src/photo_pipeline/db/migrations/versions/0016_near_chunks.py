@@ -33,7 +33,13 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("chunk", "value", "asset_id", name=op.f("pk_near_chunks")),
         sqlite_with_rowid=False,
     )
-    op.create_index("ix_near_chunks_asset_id", "near_chunks", ["asset_id"])
+    op.create_index(
+        "ix_near_chunks_asset_id",
+        "near_chunks",
+        ["asset_id"],
+        sqlite_where=sa.text("chunk = 0"),
+        postgresql_where=sa.text("chunk = 0"),
+    )
 
 
 def downgrade() -> None:
