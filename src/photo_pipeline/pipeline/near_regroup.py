@@ -33,6 +33,7 @@ from sqlalchemy import Row, delete, exists, insert, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.bulk import insert_rows
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, files, near_duplicates, near_index, near_pairs
 from photo_pipeline.jobs.service import utc_now
@@ -55,7 +56,6 @@ _CLOCK_MARGIN = timedelta(minutes=2)
 _FULL_RUN_LOOKUPS_PER_HASH = 4
 _LOAD_BATCH = 50_000
 _IN_CHUNK = 500
-_INSERT_CHUNK = 1000
 
 Pair = tuple[int, int, int]  # (asset id, other asset id, distance), lower id first
 
@@ -203,9 +203,9 @@ def _write_all(
     now = utc_now()
     with write_session(factory) as session:
         session.execute(delete(near_pairs))
-        _insert_all(session, near_pairs, [_pair_row(p) for p in pairs])
+        insert_rows(session, near_pairs, [_pair_row(p) for p in pairs])
         session.execute(delete(near_duplicates))
-        _insert_all(session, near_duplicates, _group_rows(groups, now))
+        insert_rows(session, near_duplicates, _group_rows(groups, now))
         near_chunks.rebuild(session, ids, values, layout)
         _save_state(session, layout, *state)
 
@@ -331,7 +331,7 @@ def _repair(
             ):
                 touched.update((a, b))
             session.execute(delete(near_pairs).where(touching))
-        _insert_all(session, near_pairs, [_pair_row(p) for p in pairs])
+        insert_rows(session, near_pairs, [_pair_row(p) for p in pairs])
         near_chunks.remove(session, old, layout)
         near_chunks.add(session, *new, layout)
         touched.update(x for a, b, _ in pairs for x in (a, b))
@@ -340,7 +340,7 @@ def _repair(
         groups = _stars(_in_keeper_order(session, members), edges)
         for chunk in _chunks(members):
             session.execute(delete(near_duplicates).where(near_duplicates.c.asset_id.in_(chunk)))
-        _insert_all(session, near_duplicates, _group_rows(groups, now))
+        insert_rows(session, near_duplicates, _group_rows(groups, now))
         _save_state(session, layout, *state)
     return len(groups)
 
@@ -381,11 +381,6 @@ def _group_rows(groups: list[list[tuple[int, int]]], now: Any) -> list[dict[str,
 def _chunks(values: list[int]) -> Iterator[list[int]]:
     for start in range(0, len(values), _IN_CHUNK):
         yield values[start : start + _IN_CHUNK]
-
-
-def _insert_all(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
-    for start in range(0, len(rows), _INSERT_CHUNK):
-        session.execute(insert(table), rows[start : start + _INSERT_CHUNK])
 
 
 def _save_state(
