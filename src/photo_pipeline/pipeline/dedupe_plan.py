@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
@@ -42,6 +42,8 @@ from photo_pipeline.pipeline.catalog import MISSING, PRESENT, QUARANTINED
 SIDECAR_EXTENSIONS = frozenset({".xmp", ".aae"})
 # Up to this many assets, Live Photo pairs are looked up by id rather than all read.
 _FEW = 5_000
+# Bundle ranges read per query (an OR of index ranges).
+_RANGES_PER_QUERY = 200
 ORGANIZE_JOB_TYPE = "organize"  # pipeline.organize.JOB_TYPE, without importing the handler
 
 
@@ -199,26 +201,36 @@ def _read(
 
 
 def _rows_around(session: Session, base: Any, asset_ids: set[int]) -> list[Any]:
-    """The rows of ``asset_ids`` (and of their stills), and of every file in their
-    folders: a page's worth of the library, whatever its size."""
+    """The rows of ``asset_ids`` (and of their stills), and of the files bundled with
+    them (same folder, same stem): a page's worth of the library, whatever its size
+    and however big its folders."""
     stills = session.scalars(
         select(assets.c.live_of).where(assets.c.id.in_(asset_ids), assets.c.live_of.is_not(None))
     )
     wanted = asset_ids | set(stills)
     rows = {r.id: r for r in session.execute(base.where(files.c.asset_id.in_(wanted)))}
-    folders = {(r.source_id, os.path.dirname(paths.from_text(r.path))) for r in rows.values()}
-    for source_id, folder in folders:
-        # Every file below the folder, by a range the (source_id, path) index serves:
-        # what sorts between "folder/" and "folder0". "/" sorts before "0" in byte
-        # order and in PostgreSQL's linguistic collations (libc and ICU), where
-        # punctuation is not ignorable. Deeper files and strays are dropped below.
-        inside = files.c.source_id == source_id
-        if folder:
-            prefix = paths.to_text(folder) + "/"
-            inside = and_(inside, files.c.path >= prefix, files.c.path < prefix[:-1] + "0")
-        for row in session.execute(base.where(inside)):
-            if os.path.dirname(paths.from_text(row.path)) == folder:
-                rows[row.id] = row
+    # A bundle's files are named "<stem>.<anything>": each member's stem (as written,
+    # lower and upper case) bounds a range the (source_id, path) index serves, from
+    # "folder/stem." to "folder/stem/" ("." sorts just before "/", in byte order and in
+    # PostgreSQL's linguistic collations alike, which also take in other cases).
+    starts: set[tuple[int, str]] = set()
+    for row in rows.values():
+        folder, slash, name = row.path.rpartition("/")
+        stem = os.path.splitext(name)[0]
+        for variant in (stem, stem.lower(), stem.upper()):
+            starts.add((row.source_id, f"{folder}{slash}{variant}."))
+    ordered = sorted(starts)
+    for first in range(0, len(ordered), _RANGES_PER_QUERY):
+        ranges = [
+            and_(
+                files.c.source_id == source_id,
+                files.c.path >= start,
+                files.c.path < start[:-1] + "/",
+            )
+            for source_id, start in ordered[first : first + _RANGES_PER_QUERY]
+        ]
+        for row in session.execute(base.where(or_(*ranges))):
+            rows[row.id] = row
     return sorted(rows.values(), key=lambda r: (r.source_id, r.path))
 
 
@@ -233,7 +245,9 @@ def build_dedupe_plan(
     ``sidecars=False`` leaves out the sidecars that would travel (they are hashed
     here, reading files: not what a listing wants). ``only`` (asset ids): the exact
     groups of those assets are planned as the whole plan plans them, reading only
-    what they depend on; other groups in the result may be partial."""
+    what they depend on; other groups in the result may be partial. (A bundle member
+    whose stem differs in case other than all-lower or all-upper is missed there on
+    SQLite: a listing may then suggest another keeper; dedupe plans in full.)"""
     lib = _read(session_factory, near, only)
     bundles: dict[tuple[int, str, str], list[Member]] = {}
     for photo in lib.photos:
