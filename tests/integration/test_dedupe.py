@@ -386,8 +386,17 @@ def test_disk_full_inside_a_copy_leaves_no_partial_file(
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
+    real_copy = os.copy_file_range
+
+    def full_disk_copy(src: int, dst: int, count: int, *offsets) -> int:
+        if ".pp-dedupe-" in os.readlink(f"/proc/self/fd/{dst}"):
+            real_copy(src, dst, 7, *offsets)  # a partial copy, then no space
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_copy(src, dst, count, *offsets)
+
     before = sha256_tree(library)
     monkeypatch.setattr(os, "write", full_disk)
+    monkeypatch.setattr(os, "copy_file_range", full_disk_copy)
     service = JobService(session_factory)
     job = run(session_factory, dedupe.start_dedupe(service, home, hard_links=False))
     monkeypatch.undo()

@@ -298,7 +298,16 @@ def test_disk_full_fails_items_and_leaves_no_half_files(
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
+    real_copy = os.copy_file_range
+
+    def full_disk_copy(src: int, dst: int, count: int, *offsets) -> int:
+        if ".pp-organize-" in os.readlink(f"/proc/self/fd/{dst}"):
+            real_copy(src, dst, 7, *offsets)  # a partial copy, then no space
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_copy(src, dst, count, *offsets)
+
     monkeypatch.setattr(os, "write", full_disk)
+    monkeypatch.setattr(os, "copy_file_range", full_disk_copy)
     before = tree(source)
     job = run_organize(session_factory, dest)
     monkeypatch.undo()

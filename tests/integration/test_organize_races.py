@@ -82,7 +82,7 @@ def every_content(*roots: Path) -> list[bytes]:
     return [p.read_bytes() for root in roots for p in root.rglob("*") if p.is_file()]
 
 
-def hook(monkeypatch, moment: str, editor: Editor) -> None:
+def hook(monkeypatch, moment: str, editor: Editor, hard_links: bool) -> None:
     """Make ``editor`` run at ``moment`` of the target file's move."""
     if moment == "before_copy":
         for name in ("place_by_copy", "place_by_link"):
@@ -94,28 +94,24 @@ def hook(monkeypatch, moment: str, editor: Editor) -> None:
                 return _real(source, *args)
 
             monkeypatch.setattr(transfer, name, before)
-    elif moment == "during_copy":
-        real_read, real_readv, real_link = os.read, os.readv, os.link
+    elif moment == "during_copy" and not hard_links:
+        real_preadv = os.preadv
 
-        def read_then_edit(fd: int, n: int) -> bytes:
-            data = real_read(fd, n)
+        def read_then_edit(fd: int, buffers, offset: int) -> int:
+            read = real_preadv(fd, buffers, offset)
             if os.readlink(f"/proc/self/fd/{fd}").endswith("/" + TARGET):
-                editor()  # after the first chunk was read and hashed
-            return data
-
-        def readv_then_edit(fd: int, buffers) -> int:
-            read = real_readv(fd, buffers)
-            if os.readlink(f"/proc/self/fd/{fd}").endswith("/" + TARGET):
-                editor()  # after the first chunk was read and hashed
+                editor()  # after the first chunk was read and hashed, before it is copied
             return read
+
+        monkeypatch.setattr(os, "preadv", read_then_edit)
+    elif moment == "during_copy":
+        real_link = os.link
 
         def edit_then_link(src, dst, **kwargs):
             if os.path.basename(src) == TARGET:
                 editor()  # between the hash and the link
             return real_link(src, dst, **kwargs)
 
-        monkeypatch.setattr(os, "read", read_then_edit)
-        monkeypatch.setattr(os, "readv", readv_then_edit)
         monkeypatch.setattr(os, "link", edit_then_link)
     elif moment == "before_unlink":
         real_retire = transfer.retire
@@ -148,7 +144,7 @@ def test_an_edit_at_any_moment_of_a_move_loses_nothing(
     dest = tmp_path / "organized"
     original = (library / TARGET).read_bytes()
     editor = Editor(library / TARGET, EDITORS[edit])
-    hook(monkeypatch, moment, editor)
+    hook(monkeypatch, moment, editor, hard_links)
     job = run_organize(session_factory, dest, move=True, hard_links=hard_links)
     monkeypatch.undo()
     assert editor.left is not None, "the edit never ran: the hook missed its moment"
