@@ -14,10 +14,12 @@ import httpx
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.states import FINISHED_STATES
+from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
 from tests.integration._processes import environment, run_command, wait_until
 
 KILLS = 5
+PHOTOS = 200  # enough that the scan, which renders too, outlasts five serves
 
 
 class Serve:
@@ -52,7 +54,7 @@ def _free_port() -> int:
 
 def test_an_import_survives_five_kills_of_serve(session_factory, db_url, tmp_path):
     root = tmp_path / "photos"
-    for n in range(60):
+    for n in range(PHOTOS):
         photos.jpeg(root / f"IMG_{n:03d}.jpg", size=(1600, 1200), seed=n)
     home = tmp_path / "home"
     home.mkdir()
@@ -62,25 +64,26 @@ def test_an_import_survives_five_kills_of_serve(session_factory, db_url, tmp_pat
     scan, render, similar = (service.get(j["id"]) for j in json.loads(queued.stdout))
     port = _free_port()
 
+    # The scan renders the photos it reads (#18): it is the import's long job.
     def rendered() -> int:
-        return service.progress(render["id"])["done"]
+        return service.progress(scan["id"])["done"]
 
     done_at_kill = 0
     for kill in range(KILLS):
         serve = Serve(db_url, home, port)
 
         def rendering_here(serve: Serve = serve, after: int = done_at_kill) -> bool:
-            job = service.get(render["id"])
+            job = service.get(scan["id"])
             owner = job["lease_owner"] or ""
             return f":{serve.proc.pid}:" in owner and rendered() > after
 
         try:
-            wait_until(rendering_here, f"render progress under serve #{kill + 1}", 50)
+            wait_until(rendering_here, f"scan progress under serve #{kill + 1}", 50)
         finally:
             serve.kill()
         done_at_kill = rendered()
-    assert done_at_kill < 60, "the render finished before the last kill"
-    assert service.get(render["id"])["state"] != JobState.FAILED
+    assert done_at_kill < PHOTOS, "the scan finished before the last kill"
+    assert service.get(scan["id"])["state"] != JobState.FAILED
 
     serve = Serve(db_url, home, port)
     try:
@@ -94,10 +97,11 @@ def test_an_import_survives_five_kills_of_serve(session_factory, db_url, tmp_pat
         serve.kill()
     finals = [service.get(j["id"]) for j in (scan, render, similar)]
     assert [j["state"] for j in finals] == [JobState.SUCCEEDED] * 3, finals
-    final_render = finals[1]
+    final_scan = finals[0]
     # Five crashes, none of them the handler's fault: no attempt spent on them.
-    assert (final_render["attempts"], final_render["interruptions"]) == (1, KILLS)
-    assert service.progress(render["id"])["by_state"] == {"succeeded": 60}
+    assert (final_scan["attempts"], final_scan["interruptions"]) == (1, KILLS)
+    assert service.progress(scan["id"])["by_state"] == {"succeeded": PHOTOS}
+    assert len(Renditions(session_factory).all()) == 2 * PHOTOS  # rendered by the scan
 
 
 def test_rerunning_a_killed_organize_wait_rejoins_its_job(session_factory, db_url, tmp_path):
