@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from photo_pipeline.jobs.errors import InvalidArgument
+from photo_pipeline.jobs.states import JobState
 
 JOB_TYPE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")
 MAX_KEY_LENGTH = 200
@@ -41,6 +42,15 @@ def job_types(values: Iterable[str]) -> list[str]:
     if not checked:
         raise InvalidArgument("invalid_job_type", "job_types must name at least one job type")
     return checked
+
+
+def job_state(value: str) -> JobState:
+    try:
+        return JobState(value)
+    except ValueError:
+        raise InvalidArgument(
+            "invalid_state", f"state must be one of {', '.join(JobState)}, got {value!r}"
+        ) from None
 
 
 def key(field: str, value: object) -> str:

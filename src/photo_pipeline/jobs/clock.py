@@ -6,7 +6,7 @@ lease nor keep a dead one. Times are stored as integer UTC microseconds
 (``db.schema.UTCDateTime``); ``db_now`` is the same number computed by the server.
 
 Tests drive time by handing ``JobService`` a ``clock`` (a fake one); then that clock
-is used instead, bound as a parameter.
+is used instead, bound as a parameter (``TrustedClock``).
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import ColumnElement, literal_column
+from sqlalchemy import ColumnElement, literal, literal_column, select
 from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Session
 
-from photo_pipeline.db.schema import UTCDateTime
+from photo_pipeline.db.schema import EPOCH, UTCDateTime
 
 Clock = Callable[[], datetime]
 
@@ -55,3 +57,46 @@ def db_now(dialect: Dialect | str, plus: timedelta | float = 0) -> ColumnElement
     if seconds:
         sql = f"({sql} + {round(seconds * 1_000_000)})"
     return literal_column(sql, UTCDateTime())
+
+
+def micros(value: datetime) -> int:
+    """``value`` as stored: integer UTC microseconds since the epoch."""
+    return micros_of(value - EPOCH)
+
+
+def micros_of(duration: timedelta) -> int:
+    return duration // timedelta(microseconds=1)
+
+
+class TrustedClock:
+    """The time the coordinator decides with: the database's, or the ``clock`` given
+    (tests). ``local`` is the given clock or this process's, for what only people
+    read (item and event times), stamped without a round trip."""
+
+    def __init__(self, dialect: Dialect, clock: Clock | None = None) -> None:
+        self.fixed = clock is not None
+        self.local: Clock = clock or utc_now
+        self._dialect = dialect
+
+    def now(self, session: Session) -> datetime:
+        """One short query inside the caller's transaction, or the given clock."""
+        if self.fixed:
+            return self.local()
+        now: datetime | None = session.scalar(select(db_now(self._dialect)))
+        if now is None:
+            raise RuntimeError("the database returned no time")
+        return now
+
+    def sql(self, *, plus: timedelta = timedelta(0)) -> ColumnElement[datetime]:
+        """The same time as SQL: the server's, or the given clock's as a parameter."""
+        if self.fixed:
+            return literal(self.local() + plus, UTCDateTime())
+        return db_now(self._dialect, plus)
+
+    def sql_text(self, params: dict[str, Any]) -> str:
+        """The time as SQL text for the hot path's prepared statements: the server's,
+        or the given clock's as the ``:now`` parameter (added to ``params``)."""
+        if self.fixed:
+            params["now"] = micros(self.local())
+            return "CAST(:now AS bigint)"
+        return db_now_sql(self._dialect)
