@@ -1,28 +1,35 @@
-"""Enqueue requests, checked and written in batches: one transaction and a few
-multi-row statements for any number of jobs, whatever their items, locks,
-idempotency keys and prerequisites."""
+"""Enqueue: requests checked and hashed (an idempotency key replays the same
+request, refuses a different one), prerequisites checked and counted, and any number
+of jobs written in one transaction of a few multi-row statements (jobs.inserts),
+waking idle workers at commit; ``add_items`` grows a job that exists."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
-from collections import Counter
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, insert, select, text
+from sqlalchemy import Row, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from photo_pipeline.db.schema import EPOCH, job_items, job_prerequisites, jobs
+from photo_pipeline.db import write_session
+from photo_pipeline.db.errors import unique_violation
+from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
 from photo_pipeline.jobs import _checks as check
-from photo_pipeline.jobs.errors import InvalidArgument, JobBlocked, JobConflict
-from photo_pipeline.jobs.events import take_order_lock, write_events
-from photo_pipeline.jobs.rows import JobSnapshot, snapshot
-from photo_pipeline.jobs.states import ItemState, JobState
+from photo_pipeline.jobs import wakeup
+from photo_pipeline.jobs.errors import InvalidArgument, InvalidTransition, JobBlocked, JobConflict
+from photo_pipeline.jobs.events import write_event
+from photo_pipeline.jobs.inserts import insert_chunked, insert_items, insert_jobs
+from photo_pipeline.jobs.lease import check_fence
+from photo_pipeline.jobs.locks import lock_held
+from photo_pipeline.jobs.rows import JobSnapshot, lock_job, snapshot
+from photo_pipeline.jobs.states import ACTIVE_STATES, JobState
+from photo_pipeline.jobs.store import JobStore
 
-_INSERT_CHUNK = 1000
+_LOOKUP_CHUNK = 1000  # ids or keys per IN (...) list
 _FIELDS = frozenset(
     {
         "job_type",
@@ -103,6 +110,63 @@ def requests(specs: Iterable[Mapping[str, Any]]) -> list[Request]:
     return checked
 
 
+def submit(store: JobStore, batch: list[Request]) -> list[Enqueued]:
+    """Write ``batch`` in one transaction, all or none; new jobs that can run wake
+    idle workers at commit."""
+    if not batch:
+        return []
+    keyed = any(r.idempotency_key is not None for r in batch)
+    for attempt in (1, 2):
+        try:
+            with write_session(store.session_factory) as session:
+                now = store.clock.now(session)
+                results = write_batch(session, batch, now)
+                created = [q.job for q in results if q.created]
+                wakeup.runnable(session, [j["job_type"] for j in created if j["waiting_for"] == 0])
+            break
+        except IntegrityError as exc:
+            # A concurrent enqueue with one of our idempotency keys committed
+            # first (PostgreSQL may report the lock index if it checked that one
+            # first): once more, and its job is a replay.
+            if keyed and attempt == 1:
+                continue
+            held = [r.lock for r in batch if r.lock is not None]
+            if held and unique_violation(exc) == "uq_jobs_active_lock":
+                raise lock_held(store, held) from exc
+            raise
+    return results
+
+
+def add_items(
+    store: JobStore, job_id: str, item_keys: Iterable[str], *, fencing_token: int | None
+) -> int:
+    """Add items to an active job; keys already present are ignored. Returns how
+    many were new."""
+    keys = check.item_keys(item_keys)
+    with write_session(store.session_factory) as session:
+        now = store.clock.now(session)
+        row = lock_job(session, job_id)
+        check_fence(row, fencing_token)
+        if JobState(row.state) not in ACTIVE_STATES:
+            raise InvalidTransition("invalid_transition", f"cannot add items to a {row.state} job")
+        existing = (
+            set(
+                session.scalars(
+                    select(job_items.c.item_key).where(
+                        job_items.c.job_id == job_id, job_items.c.item_key.in_(keys)
+                    )
+                )
+            )
+            if keys
+            else set()
+        )
+        new = [k for k in keys if k not in existing]
+        insert_items(session, job_id, new, now)
+        if new:
+            write_event(session, job_id, "items_added", now, data={"count": len(new)})
+        return len(new)
+
+
 def write_batch(session: Session, batch: list[Request], now: datetime) -> list[Enqueued]:
     """Write ``batch`` inside the caller's write transaction; returns one result per
     request, in order. Raises as ``enqueue`` does (``idempotency_conflict``,
@@ -158,9 +222,8 @@ def write_batch(session: Session, batch: list[Request], now: datetime) -> list[E
     ]
     edges = [{"job_id": ids[n], "prerequisite_id": p} for n in new for p in batch[n].prerequisites]
     items = [(ids[n], key) for n in new for key in batch[n].items]
-    write = _write_pg if session.get_bind().dialect.name == "postgresql" else _write_rows
-    inserted = write(session, rows, items, now)
-    _insert_chunked(session, job_prerequisites, edges)
+    inserted = insert_jobs(session, rows, items, now)
+    insert_chunked(session, job_prerequisites, edges)
     for n in new:
         results[n] = Enqueued(snapshot(inserted[ids[n]]), True)
     finished: list[Enqueued] = []
@@ -185,15 +248,11 @@ def same_request(existing: Row[Any], request_hash: str) -> JobSnapshot:
     return snapshot(existing)
 
 
-def by_idempotency_key(session: Session, key: str) -> Row[Any] | None:
-    return session.execute(select(jobs).where(jobs.c.idempotency_key == key)).one_or_none()
-
-
 def _by_idempotency_keys(session: Session, keys: list[str | None]) -> dict[str, Row[Any]]:
     wanted = sorted({k for k in keys if k is not None})
     found: dict[str, Row[Any]] = {}
-    for start in range(0, len(wanted), _INSERT_CHUNK):
-        chunk = wanted[start : start + _INSERT_CHUNK]
+    for start in range(0, len(wanted), _LOOKUP_CHUNK):
+        chunk = wanted[start : start + _LOOKUP_CHUNK]
         for row in session.execute(select(jobs).where(jobs.c.idempotency_key.in_(chunk))):
             found[row.idempotency_key] = row
     return found
@@ -206,8 +265,8 @@ def _check_prerequisites(session: Session, prerequisites: list[list[str]]) -> li
     us)."""
     wanted = sorted({p for ids in prerequisites for p in ids})
     states: dict[str, str] = {}
-    for start in range(0, len(wanted), _INSERT_CHUNK):
-        chunk = wanted[start : start + _INSERT_CHUNK]
+    for start in range(0, len(wanted), _LOOKUP_CHUNK):
+        chunk = wanted[start : start + _LOOKUP_CHUNK]
         states.update(
             session.execute(
                 select(jobs.c.id, jobs.c.state)
@@ -228,122 +287,6 @@ def _check_prerequisites(session: Session, prerequisites: list[list[str]]) -> li
             )
         counts.append(sum(1 for p in ids if states[p] != JobState.SUCCEEDED))
     return counts
-
-
-def insert_items(session: Session, job_id: str, keys: list[str], now: datetime) -> None:
-    rows = [
-        {"job_id": job_id, "item_key": k, "state": ItemState.QUEUED, "attempt_count": 0,
-         "updated_at": now}
-        for k in keys
-    ]  # fmt: skip
-    _insert_chunked(session, job_items, rows)
-
-
-def _write_rows(
-    session: Session, rows: list[dict[str, Any]], items: list[tuple[str, str]], now: datetime
-) -> dict[str, Row[Any]]:
-    """Jobs, their items and "queued" events as multi-row INSERTs."""
-    inserted: dict[str, Row[Any]] = {}
-    for start in range(0, len(rows), _INSERT_CHUNK):
-        # Matched by id: asking for rows in parameter order makes SQLAlchemy insert
-        # them one by one on SQLite.
-        chunk = rows[start : start + _INSERT_CHUNK]
-        inserted.update((r.id, r) for r in session.execute(insert(jobs).returning(*jobs.c), chunk))
-    _insert_chunked(
-        session,
-        job_items,
-        [
-            {"job_id": j, "item_key": k, "state": ItemState.QUEUED, "attempt_count": 0,
-             "updated_at": now}
-            for j, k in items
-        ],
-    )  # fmt: skip
-    counts = Counter(j for j, _ in items)
-    events: list[tuple[str, str, str | None, dict[str, Any] | None]] = [
-        (r["id"], "queued", None, {"items": counts[r["id"]]}) for r in rows
-    ]
-    write_events(session, events, now)
-    return inserted
-
-
-def _write_pg(
-    session: Session, rows: list[dict[str, Any]], items: list[tuple[str, str]], now: datetime
-) -> dict[str, Row[Any]]:
-    """PostgreSQL: the same in three statements of one array parameter per column
-    (unnest): a multi-row VALUES list costs the client more than the server."""
-    if not rows:
-        return {}
-    micros = _micros(now)
-    inserted = {
-        r.id: r
-        for r in session.execute(
-            _PG_INSERT_JOBS,
-            {
-                "now": micros,
-                "ids": [r["id"] for r in rows],
-                "types": [r["job_type"] for r in rows],
-                "priorities": [r["priority"] for r in rows],
-                "params": [json.dumps(r["params"]) for r in rows],
-                "hashes": [r["request_hash"] for r in rows],
-                "locks": [r["lock_key"] for r in rows],
-                "keys": [r["idempotency_key"] for r in rows],
-                "waiting": [r["waiting_for"] for r in rows],
-                "max_attempts": [r["max_attempts"] for r in rows],
-                "run_after": [_micros(r["run_after"]) for r in rows],
-            },
-        )
-    }
-    if items:
-        session.execute(
-            _PG_INSERT_ITEMS,
-            {"now": micros, "job_ids": [j for j, _ in items], "keys": [k for _, k in items]},
-        )
-    counts = Counter(j for j, _ in items)
-    take_order_lock(session)
-    session.execute(
-        _PG_INSERT_EVENTS,
-        {"now": micros, "ids": [r["id"] for r in rows], "counts": [counts[r["id"]] for r in rows]},
-    )
-    return inserted
-
-
-_PG_INSERT_JOBS = text(
-    """
-INSERT INTO jobs (id, job_type, state, priority, params, request_hash, lock_key,
-  idempotency_key, waiting_for, attempts, max_attempts, interruptions, run_after,
-  fencing_token, version, created_at, updated_at)
-SELECT r.id, r.job_type, 'queued', r.priority, CAST(r.params AS json), r.request_hash,
-  r.lock_key, r.idempotency_key, r.waiting_for, 0, r.max_attempts, 0, r.run_after, 0, 1,
-  :now, :now
-FROM unnest(CAST(:ids AS text[]), CAST(:types AS text[]), CAST(:priorities AS int[]),
-  CAST(:params AS text[]), CAST(:hashes AS text[]), CAST(:locks AS text[]),
-  CAST(:keys AS text[]), CAST(:waiting AS int[]), CAST(:max_attempts AS int[]),
-  CAST(:run_after AS bigint[]))
-  AS r(id, job_type, priority, params, request_hash, lock_key, idempotency_key,
-       waiting_for, max_attempts, run_after)
-RETURNING *
-"""
-).columns(**{column.name: column.type for column in jobs.c})
-_PG_INSERT_ITEMS = text(
-    "INSERT INTO job_items (job_id, item_key, state, attempt_count, updated_at) "
-    "SELECT r.job_id, r.item_key, 'queued', 0, :now "
-    "FROM unnest(CAST(:job_ids AS text[]), CAST(:keys AS text[])) AS r(job_id, item_key)"
-)
-_PG_INSERT_EVENTS = text(
-    "INSERT INTO job_events (job_id, event_type, data, created_at) "
-    "SELECT r.job_id, 'queued', json_build_object('items', r.items), :now "
-    "FROM unnest(CAST(:ids AS text[]), CAST(:counts AS int[])) WITH ORDINALITY "
-    "AS r(job_id, items, n) ORDER BY r.n"
-)
-
-
-def _micros(value: datetime) -> int:
-    return (value - EPOCH) // timedelta(microseconds=1)
-
-
-def _insert_chunked(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
-    for start in range(0, len(rows), _INSERT_CHUNK):
-        session.execute(insert(table), rows[start : start + _INSERT_CHUNK])
 
 
 def _repeated(values: list[str]) -> str | None:

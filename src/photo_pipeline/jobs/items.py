@@ -1,19 +1,25 @@
-"""Batched, validated item updates, applied inside the caller's job-locked transaction."""
+"""Item state changes: batched and validated, written in one transaction under the
+job's row lock, refused from a worker that lost the job (``set_items``)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.orm import Session
 
+from photo_pipeline.db import write_session
 from photo_pipeline.db.schema import job_items
 from photo_pipeline.jobs import _checks as check
 from photo_pipeline.jobs.errors import InvalidArgument, InvalidTransition, JobConflict, JobNotFound
-from photo_pipeline.jobs.states import ItemState, can_transition_item
+from photo_pipeline.jobs.events import write_event
+from photo_pipeline.jobs.lease import check_fence
+from photo_pipeline.jobs.rows import lock_job
+from photo_pipeline.jobs.states import TERMINAL_STATES, ItemState, JobState, can_transition_item
+from photo_pipeline.jobs.store import JobStore
 
 # Keys per IN (...) lookup: far below SQLite's bound-parameter limit.
 _CHUNK = 500
@@ -23,6 +29,35 @@ class ItemUpdate(NamedTuple):
     item_key: str
     state: ItemState
     error: tuple[str, str] | None = None
+
+
+def set_items(
+    store: JobStore,
+    job_id: str,
+    updates: Iterable[Any],
+    *,
+    fencing_token: int | None,
+    within: Callable[[Session], None] | None,
+) -> JobState:
+    """Apply many item changes in one transaction, all or none (see
+    ``JobService.set_items``); returns the job's state."""
+    batch = normalise_updates(updates)
+    now = store.clock.local()
+    with write_session(store.session_factory) as session:
+        row = lock_job(session, job_id)
+        check_fence(row, fencing_token)
+        if within is not None:
+            within(session)
+        if batch and row.state in TERMINAL_STATES:
+            # A finished job's items are its record; changing them would leave,
+            # say, a succeeded job with queued items for ever.
+            raise InvalidTransition(
+                "invalid_transition", f"job {job_id} is {row.state}: its items are final"
+            )
+        counts = apply_item_updates(session, job_id, batch, now) if batch else {}
+        if counts:
+            write_event(session, job_id, "items", now, data=counts)
+        return JobState(row.state)
 
 
 def normalise_updates(updates: Iterable[Any]) -> list[ItemUpdate]:

@@ -1,0 +1,250 @@
+"""A worker's hold on a job, and the state changes made under it: claim (a lease and
+a new fencing token), renew, finish (``transition``), hand back (``release``,
+``interrupt``), and ``cancel``, which a lease holder acknowledges by draining.
+
+Every change locks the job's row first and refuses a write from a worker that no
+longer holds the job (``check_fence``); the worker's usual claim and finish are one
+round trip each (jobs.hot_path)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, NamedTuple
+
+from sqlalchemy import Row, update
+from sqlalchemy.exc import IntegrityError
+
+from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.errors import unique_violation
+from photo_pipeline.db.schema import jobs
+from photo_pipeline.jobs import _checks as check
+from photo_pipeline.jobs import hot_path
+from photo_pipeline.jobs.clock import micros_of
+from photo_pipeline.jobs.errors import InvalidArgument, InvalidTransition, JobConflict
+from photo_pipeline.jobs.events import write_event
+from photo_pipeline.jobs.locks import lock_held
+from photo_pipeline.jobs.rows import JobSnapshot, lock_job, require_job, snapshot
+from photo_pipeline.jobs.states import (
+    CLAIMABLE_STATES,
+    LEASED_STATES,
+    JobState,
+    can_transition,
+)
+from photo_pipeline.jobs.store import JobStore
+from photo_pipeline.jobs.transitions import Transitions
+
+
+class Claim(NamedTuple):
+    """A checked claim request."""
+
+    job_types: list[str]
+    worker_id: str
+    lease: timedelta
+
+    @classmethod
+    def checked(cls, job_types: Sequence[str], worker_id: str, lease_seconds: float) -> Claim:
+        types = check.job_types(job_types)
+        worker_id = check.key("worker_id", worker_id)
+        return cls(types, worker_id, timedelta(seconds=check.lease_seconds(lease_seconds)))
+
+
+def claim(store: JobStore, request: Claim) -> JobSnapshot | None:
+    """Lease the most urgent runnable job of the claim's types to its worker (one
+    index-backed statement); None when nothing is runnable."""
+    types, worker_id, lease = request
+    if store.is_postgresql:
+        params = {"types": types, "worker_id": worker_id, "lease_us": micros_of(lease)}
+        now_sql = store.clock.sql_text(params)
+        with store.autocommit() as conn:
+            row = conn.execute(hot_path.pg_claim_text(now_sql), params).one_or_none()
+        return None if row is None else snapshot(row)
+    now, expires = store.clock.sql(), store.clock.sql(plus=lease)
+    with write_session(store.session_factory) as session:
+        row = session.execute(hot_path.claim_update(types, worker_id, now, expires)).one_or_none()
+        if row is None:
+            return None
+        write_event(
+            session,
+            row.id,
+            "claimed",
+            row.updated_at,
+            message=worker_id,
+            data={"fencing_token": row.fencing_token, "attempt": row.attempts},
+        )
+        return snapshot(row)
+
+
+def renew_lease(
+    store: JobStore,
+    job_id: str,
+    worker_id: str,
+    *,
+    lease_seconds: float,
+    fencing_token: int | None,
+) -> JobState | None:
+    """Extend the lease and return the job's state (a cancel request shows); None
+    when ``worker_id`` no longer holds the job."""
+    lease = timedelta(seconds=check.lease_seconds(lease_seconds))
+    conditions = [
+        jobs.c.id == job_id,
+        jobs.c.lease_owner == worker_id,
+        jobs.c.state.in_(LEASED_STATES),
+    ]
+    if fencing_token is not None:
+        conditions.append(jobs.c.fencing_token == fencing_token)
+    renew = (
+        update(jobs)
+        .where(*conditions)
+        .values(heartbeat_at=store.clock.sql(), lease_expires_at=store.clock.sql(plus=lease))
+        .returning(jobs.c.state)
+    )
+    if store.is_postgresql:
+        with store.autocommit() as conn:
+            state = conn.scalar(renew)
+    else:
+        with write_session(store.session_factory) as session:
+            state = session.scalar(renew)
+    if state is None:
+        with read_session(store.session_factory) as session:
+            require_job(session, job_id)
+        return None
+    return JobState(state)
+
+
+def transition(
+    store: JobStore,
+    transitions: Transitions,
+    job_id: str,
+    to_state: str,
+    *,
+    worker_id: str | None,
+    fencing_token: int | None,
+    error: tuple[str, str] | None,
+    retry: bool,
+) -> JobSnapshot:
+    """Move a job to ``to_state`` (see ``JobService.transition``)."""
+    target = check.job_state(to_state)
+    error = check.error(error)
+    if target is JobState.RUNNING:
+        raise InvalidTransition("invalid_transition", "a job becomes running only through claim()")
+    if target is JobState.SUCCEEDED and fencing_token is not None and error is None:
+        done = succeed(store, transitions, job_id, fencing_token, worker_id)
+        if done is not None:
+            return done
+        # Some check failed: the general path below names it (or, the job having
+        # changed meanwhile, applies the move).
+    with write_session(store.session_factory) as session:
+        now = store.clock.now(session)
+        row = lock_job(session, job_id)
+        check_fence(row, fencing_token, worker_id)
+        if not can_transition(row.state, target):
+            raise InvalidTransition(
+                "invalid_transition",
+                f"job {job_id} is {row.state}: {row.state} -> {target} is not allowed",
+            )
+        try:
+            return transitions.apply(session, row, target, now, error=error, retry=retry)
+        except IntegrityError as exc:
+            # Re-activating a job whose lock another job took meanwhile (pg-boss #535).
+            if unique_violation(exc) == "uq_jobs_active_lock":
+                raise lock_held(store, row.lock_key) from exc
+            raise
+
+
+def succeed(
+    store: JobStore, transitions: Transitions, job_id: str, token: int, worker_id: str | None
+) -> JobSnapshot | None:
+    """The worker's usual finish in one round trip; None when a check failed."""
+    if store.is_postgresql:
+        params = {"job_id": job_id, "token": token, "worker_id": worker_id}
+        now_sql = store.clock.sql_text(params)
+        statement = hot_path.pg_succeed(now_sql, check_owner=worker_id is not None)
+        with store.autocommit() as conn:
+            row = conn.execute(statement, params).one_or_none()
+        return None if row is None else snapshot(row)
+    with write_session(store.session_factory) as session:
+        row = session.execute(
+            hot_path.succeed_update(job_id, token, worker_id, store.clock.sql())
+        ).one_or_none()
+        if row is None:
+            return None
+        now = row.updated_at
+        write_event(session, job_id, f"state:{JobState.SUCCEEDED}", now)
+        transitions.release_dependents(session, job_id, now)
+        return snapshot(row)
+
+
+def release(
+    store: JobStore, transitions: Transitions, job_id: str, *, fencing_token: int, reason: str
+) -> JobSnapshot:
+    """Hand a leased job back without spending an attempt (a worker shutting down);
+    a job being cancelled is cancelled instead."""
+    with write_session(store.session_factory) as session:
+        now = store.clock.now(session)
+        row = lock_job(session, job_id)
+        check_fence(row, fencing_token)
+        if row.state == JobState.CANCELLING:
+            error = ("cancelled", "cancelled on request")
+            return transitions.apply(session, row, JobState.CANCELLED, now, error=error)
+        return transitions.apply(
+            session, row, JobState.FAILED, now, error=("released", reason), release=True
+        )
+
+
+def interrupt(
+    store: JobStore,
+    transitions: Transitions,
+    job_id: str,
+    *,
+    fencing_token: int,
+    error: tuple[str, str],
+) -> JobSnapshot:
+    """Hand a leased job back after an infrastructure failure: the attempt refunded,
+    one interruption counted; a job being cancelled is cancelled instead."""
+    checked = check.error(error)
+    if checked is None:
+        raise InvalidArgument("invalid_error", "an interruption needs (code, message)")
+    error = checked
+    with write_session(store.session_factory) as session:
+        now = store.clock.now(session)
+        row = lock_job(session, job_id)
+        check_fence(row, fencing_token)
+        if row.state == JobState.CANCELLING:
+            cancelled = ("cancelled", "cancelled on request")
+            return transitions.apply(session, row, JobState.CANCELLED, now, error=cancelled)
+        return transitions.apply(session, row, JobState.FAILED, now, error=error, interrupted=True)
+
+
+def cancel(
+    store: JobStore, transitions: Transitions, job_id: str, *, reason: str | None
+) -> JobSnapshot:
+    """Queued work is cancelled at once; running work drains through ``cancelling``,
+    which its lease holder acknowledges. A job already cancelling is left as it is."""
+    error = ("cancelled", reason or "cancelled on request")
+    with write_session(store.session_factory) as session:
+        now = store.clock.now(session)
+        row = lock_job(session, job_id)
+        state = JobState(row.state)
+        if state is JobState.CANCELLING:
+            return snapshot(row)
+        if state in CLAIMABLE_STATES:
+            return transitions.apply(session, row, JobState.CANCELLED, now, error=error)
+        if state is JobState.RUNNING:
+            return transitions.apply(session, row, JobState.CANCELLING, now, error=error)
+        raise InvalidTransition("invalid_transition", f"cannot cancel a {state} job")
+
+
+def check_fence(row: Row[Any], fencing_token: int | None, worker_id: str | None = None) -> None:
+    """Refuse a write from a worker that no longer holds the job."""
+    if fencing_token is not None:
+        if row.fencing_token != fencing_token:
+            raise JobConflict(
+                "stale_fencing_token",
+                f"job {row.id}: fencing token {fencing_token} is stale "
+                f"(current {row.fencing_token})",
+            )
+        if row.state not in LEASED_STATES:
+            raise JobConflict("lease_lost", f"job {row.id} is {row.state}, no longer leased")
+    if worker_id is not None and row.lease_owner not in (None, worker_id):
+        raise JobConflict("not_lease_owner", f"job {row.id} is held by {row.lease_owner}")

@@ -1,0 +1,117 @@
+"""Jobs whose worker vanished, and retention: ``recover_stale`` hands back the jobs of
+expired leases and dead workers (``claim`` runs it now and then, so recovery needs
+no cron); ``prune`` deletes finished jobs and old events."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, or_, select
+
+from photo_pipeline.db import write_session
+from photo_pipeline.db.engine import changed_rows
+from photo_pipeline.db.schema import job_events, jobs, workers
+from photo_pipeline.jobs.clock import TrustedClock
+from photo_pipeline.jobs.errors import InvalidArgument
+from photo_pipeline.jobs.rows import job_with_facts
+from photo_pipeline.jobs.states import FINISHED_STATES, LEASED_STATES, JobState, WorkerState
+from photo_pipeline.jobs.store import JobStore
+from photo_pipeline.jobs.transitions import Transitions
+
+_RECOVERY_BATCH = 200
+
+
+class RecoverySchedule:
+    """When ``claim`` runs ``recover_stale``: at most every ``every`` (never if None)."""
+
+    def __init__(self, every: timedelta | None, clock: TrustedClock) -> None:
+        self._every = every
+        self._clock = clock
+        self._last: float | None = None
+
+    def due(self) -> bool:
+        """Whether recovery is due now; if so, counts it as run."""
+        if self._every is None:
+            return False
+        # The given clock's time (tests move it), else this process's monotonic one.
+        at = self._clock.local().timestamp() if self._clock.fixed else time.monotonic()
+        last = self._last
+        if last is None or at - last >= self._every.total_seconds() or at < last:
+            self._last = at
+            return True
+        return False
+
+
+def recover_stale(
+    store: JobStore,
+    transitions: Transitions,
+    *,
+    now: datetime | None,
+    dead_workers: Iterable[str],
+) -> list[str]:
+    """Recover jobs whose lease expired or whose worker is known to be dead (see
+    ``JobService.recover_stale``), in batches; returns their ids."""
+    given = now
+    # The registry's dead workers (found gone by any worker) void their leases too.
+    owner_dead = or_(
+        jobs.c.lease_owner.in_(list(dead_workers)),
+        jobs.c.lease_owner.in_(select(workers.c.id).where(workers.c.state == WorkerState.DEAD)),
+    )
+    recovered: list[str] = []
+    while True:
+        with write_session(store.session_factory) as session:
+            now = given or store.clock.now(session)
+            abandoned = or_(jobs.c.lease_expires_at < now, owner_dead)
+            stale = session.execute(
+                job_with_facts()
+                .add_columns(owner_dead.label("owner_dead"))
+                .where(jobs.c.state.in_(LEASED_STATES), abandoned)
+                .order_by(jobs.c.lease_expires_at)
+                .limit(_RECOVERY_BATCH)
+                # Rows a live worker is writing right now are skipped, not waited for.
+                .with_for_update(skip_locked=True, of=jobs)
+            ).all()
+            for row in stale:
+                if row.state == JobState.CANCELLING:
+                    error = ("cancelled", "worker vanished while cancelling")
+                    transitions.apply(session, row, JobState.CANCELLED, now, error=error)
+                else:
+                    # Not the handler's fault: the attempt is refunded and one
+                    # interruption counted (a crash loop still ends, later).
+                    error = (
+                        ("worker_died", f"worker {row.lease_owner} is gone")
+                        if row.owner_dead
+                        else ("lease_expired", f"worker {row.lease_owner} stopped heartbeating")
+                    )
+                    transitions.apply(
+                        session, row, JobState.FAILED, now, error=error, interrupted=True
+                    )
+                recovered.append(row.id)
+        if len(stale) < _RECOVERY_BATCH:
+            break
+    return recovered
+
+
+def prune(store: JobStore, *, older_than: timedelta, now: datetime | None) -> dict[str, int]:
+    """Delete finished jobs (with their items and events) that finished more than
+    ``older_than`` ago, and older events of other finished jobs."""
+    if not isinstance(older_than, timedelta) or older_than < timedelta(0):
+        raise InvalidArgument(
+            "invalid_older_than", f"older_than must be a timedelta >= 0, got {older_than!r}"
+        )
+    finished = [s.value for s in FINISHED_STATES]
+    with write_session(store.session_factory) as session:
+        cutoff = (now or store.clock.now(session)) - older_than
+        old_jobs = select(jobs.c.id).where(jobs.c.state.in_(finished), jobs.c.finished_at < cutoff)
+        events = changed_rows(
+            session,
+            delete(job_events).where(
+                job_events.c.created_at < cutoff,
+                job_events.c.job_id.in_(select(jobs.c.id).where(jobs.c.state.in_(finished))),
+            ),
+        )
+        # Items, events and prerequisite edges go with their job (ON DELETE CASCADE).
+        deleted = changed_rows(session, delete(jobs).where(jobs.c.id.in_(old_jobs)))
+    return {"jobs": deleted, "events": events}
