@@ -13,8 +13,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.jobs.budget import MemoryBudget
-from photo_pipeline.jobs.errors import JobConflict
-from photo_pipeline.jobs.handlers import ItemError
+from photo_pipeline.jobs.errors import ItemError, JobConflict
 from photo_pipeline.jobs.service import JobService, JobSnapshot
 from photo_pipeline.jobs.states import ItemState, JobState
 
