@@ -51,8 +51,8 @@ from photo_pipeline.pipeline.near_groups import (
 # host's clock may lag behind this one's (a few assets re-read, at worst).
 _CLOCK_MARGIN = timedelta(minutes=2)
 # A full run costs about as much as this many index lookups per hash in the library:
-# beyond, changes regroup in full. (At a million hashes a full run took 16-20 s, and
-# 100 new assets' 76,000 lookups 0.27-0.45 s, on either database.)
+# beyond, changes regroup in full. (At a million hashes a full run took 15-29 s, and
+# 100 new assets' 76,000 lookups 0.3-0.8 s, on either database.)
 _FULL_RUN_LOOKUPS_PER_HASH = 4
 _LOAD_BATCH = 50_000
 _IN_CHUNK = 500
