@@ -41,3 +41,25 @@ def test_reading_commands_load_no_decoder(args, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("args", [["--help"], ["job", "--help"], ["organize", "--help"]])
+def test_help_loads_neither_the_database_layer_nor_the_coordinator(args, tmp_path):
+    env = {**os.environ, "PHOTO_PIPELINE_HOME": str(tmp_path / "home")}
+    heavy = ("sqlalchemy", "photo_pipeline.db", "photo_pipeline.jobs", *DECODERS)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(decoders=heavy), json.dumps(args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_cli_default_of_jobs_per_worker_is_the_coordinators():
+    from photo_pipeline.cli.worker import DEFAULT_JOBS
+    from photo_pipeline.jobs.runtime import DEFAULT_JOBS as RUNTIME_DEFAULT
+
+    assert DEFAULT_JOBS == RUNTIME_DEFAULT

@@ -19,10 +19,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
-from photo_pipeline.pipeline import organize as organizing
-from photo_pipeline.pipeline.template import DEFAULT_TEMPLATE
-from photo_pipeline.pipeline.verify import JOB_TYPE as VERIFY
-from photo_pipeline.pipeline.verify import start_verify, verify_report
+from photo_pipeline.pipeline.template import DEFAULT_TEMPLATE  # no database: light
 
 _SHOWN = 40
 
@@ -56,11 +53,15 @@ def organize(
     as_json: JsonOption = False,
 ) -> None:
     """Copy or move originals into a dated layout (collision-safe, resumable, undoable)."""
+    from photo_pipeline.cli.progress import full_job_id
+    from photo_pipeline.pipeline import organize as organizing
+
     lib = library()
     if undo is not None and dry_run:
         err_console.print("[red]error[/] invalid_option: --undo has no --dry-run; see `job show`")
         raise typer.Exit(EXIT_REFUSED)
     if undo is not None:
+        undo = full_job_id(lib.service, undo)
         job = organizing.start_undo(lib.service, undo)
     else:
         if dest is None:
@@ -131,6 +132,10 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
     """Hash every original again; report changed (bit rot) or missing files.
     With --wait, exits 5 when any file changed, went missing or cannot be read (its
     item failed), 1 when the job itself did not succeed."""
+    from photo_pipeline.pipeline import organize as organizing
+    from photo_pipeline.pipeline.verify import JOB_TYPE as VERIFY
+    from photo_pipeline.pipeline.verify import start_verify, verify_report
+
     lib = library()
 
     def show(job: dict[str, Any]) -> None:
