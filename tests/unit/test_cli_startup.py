@@ -25,6 +25,19 @@ print(json.dumps(sorted(m for m in {decoders} if m in sys.modules)))
 """
 
 
+def loaded(args: list[str], modules: tuple[str, ...], env: dict[str, str]) -> list[str]:
+    """Which of ``modules`` ``photo-pipeline ARGS`` imported, in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(decoders=modules), json.dumps(args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("args", [["--help"], ["jobs", "--json"], ["job", "--help"]])
 def test_reading_commands_load_no_decoder(args, tmp_path):
     env = {**os.environ, "PHOTO_PIPELINE_HOME": str(tmp_path / "home")}
@@ -32,30 +45,14 @@ def test_reading_commands_load_no_decoder(args, tmp_path):
     # A library at its newest schema: opening it needs no migration, so no Alembic.
     init = [sys.executable, "-m", "photo_pipeline", "init"]
     assert subprocess.run(init, env=env, capture_output=True, timeout=120).returncode == 0
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(decoders=DECODERS), json.dumps(args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    assert loaded(args, DECODERS, env) == []
 
 
 @pytest.mark.parametrize("args", [["--help"], ["job", "--help"], ["organize", "--help"]])
 def test_help_loads_neither_the_database_layer_nor_the_coordinator(args, tmp_path):
     env = {**os.environ, "PHOTO_PIPELINE_HOME": str(tmp_path / "home")}
     heavy = ("sqlalchemy", "photo_pipeline.db", "photo_pipeline.jobs", *DECODERS)
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(decoders=heavy), json.dumps(args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    assert loaded(args, heavy, env) == []
 
 
 def test_the_cli_default_of_jobs_per_worker_is_the_coordinators():
