@@ -1,6 +1,7 @@
 """Benchmark the durable job coordinator (JobService) on SQLite and PostgreSQL.
 
-Run with ``.venv/bin/python bench/coordinator.py [--quick]``. It prints, per backend:
+Run with ``.venv/bin/python bench/coordinator.py [--quick] [--only SECTIONS] [--backends B]``
+(``--help``). It prints, per backend:
 
 1. claim + complete throughput of no-op jobs with 1 and 4 worker processes, and on the
    same PostgreSQL the same workload on Procrastinate (the peer to beat);
@@ -34,7 +35,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from importlib import metadata
 from typing import Any
@@ -845,8 +846,26 @@ def postgres_version() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
+    parser.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections to run, of {','.join(SECTIONS)} (default: all)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="throughput rounds (default: by size)"
+    )
+    parser.add_argument(
+        "--backends", default="sqlite,postgresql", help="sqlite, postgresql or both (default)"
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if args.rounds is not None:
+        sizes = replace(sizes, rounds=args.rounds)
+    only = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown sections {unknown}; choose from {list(SECTIONS)}")
+    wanted = {name.strip() for name in args.backends.split(",")}
     began = time.perf_counter()
 
     print(f"photo-pipeline coordinator benchmark ({'quick' if args.quick else 'full'} run)")
@@ -854,21 +873,27 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"SQLAlchemy {sqlalchemy.__version__}; {versions()}"
     )
-    backends = ["sqlite"]
-    error = postgres_error()
+    backends = ["sqlite"] if "sqlite" in wanted else []
+    error = postgres_error() if "postgresql" in wanted else "not asked for"
     if error is None:
         backends.append("postgresql")
         print(f"PostgreSQL {postgres_version()} at {make_url(PG_URL)!r}")
     else:
-        print(f"PostgreSQL at {PG_URL} unreachable ({error}): SQLite only")
+        print(f"PostgreSQL at {PG_URL} not measured ({error})")
 
-    throughput_section(backends, sizes)
-    items_section(backends, sizes)
-    latency_section(backends, sizes)
-    enqueue_section(backends, sizes)
-    wakeup_section(backends, sizes)
+    for name in only:
+        SECTIONS[name](backends, sizes)
     print(f"\ndone in {time.perf_counter() - began:.0f} s")
     return 0
+
+
+SECTIONS: dict[str, Callable[[list[str], Sizes], None]] = {
+    "throughput": throughput_section,
+    "items": items_section,
+    "latency": latency_section,
+    "enqueue": enqueue_section,
+    "wakeup": wakeup_section,
+}
 
 
 if __name__ == "__main__":

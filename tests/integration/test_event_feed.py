@@ -44,30 +44,39 @@ def test_numbers_are_not_reused_after_the_newest_events_are_pruned(service, cloc
 
 
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
-def test_a_later_writer_waits_so_numbers_follow_commit_order(service):
+def test_a_reader_never_passes_a_lower_number_still_to_commit(service):
     """Writer A takes a number and holds its transaction open; writer B, on another
-    job, must not commit a higher number before A commits."""
+    job, takes a higher one and commits without waiting for A. A reader then must not
+    return B's event before A's commits: it waits for A and returns both, in order."""
     a = service.enqueue("t.a")
     b = service.enqueue("t.b")
     factory = service.session_factory
     feed = EventFeed(factory)
     before = feed.last_seq()
-    b_done = threading.Event()
+    read: list[list[dict]] = []
 
     def writer_b() -> None:
         with write_session(factory) as session:
             write_event(session, b["id"], "from_b", utc_now())
-        b_done.set()
+
+    def reader() -> None:
+        read.append(feed.after(before))
 
     with write_session(factory) as session:
         write_event(session, a["id"], "from_a", utc_now())
-        thread = threading.Thread(target=writer_b)
-        thread.start()
-        wait_until(lambda: _waiting_for_advisory_lock(factory), "writer B to queue")
-        assert not b_done.is_set()
-        assert feed.after(before) == []  # A is not committed: nothing to read yet
-    thread.join(30)
-    assert [e["type"] for e in feed.after(before)] == ["from_a", "from_b"]
+        thread_b = threading.Thread(target=writer_b)
+        thread_b.start()
+        thread_b.join(30)
+        assert not thread_b.is_alive()  # B committed while A is open: writers do not queue
+        thread_r = threading.Thread(target=reader)
+        thread_r.start()
+        wait_until(lambda: _waiting_for_advisory_lock(factory), "the reader to wait for A")
+        assert read == []
+    thread_r.join(30)
+    assert [[e["type"] for e in events] for events in read] == [["from_a", "from_b"]]
+    seqs = [e["seq"] for e in read[0]]
+    assert seqs == sorted(seqs)
+    assert feed.last_seq() == seqs[-1]
 
 
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)

@@ -2,14 +2,19 @@
 
 ``job_events.seq`` is the cursor. A reader that has seen every event up to ``seq = N``
 asks for ``seq > N`` and must never find later that an event ``<= N`` appeared. Per job
-that holds because events are written under the job's row lock. Across jobs it needs
-sequence numbers to be handed out in commit order:
+that holds because events are written under the job's row lock. Across jobs:
 
 - SQLite serialises writers (``BEGIN IMMEDIATE``) and the table is AUTOINCREMENT, so a
   number is never reused even after old events are pruned.
-- PostgreSQL allocates sequence values without regard to commit order, so a writer
-  takes a transaction-scoped advisory lock before its first event and keeps it until
-  commit. Writers of events queue for that short window; readers never wait.
+- PostgreSQL allocates sequence values without regard to commit order. A writer takes
+  a transaction-scoped advisory lock in *shared* mode before its first event, so
+  writers never wait for each other (their commits flush together). A reader takes
+  the same lock *exclusively* for a moment: once granted, every transaction that took
+  a number before it has ended, and every number taken after it is higher; the
+  highest committed ``seq`` then is a horizon no later commit can fall under. Readers
+  read only up to it, so a reader may wait for an open writer, as writers used to
+  wait for each other (bench/coordinator.py: 4 worker processes were serialised on
+  that lock through every commit).
 
 On PostgreSQL every event transaction also ``NOTIFY``s ``EVENTS_CHANNEL`` (delivered
 at commit, collapsed per transaction), so listeners wake without polling.
@@ -29,7 +34,7 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import job_events
 
 EVENTS_CHANNEL = "photo_pipeline_events"
-_PG_EVENT_ORDER_LOCK = 0x70686F746F5F6576  # "photo_ev": only event writers take it
+_PG_EVENT_ORDER_LOCK = 0x70686F746F5F6576  # "photo_ev": event writers (shared), readers
 _ORDER_LOCK_TAKEN = "photo_pipeline.event_order_lock"
 
 
@@ -80,8 +85,12 @@ def take_order_lock(session: Session) -> None:
 
 # PostgreSQL: taken before a transaction's first event, held until its commit.
 ORDER_LOCK_SQL = text(
-    f"SELECT pg_advisory_xact_lock({_PG_EVENT_ORDER_LOCK}), pg_notify('{EVENTS_CHANNEL}', '')"
+    f"SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK}), "
+    f"pg_notify('{EVENTS_CHANNEL}', '')"
 )
+# PostgreSQL: a reader's wait for every writer that took a number before it.
+_HORIZON_LOCK_SQL = text(f"SELECT pg_advisory_xact_lock({_PG_EVENT_ORDER_LOCK})")
+_MAX_SEQ = select(func.coalesce(func.max(job_events.c.seq), 0))
 
 
 def event_dict(row: Any) -> dict[str, Any]:
@@ -106,16 +115,28 @@ class EventFeed:
         return self._session_factory.kw["bind"].dialect.name == "postgresql"
 
     def after(self, seq: int, *, limit: int = 1000) -> list[dict[str, Any]]:
-        """Events of every job with ``seq > seq``, oldest first."""
-        query = (
-            select(job_events).where(job_events.c.seq > seq).order_by(job_events.c.seq).limit(limit)
-        )
+        """Events of every job with ``seq > seq``, oldest first: only committed ones
+        that no later commit can precede."""
+        query = select(job_events).where(job_events.c.seq > seq)
+        if self.is_postgresql:
+            horizon = self.last_seq()
+            if horizon <= seq:
+                return []
+            query = query.where(job_events.c.seq <= horizon)
         with read_session(self._session_factory) as session:
-            return [event_dict(row) for row in session.execute(query)]
+            rows = session.execute(query.order_by(job_events.c.seq).limit(limit))
+            return [event_dict(row) for row in rows]
 
     def last_seq(self) -> int:
+        """The highest ``seq`` a reader may have seen: no event at or below it can
+        still commit (on PostgreSQL, after waiting for writers that hold numbers;
+        see the module's docstring)."""
         with read_session(self._session_factory) as session:
-            return session.scalar(select(func.coalesce(func.max(job_events.c.seq), 0))) or 0
+            if self.is_postgresql:
+                # Its own statement, so that the next one's snapshot starts after
+                # the wait (READ COMMITTED). The lock ends with this short transaction.
+                session.execute(_HORIZON_LOCK_SQL)
+            return session.scalar(_MAX_SEQ) or 0
 
     def listen(self, wake: Callable[[], None], stop: threading.Event) -> None:
         """PostgreSQL only: call ``wake`` after every commit that wrote events, until

@@ -123,7 +123,7 @@ WITH picked AS (
   FROM picked WHERE jobs.seq = picked.seq
   RETURNING jobs.*
 ), ordered AS (
-  SELECT pg_advisory_xact_lock({_PG_EVENT_ORDER_LOCK}), pg_notify('{EVENTS_CHANNEL}', '')
+  SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK}), pg_notify('{EVENTS_CHANNEL}', '')
   FROM claimed
 ), logged AS (
   INSERT INTO job_events (job_id, event_type, message, data, created_at)
@@ -158,7 +158,7 @@ WITH done AS (
                     WHERE i.job_id = :job_id AND i.state IN ({_UNFINISHED}))
   RETURNING jobs.*
 ), ordered AS (
-  SELECT pg_advisory_xact_lock({_PG_EVENT_ORDER_LOCK}), pg_notify('{EVENTS_CHANNEL}', '')
+  SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK}), pg_notify('{EVENTS_CHANNEL}', '')
   FROM done
 ), released AS (
   UPDATE jobs AS d SET waiting_for = d.waiting_for - 1, version = d.version + 1
