@@ -18,9 +18,12 @@ the one that proves the photo whole (a truncated JPEG fails its item with
 ``corrupt_file``), so a first import decodes every photo once, not twice (the metadata
 read skips its own check decode: ``media.decode.pixels_checked_by_caller``). An asset
 is catalogued only in the transaction that records its renditions, never before its
-decode succeeded. bench/import.py measured this against checking in the render job
-instead (README). Videos, and photos whose renditions could not be written, are left
-to the ``render`` job that follows, as are settings changes and ``render --force``.
+decode succeeded. Measured against the other way (the scan skips the check, the render
+job's decode makes it), 48 24-MP photos imported in 4.1 s instead of 5.1 s (median of
+4, the chain's hand-over and a second pass over the items saved) for 81 instead of 83
+ms CPU a photo, and that way would list a truncated photo until its render failed.
+Videos, and photos whose renditions could not be written, are left to the ``render``
+job that follows, as are settings changes and ``render --force``.
 """
 
 from __future__ import annotations
