@@ -225,7 +225,7 @@ def write_batch(session: Session, batch: list[Request], now: datetime) -> list[E
     inserted = insert_jobs(session, rows, items, now)
     insert_chunked(session, job_prerequisites, edges)
     for n in new:
-        results[n] = Enqueued(snapshot(inserted[ids[n]]), True)
+        results[n] = Enqueued(inserted[ids[n]], True)
     finished: list[Enqueued] = []
     for n, req in enumerate(batch):
         result = results[n]

@@ -54,9 +54,9 @@ def job_with_facts() -> Select[Any]:
     )
 
 
-_HIDDEN = frozenset({"request_hash", "seq", "items_pending", "has_dependents", "owner_dead"})
+HIDDEN = frozenset({"request_hash", "seq", "items_pending", "has_dependents", "owner_dead"})
 
 
 def snapshot(row: Row[Any]) -> JobSnapshot:
     pairs = zip(row._fields, row, strict=True)
-    return {key: value for key, value in pairs if key not in _HIDDEN}
+    return {key: value for key, value in pairs if key not in HIDDEN}
