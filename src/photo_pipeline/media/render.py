@@ -1,14 +1,16 @@
 """Renditions: a thumbnail and a preview of a photo, from one shrink-on-load decode.
 
-libvips ``thumbnail`` decodes at a fraction of full size where the format allows it
-(JPEG DCT scaling, HEIF/WebP embedded or scaled decodes) and streams the rest, so a
-24-MP photo never exists at full size in memory. The largest rendition is decoded once
-and kept in memory; the smaller ones are resized from it. bench/render.py measured
-this against Pillow's ``draft`` + ``thumbnail`` and it was faster (see the README).
+A JPEG is decoded at the smallest DCT scale that covers the largest rendition; other
+formats go through libvips ``thumbnail`` (WebP scaled decodes, streaming), so a 24-MP
+photo never exists at full size in memory. HEIC is decoded by libheif at full size
+(HEVC has no scaled decode) and read by libvips in place. The largest rendition is
+decoded once and kept in memory; the smaller ones are resized from it, and the pHash
+is taken from the thumbnail. The decode runs with ``fail_on="error"``: a truncated
+file fails here (the scan relies on it: ``pipeline.scan``).
 
 Every rendition is oriented (EXIF orientation applied), converted to sRGB from an
 embedded ICC profile, and carries no metadata at all (no EXIF, no GPS, no XMP, no ICC:
-an untagged WebP or JPEG is sRGB by definition).
+an untagged JPEG, WebP or AVIF is sRGB by definition).
 
 Videos render from their poster frame (``media.poster``: about 1 s in, turned upright,
 decoded in a child process killed after ``video_time_limit``). Camera RAWs render from
