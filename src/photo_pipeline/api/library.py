@@ -331,7 +331,7 @@ def get_motion(asset_id: AssetId, request: Request) -> Response:
 
 @media_router.get(
     "/api/assets/{asset_id}/{kind}",
-    responses={200: {"content": {"image/webp": {}, "image/jpeg": {}}}, 304: {}},
+    responses={200: {"content": {"image/jpeg": {}, "image/webp": {}, "image/avif": {}}}, 304: {}},
     response_class=Response,
 )
 def get_rendition(
