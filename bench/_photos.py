@@ -18,7 +18,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -164,7 +164,7 @@ def peak_memory_kb() -> int:
 
 
 # ── item probe ─────────────────────────────────────────────────────────────────
-_ORIGINAL_INSPECT = scan.inspect_file  # taken before ingest.py points the scan at the probe
+_ORIGINAL_INSPECT = scan.inspect_file_within  # taken before ingest.py points the scan here
 _ITEM = threading.local()
 _PATCH_LOCK = threading.Lock()
 
@@ -202,16 +202,20 @@ def _install_item_probe() -> None:
             scan.read_metadata = _timed(scan.read_metadata, "metadata")
 
 
-def probed_inspect_file(params: dict[str, Any], item_key: str) -> ProbedReport:
-    """``scan.inspect_file`` with its hashing and metadata reading timed."""
+def probed_inspect_file(
+    allowed: Sequence[str], params: dict[str, Any], item_key: str
+) -> scan.Inspected:
+    """``scan.inspect_file_within`` with its hashing and metadata reading timed (the
+    report it returns is a ProbedReport)."""
     _install_item_probe()
     _ITEM.seconds = dict.fromkeys(("hash", "hash_cpu", "metadata", "metadata_cpu"), 0.0)
     started, wall, cpu = time.time(), time.perf_counter(), time.process_time()
-    report = _ORIGINAL_INSPECT(params, item_key)
+    inspected = _ORIGINAL_INSPECT(allowed, params, item_key)
+    report = inspected.report
     _ITEM.seconds["item"] = time.perf_counter() - wall
     _ITEM.seconds["item_cpu"] = time.process_time() - cpu
     fields = {f.name: getattr(report, f.name) for f in dataclasses.fields(report)}
-    return ProbedReport(
+    probed = ProbedReport(
         **fields,
         timings=tuple(_ITEM.seconds.items()),
         started=started,
@@ -219,3 +223,4 @@ def probed_inspect_file(params: dict[str, Any], item_key: str) -> ProbedReport:
         pid=os.getpid(),
         peak_kb=peak_memory_kb(),
     )
+    return dataclasses.replace(inspected, report=probed)

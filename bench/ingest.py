@@ -386,11 +386,12 @@ class ScanProbe:
         self.pool_peak_kb = 0
 
     def install(self) -> None:
-        scan.inspect_file = _photos.probed_inspect_file
+        scan.inspect_file_within = _photos.probed_inspect_file
         scan._discover = self._timed(scan._discover, "discover")
         scan.walk = self._timed_iterator(scan.walk, "walk")
         Catalog.known_files = self._timed(Catalog.known_files, "known_files")
-        Catalog.record = self._recording(self._timed(Catalog.record, "record"))
+        # The scan writes its rows inside its fenced item write: record_in(session, reports).
+        Catalog.record_in = self._recording(self._timed(Catalog.record_in, "record"))
         for name in ("add_items", "set_items", "items"):
             setattr(JobService, name, self._timed(getattr(JobService, name), name))
 
@@ -437,7 +438,7 @@ class ScanProbe:
         return timed
 
     def _recording(self, record: Callable[..., None]) -> Callable[..., None]:
-        def recording(catalog: Catalog, reports: list[Any]) -> None:
+        def recording(catalog: Catalog, session: Any, reports: list[Any]) -> None:
             for report in reports:
                 if isinstance(report, _photos.ProbedReport):
                     self.seconds.update(dict(report.timings))
@@ -445,7 +446,7 @@ class ScanProbe:
                     self.seconds["probed_items"] += 1
                     self.spans.append((report.pid, report.started, report.ended))
                     self.pool_peak_kb = max(self.pool_peak_kb, report.peak_kb)
-            record(catalog, reports)
+            record(catalog, session, reports)
 
         return recording
 
@@ -657,7 +658,7 @@ def coordination_parts(result: dict) -> list[tuple[str, float, float | None]]:
          first["began"] + first["wall"] - probe["last_item"], None),
     ]  # fmt: skip
     for label, key in (
-        ("worker thread: Catalog.record (catalogue rows)", "record"),
+        ("worker thread: Catalog.record_in (catalogue rows)", "record"),
         ("worker thread: JobService.set_items (item states)", "set_items"),
         ("worker thread: JobService.items (paging queued items)", "items"),
     ):
