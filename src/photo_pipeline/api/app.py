@@ -53,9 +53,9 @@ def create_app(
     connection ones are the HTTP server's, see :mod:`.server`)."""
     limits = limits or ConnectionLimits()
     auth = TokenAuth(load_or_create_token(lib.settings.home, lib.settings.api_token))
-    pg = lib.sessions.kw["bind"].dialect.name == "postgresql"
-    # PostgreSQL wakes the hub with NOTIFY; polling is its fallback. SQLite polls.
-    hub = EventHub(lib.service, poll_seconds=2.0 if pg else 0.25)
+    # PostgreSQL wakes the hub with NOTIFY, except for a worker's claims and successes
+    # (jobs.hot_path), which it polls for, as it does everything on SQLite.
+    hub = EventHub(lib.service, poll_seconds=0.25)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -3,7 +3,12 @@ event) and finishing a job as succeeded (fence check, unfinished-item check, eve
 release of dependents).
 
 On PostgreSQL each is one statement (data-modifying CTEs) run outside an explicit
-transaction, so it costs no BEGIN or COMMIT of its own. On SQLite, where a
+transaction, so it costs no BEGIN or COMMIT of its own. Neither NOTIFYs the event
+channel: PostgreSQL (up to 16 at least) serialises committing transactions that
+NOTIFY on one lock held through their WAL flush, which held 4 worker processes
+to the speed of one (bench/coordinator.py: 252-551 jobs/s with it, 716-727 without);
+event readers poll for these events (jobs.events). Releasing a dependent still
+NOTIFYs the runnable channel: idle workers must wake for it. On SQLite, where a
 statement is a function call and not a round trip, they are a few plain statements
 in one ``BEGIN IMMEDIATE`` transaction. bench/coordinator.py measured both.
 """
@@ -27,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.dml import Update
 
 from photo_pipeline.db.schema import jobs
-from photo_pipeline.jobs.events import _PG_EVENT_ORDER_LOCK, EVENTS_CHANNEL
+from photo_pipeline.jobs.events import _PG_EVENT_ORDER_LOCK
 from photo_pipeline.jobs.states import CLAIMABLE_STATES, LEASED_STATES, ItemState, JobState
 from photo_pipeline.jobs.wakeup import RUNNABLE_CHANNEL
 
@@ -133,7 +138,7 @@ WITH picked AS (
   FROM picked WHERE jobs.seq = picked.seq
   RETURNING jobs.*
 ), ordered AS (
-  SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK}), pg_notify('{EVENTS_CHANNEL}', '')
+  SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK})
   FROM claimed
 ), logged AS (
   INSERT INTO job_events (job_id, event_type, message, data, created_at)
@@ -168,7 +173,7 @@ WITH done AS (
                     WHERE i.job_id = :job_id AND i.state IN ({_UNFINISHED}))
   RETURNING jobs.*
 ), ordered AS (
-  SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK}), pg_notify('{EVENTS_CHANNEL}', '')
+  SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK})
   FROM done
 ), released AS (
   UPDATE jobs AS d SET waiting_for = d.waiting_for - 1, version = d.version + 1
