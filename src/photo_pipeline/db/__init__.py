@@ -7,7 +7,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db.engine import (
     changed_rows,
     create_database_engine,
-    is_sqlite,
     read_session,
     write_session,
 )
@@ -15,7 +14,6 @@ from photo_pipeline.db.engine import (
 __all__ = [
     "changed_rows",
     "create_database_engine",
-    "is_sqlite",
     "open_database",
     "read_session",
     "write_session",

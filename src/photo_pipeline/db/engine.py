@@ -132,10 +132,6 @@ def closed_by_server(dbapi_connection: Any) -> bool:
     return bool(readable)
 
 
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
-
-
 @contextmanager
 def write_session(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session in one write transaction, committed on success, rolled back on error."""

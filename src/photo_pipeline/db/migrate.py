@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, inspect, text
 
+from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.engine import _WRITE
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     with engine.connect().execution_options(**{_WRITE: True}) as conn, conn.begin():
         # SQLite: BEGIN IMMEDIATE already serialises us. PostgreSQL: a transaction-
         # scoped advisory lock, released at commit.
-        if conn.dialect.name == "postgresql":
+        if is_postgresql(conn):
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
         command.upgrade(alembic_config(conn), revision)
 

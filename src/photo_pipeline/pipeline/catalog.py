@@ -14,6 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.dialect import insert_for, is_postgresql
 from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, files, sources
@@ -42,7 +43,7 @@ def listing_session(factory: sessionmaker[Session]) -> Iterator[Session]:
     plan of a page whose estimated cost (a walk of a whole index) passes
     jit_above_cost: 80 ms of compiling for a page read in 3 ms."""
     with read_session(factory) as session:
-        if session.get_bind().dialect.name == "postgresql":
+        if is_postgresql(session):
             session.execute(text("SET LOCAL jit = off"))
         yield session
 
@@ -75,7 +76,6 @@ class Catalog:
     def __init__(self, session_factory: sessionmaker[Session], *, clock: Clock = utc_now) -> None:
         self._session_factory = session_factory
         self._clock = clock
-        self._dialect = session_factory.kw["bind"].dialect.name
 
     # ── sources ────────────────────────────────────────────────────────────────
     @transactional
@@ -460,9 +460,8 @@ class Catalog:
                     "error_code": None,
                     "error_message": None,
                 }
-                dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
                 session.execute(
-                    dialect.insert(files)
+                    insert_for(session, files)
                     .values(source_id=row["source_id"], path=row["path"], created_at=now, **values)
                     .on_conflict_do_update(index_elements=["source_id", "path"], set_=values)
                 )
@@ -536,9 +535,7 @@ class Catalog:
 
     def _insert(self, table: Any) -> postgresql.Insert | sqlite.Insert:
         """An INSERT of this database's dialect (both have ``on_conflict_do_nothing``)."""
-        if self._dialect == "postgresql":
-            return postgresql.insert(table)
-        return sqlite.insert(table)
+        return insert_for(self._session_factory, table)
 
 
 ASSET_TYPES = ("photo", "video", "live")

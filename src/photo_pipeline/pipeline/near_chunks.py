@@ -17,6 +17,7 @@ import numpy as np
 from sqlalchemy import ARRAY, Integer, any_, bindparam, delete, insert, select, text
 from sqlalchemy.orm import Session
 
+from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import near_chunks
 from photo_pipeline.pipeline.near_groups import Layout, expand
 
@@ -63,7 +64,7 @@ def rebuild(session: Session, ids: np.ndarray, values: np.ndarray, layout: Layou
     made a million hashes' rows several times slower to write)."""
     connection = session.connection()
     _ASSET_INDEX.drop(connection)
-    postgresql = connection.dialect.name == "postgresql"
+    postgresql = is_postgresql(connection)
     session.execute(text("TRUNCATE near_chunks") if postgresql else delete(near_chunks))
     stored = as_stored(values)
     for chunk in range(len(layout.widths)):
@@ -159,7 +160,7 @@ def candidates(
     ``(asking, asset_id, hash)`` with ``asking`` the index into ``values`` (a
     candidate close on several chunks comes once per chunk)."""
     asking_parts, id_parts, hash_parts = [], [], []
-    postgresql = session.get_bind().dialect.name == "postgresql"
+    postgresql = is_postgresql(session)
     for chunk in range(len(layout.widths)):
         probes = layout.probes(values, chunk)
         wanted = np.unique(probes).tolist()

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import and_, delete, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, files, renditions, sources
 from photo_pipeline.jobs.service import Clock, utc_now
@@ -275,7 +275,6 @@ class Renditions:
     def __init__(self, session_factory: sessionmaker[Session], *, clock: Clock = utc_now) -> None:
         self._session_factory = session_factory
         self._clock = clock
-        self._dialect = session_factory.kw["bind"].dialect.name
 
     def to_render(self, fingerprint: str, *, force: bool = False) -> list[dict[str, Any]]:
         """Assets with a present file whose renditions are missing or were made with
@@ -360,7 +359,6 @@ class Renditions:
         fingerprint: str,
         now: datetime,
     ) -> None:
-        dialect = postgresql if self._dialect == "postgresql" else sqlite
         values = {
             "path": rendition.path,
             "format": rendition.format,
@@ -372,7 +370,7 @@ class Renditions:
             "created_at": now,
         }
         session.execute(
-            dialect.insert(renditions)
+            insert_for(session, renditions)
             .values(asset_id=outcome.asset_id, kind=rendition.kind, **values)
             .on_conflict_do_update(index_elements=["asset_id", "kind"], set_=values)
         )

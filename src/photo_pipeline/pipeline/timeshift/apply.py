@@ -8,10 +8,10 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import changed_rows, read_session, write_session
+from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, timeshift_entries
 from photo_pipeline.jobs import utc_now
@@ -31,8 +31,7 @@ def journal(session_factory: sessionmaker[Session], job_id: str) -> list[dict[st
 
 
 def _insert(session: Session) -> Any:
-    pg = session.get_bind().dialect.name == "postgresql"
-    return (postgresql if pg else sqlite).insert(timeshift_entries)
+    return insert_for(session, timeshift_entries)
 
 
 @transactional

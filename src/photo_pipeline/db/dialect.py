@@ -1,0 +1,35 @@
+"""Where SQLite and PostgreSQL differ, asked in one place: which database a bind is,
+and an INSERT that can say what to do on a conflict (both dialects have
+``on_conflict_do_nothing``/``_do_update``, the generic one has neither)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session, sessionmaker
+
+Bindable = Engine | Connection | Session | sessionmaker[Session]
+
+
+def dialect_name(bind: Bindable) -> str:
+    """``"postgresql"`` or ``"sqlite"`` for an engine, connection, session or factory."""
+    if isinstance(bind, sessionmaker):
+        return str(bind.kw["bind"].dialect.name)
+    if isinstance(bind, Session):
+        return bind.get_bind().dialect.name
+    return bind.dialect.name
+
+
+def is_postgresql(bind: Bindable) -> bool:
+    return dialect_name(bind) == "postgresql"
+
+
+def is_sqlite(bind: Bindable) -> bool:
+    return dialect_name(bind) == "sqlite"
+
+
+def insert_for(bind: Bindable, table: Any) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT into ``table`` in the dialect of ``bind``, with its ON CONFLICT clauses."""
+    return postgresql.insert(table) if is_postgresql(bind) else sqlite.insert(table)
