@@ -24,7 +24,7 @@ from photo_pipeline.jobs.clock import micros_of
 from photo_pipeline.jobs.errors import InvalidArgument, InvalidTransition, JobConflict
 from photo_pipeline.jobs.events import write_event
 from photo_pipeline.jobs.locks import lock_held
-from photo_pipeline.jobs.rows import JobSnapshot, lock_job, require_job, snapshot
+from photo_pipeline.jobs.rows import JobSnapshot, lock_job, require_job, snapshot, snapshot_of
 from photo_pipeline.jobs.states import (
     CLAIMABLE_STATES,
     LEASED_STATES,
@@ -56,9 +56,8 @@ def claim(store: JobStore, request: Claim) -> JobSnapshot | None:
     if store.is_postgresql:
         params = {"types": types, "worker_id": worker_id, "lease_us": micros_of(lease)}
         now_sql = store.clock.sql_text(params)
-        with store.autocommit() as conn:
-            row = conn.execute(hot_path.pg_claim_text(now_sql), params).one_or_none()
-        return None if row is None else snapshot(row)
+        row = store.run_one(hot_path.pg_claim_text(now_sql), params)
+        return None if row is None else snapshot_of(row)
     now, expires = store.clock.sql(), store.clock.sql(plus=lease)
     with write_session(store.session_factory) as session:
         row = session.execute(hot_path.claim_update(types, worker_id, now, expires)).one_or_none()
@@ -160,9 +159,8 @@ def succeed(
         params = {"job_id": job_id, "token": token, "worker_id": worker_id}
         now_sql = store.clock.sql_text(params)
         statement = hot_path.pg_succeed(now_sql, check_owner=worker_id is not None)
-        with store.autocommit() as conn:
-            row = conn.execute(statement, params).one_or_none()
-        return None if row is None else snapshot(row)
+        row = store.run_one(statement, params)
+        return None if row is None else snapshot_of(row)
     with write_session(store.session_factory) as session:
         row = session.execute(
             hot_path.succeed_update(job_id, token, worker_id, store.clock.sql())

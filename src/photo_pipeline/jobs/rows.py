@@ -3,12 +3,13 @@ changes need, or just its ``seq``; and as the snapshot (a plain dict) callers ge
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Row, Select, select
 from sqlalchemy.orm import Session
 
-from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
+from photo_pipeline.db.schema import EPOCH, UTCDateTime, job_items, job_prerequisites, jobs
 from photo_pipeline.jobs.errors import JobNotFound
 from photo_pipeline.jobs.states import ItemState
 
@@ -60,3 +61,18 @@ HIDDEN = frozenset({"request_hash", "seq", "items_pending", "has_dependents", "o
 def snapshot(row: Row[Any]) -> JobSnapshot:
     pairs = zip(row._fields, row, strict=True)
     return {key: value for key, value in pairs if key not in HIDDEN}
+
+
+def snapshot_of(values: tuple[Any, ...]) -> JobSnapshot:
+    """The snapshot of a job's row read by the driver, its columns in ``jobs.c``
+    order (jobs.hot_path), converted as SQLAlchemy would have."""
+    return {
+        name: EPOCH + value * _MICROSECOND if is_time and value is not None else value
+        for (name, is_time), value in zip(_DRIVER_COLUMNS, values, strict=True)
+        if name not in HIDDEN
+    }
+
+
+# UTCDateTime columns come from the driver as integer microseconds.
+_DRIVER_COLUMNS = [(c.name, isinstance(c.type, UTCDateTime)) for c in jobs.c]
+_MICROSECOND = timedelta(microseconds=1)
