@@ -7,6 +7,7 @@ from photo_pipeline.jobs.errors import (
     JobConflict,
     JobError,
     JobNotFound,
+    LockHeld,
 )
 from photo_pipeline.jobs.items import ItemUpdate
 from photo_pipeline.jobs.retry import RetryPolicy
@@ -40,6 +41,7 @@ __all__ = [
     "JobService",
     "JobSnapshot",
     "JobState",
+    "LockHeld",
     "RetryPolicy",
     "can_transition",
     "utc_now",

@@ -20,7 +20,13 @@ from photo_pipeline.db.errors import unique_violation
 from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
 from photo_pipeline.jobs import _checks as check
 from photo_pipeline.jobs import wakeup
-from photo_pipeline.jobs.errors import InvalidArgument, InvalidTransition, JobBlocked, JobConflict
+from photo_pipeline.jobs.errors import (
+    InvalidArgument,
+    InvalidTransition,
+    JobBlocked,
+    JobConflict,
+    LockHeld,
+)
 from photo_pipeline.jobs.events import write_event
 from photo_pipeline.jobs.inserts import insert_chunked, insert_items, insert_jobs
 from photo_pipeline.jobs.lease import check_fence
@@ -193,8 +199,8 @@ def write_batch(session: Session, batch: list[Request], now: datetime) -> list[E
             new.append(n)
     held_twice = _repeated([lock for n in new if (lock := batch[n].lock) is not None])
     if held_twice is not None:
-        raise JobBlocked(
-            "lock_held", f"lock {held_twice!r} is requested by two jobs of one batch",
+        raise LockHeld(
+            f"lock {held_twice!r} is requested by two jobs of one batch",
             lock=held_twice, blocking_jobs=[],
         )  # fmt: skip
     waiting = _check_prerequisites(session, [batch[n].prerequisites for n in new])

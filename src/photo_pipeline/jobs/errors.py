@@ -34,6 +34,21 @@ class JobBlocked(JobError):
     code = "lock_held"
 
 
+class LockHeld(JobBlocked):
+    """Another job holds a lock the request needs (``lock_held``); ``blocking_jobs``
+    (in ``extra``) names them when known. A ``JobBlocked``, so callers catching that
+    still see it."""
+
+    code = "lock_held"
+
+    def __init__(self, detail: str = "", **extra: object) -> None:
+        super().__init__("lock_held", detail, **extra)
+
+    @property
+    def blocking_jobs(self) -> list[str]:
+        return list(self.extra.get("blocking_jobs", []))  # type: ignore[call-overload]
+
+
 class InvalidTransition(JobError):
     """The state machine does not allow the requested change."""
 

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import jobs
-from photo_pipeline.jobs.errors import JobBlocked
+from photo_pipeline.jobs.errors import LockHeld
 from photo_pipeline.jobs.states import ACTIVE_STATES
 from photo_pipeline.jobs.store import JobStore
 
@@ -26,7 +26,7 @@ def blockers(store: JobStore, lock: str) -> list[dict[str, Any]]:
         return [{"id": r.id, "state": r.state, "job_type": r.job_type} for r in held]
 
 
-def lock_held(store: JobStore, lock: str | list[str]) -> JobBlocked:
+def lock_held(store: JobStore, lock: str | list[str]) -> LockHeld:
     """``lock_held`` naming the holder (of the first of ``lock`` that has one)."""
     locks = [lock] if isinstance(lock, str) else lock
     lock, found = locks[0], []
@@ -36,8 +36,7 @@ def lock_held(store: JobStore, lock: str | list[str]) -> JobBlocked:
             lock = candidate
             break
     holders = ", ".join(f"{b['id']} ({b['state']})" for b in found)
-    return JobBlocked(
-        "lock_held",
+    return LockHeld(
         f"lock {lock!r} is held by job {holders or 'another job'}",
         lock=lock,
         blocking_jobs=[b["id"] for b in found],

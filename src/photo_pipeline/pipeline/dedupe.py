@@ -40,13 +40,13 @@ from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import dedupe_entries, jobs, sources
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot, utc_now
+from photo_pipeline.jobs import JobService, JobSnapshot, utc_now
 from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.pipeline import parked, paths, transfer
 from photo_pipeline.pipeline.catalog import PRESENT, Catalog
 from photo_pipeline.pipeline.dedupe_plan import GroupPlan, build_dedupe_plan, bundle_stem, summary
-from photo_pipeline.pipeline.organize import LIBRARY_LOCK, library_busy, library_job_of
+from photo_pipeline.pipeline.organize import enqueue_library_job
 
 JOB_TYPE = "dedupe"
 UNDO_JOB_TYPE = "dedupe_undo"
@@ -106,7 +106,9 @@ def start_dedupe(
     _check_quarantine(service.session_factory, params["home"])
     if not hard_links:
         params["hard_links"] = False
-    return _enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts, rejoin=rejoin)
+    return enqueue_library_job(
+        service, JOB_TYPE, params, idempotency_key, max_attempts, rejoin=rejoin
+    )
 
 
 def undo_key(dedupe_job_id: str) -> str:
@@ -120,7 +122,9 @@ def start_undo(service: JobService, dedupe_job_id: str, *, max_attempts: int = 1
     if job is None or job["job_type"] != JOB_TYPE:
         raise DedupeError("not_a_dedupe_job", f"no dedupe job with id {dedupe_job_id!r}")
     params = {"dedupe_job_id": dedupe_job_id, "home": job["params"]["home"]}
-    return _enqueue(service, UNDO_JOB_TYPE, params, undo_key(dedupe_job_id), max_attempts)
+    return enqueue_library_job(
+        service, UNDO_JOB_TYPE, params, undo_key(dedupe_job_id), max_attempts
+    )
 
 
 def start_purge(
@@ -143,7 +147,7 @@ def start_purge(
         "older_than_days": older_than_days,
         "before": cutoff.isoformat(),
     }
-    return _enqueue(service, PURGE_JOB_TYPE, params, idempotency_key, max_attempts)
+    return enqueue_library_job(service, PURGE_JOB_TYPE, params, idempotency_key, max_attempts)
 
 
 def _check_quarantine(session_factory: sessionmaker[Session], home: str) -> None:
@@ -156,32 +160,6 @@ def _check_quarantine(session_factory: sessionmaker[Session], home: str) -> None
                 f"the quarantine {quarantine} is inside the source {root}: its copies would "
                 "be catalogued as originals again; use a library home outside your photos",
             )
-
-
-def _enqueue(
-    service: JobService,
-    job_type: str,
-    params: dict[str, Any],
-    idempotency_key: str | None,
-    max_attempts: int,
-    *,
-    rejoin: bool = False,
-) -> JobSnapshot:
-    try:
-        return service.enqueue(
-            job_type,
-            lock=LIBRARY_LOCK,
-            params=params,
-            idempotency_key=idempotency_key,
-            max_attempts=max_attempts,
-        )
-    except JobBlocked as exc:
-        if exc.code != "lock_held":
-            raise
-        same = library_job_of(service, job_type, params) if rejoin else None
-        if same is not None:
-            return same
-        raise library_busy(service) from exc
 
 
 # ── the journal ────────────────────────────────────────────────────────────────

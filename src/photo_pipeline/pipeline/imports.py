@@ -7,7 +7,7 @@ from typing import Any
 
 from photo_pipeline.config import Settings
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import Enqueued, JobBlocked, JobService, JobSnapshot
+from photo_pipeline.jobs import Enqueued, JobService, JobSnapshot, LockHeld
 from photo_pipeline.media import DEFAULT_MAX_PIXELS
 from photo_pipeline.pipeline.catalog import Catalog
 
@@ -54,9 +54,9 @@ def start_import(
 def _scan_or_its_holder(service: JobService, request: dict[str, Any]) -> Enqueued:
     try:
         return service.submit(**request)
-    except JobBlocked as exc:
+    except LockHeld:
         holders = service.blockers(request["lock"])
-        if exc.code != "lock_held" or not holders:
+        if not holders:
             raise
         held = service.get(holders[0]["id"])
         if held is None:  # it finished and was pruned meanwhile
@@ -108,9 +108,7 @@ def _import(
     try:
         # Every folder's scan in one transaction.
         jobs = service.submit_many(scans)
-    except JobBlocked as exc:
-        if exc.code != "lock_held":
-            raise
+    except LockHeld:
         # A folder being scanned already: that scan joins the chain instead.
         jobs = [_scan_or_its_holder(service, request) for request in scans]
     if follow_up is not None:

@@ -31,7 +31,7 @@ from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import jobs, organize_entries, sources
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot, utc_now
+from photo_pipeline.jobs import JobService, JobSnapshot, LockHeld, utc_now
 from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.jobs.states import WorkerState
@@ -69,13 +69,11 @@ class OrganizeError(PhotoPipelineError):
     status = 422
 
 
-class LibraryBusy(JobBlocked):
+class LibraryBusy(LockHeld):
     """Another job holds the library lock; ``blockers`` names it (id, type, state)."""
 
-    code = "lock_held"
-
     def __init__(self, detail: str, blockers: list[dict[str, Any]]) -> None:
-        super().__init__("lock_held", detail, blocking_jobs=[b["id"] for b in blockers])
+        super().__init__(detail, blocking_jobs=[b["id"] for b in blockers])
         self.blockers = blockers
 
 
@@ -180,7 +178,9 @@ def start_organize(
     params = {"destination": root, "template": parsed.text, "move": move, "hard_links": hard_links}
     if keep_duplicates:  # only when asked: the params of earlier requests stay the same
         params["keep_duplicates"] = True
-    return _enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts, rejoin=rejoin)
+    return enqueue_library_job(
+        service, JOB_TYPE, params, idempotency_key, max_attempts, rejoin=rejoin
+    )
 
 
 def undo_key(organize_job_id: str) -> str:
@@ -196,10 +196,10 @@ def start_undo(service: JobService, organize_job_id: str, *, max_attempts: int =
         raise OrganizeError("not_an_organize_job", f"no organize job with id {organize_job_id!r}")
     params = {"organize_job_id": organize_job_id, "destination": job["params"]["destination"]}
     key = undo_key(organize_job_id)
-    return _enqueue(service, UNDO_JOB_TYPE, params, key, max_attempts)
+    return enqueue_library_job(service, UNDO_JOB_TYPE, params, key, max_attempts)
 
 
-def _enqueue(
+def enqueue_library_job(
     service: JobService,
     job_type: str,
     params: dict[str, Any],
@@ -208,6 +208,9 @@ def _enqueue(
     *,
     rejoin: bool = False,
 ) -> JobSnapshot:
+    """Queue a job holding the library lock. While another holds it: with ``rejoin``,
+    the active job of this very request (its command was killed and run again), else
+    ``LibraryBusy`` naming the holders. Organize, dedupe and their undos use it."""
     try:
         return service.enqueue(
             job_type,
@@ -216,9 +219,7 @@ def _enqueue(
             idempotency_key=idempotency_key,
             max_attempts=max_attempts,
         )
-    except JobBlocked as exc:
-        if exc.code != "lock_held":
-            raise
+    except LockHeld as exc:
         same = library_job_of(service, job_type, params) if rejoin else None
         if same is not None:
             return same

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import changed_rows, read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets
-from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot
+from photo_pipeline.jobs import JobService, JobSnapshot, LockHeld
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.media.capture_time import CaptureTime
@@ -67,9 +67,9 @@ def start_backfill(service: JobService, *, refresh: bool = False) -> JobSnapshot
     ``refresh``: the places of every asset with a position, not only unresolved ones."""
     try:
         return service.enqueue(JOB_TYPE, lock=LOCK, params={"refresh": True} if refresh else {})
-    except JobBlocked as exc:
+    except LockHeld:
         holders = service.blockers(LOCK)
-        if exc.code != "lock_held" or not holders:
+        if not holders:
             raise
         held = service.get(holders[0]["id"])
         if held is None:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, files, sources
-from photo_pipeline.jobs import JobBlocked, JobService, JobSnapshot
+from photo_pipeline.jobs import JobService, JobSnapshot, LockHeld
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
@@ -44,9 +44,7 @@ def start_verify(service: JobService, *, max_attempts: int = 3) -> JobSnapshot:
     job holding it."""
     try:
         return service.enqueue(JOB_TYPE, lock=organize.LIBRARY_LOCK, max_attempts=max_attempts)
-    except JobBlocked as exc:
-        if exc.code != "lock_held":
-            raise
+    except LockHeld as exc:
         raise organize.library_busy(service) from exc
 
 

@@ -14,11 +14,11 @@ from photo_pipeline.db.schema import timeshift_entries
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import (
     ACTIVE_STATES,
-    JobBlocked,
     JobNotFound,
     JobService,
     JobSnapshot,
     JobState,
+    LockHeld,
 )
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
@@ -50,7 +50,7 @@ def start_timeshift(
 ) -> JobSnapshot:
     """Queue a ``timeshift`` job over the assets ``plan_timeshift`` lists (its items
     are their ids, fixed now). Raises ``InvalidShift``, ``NothingToShift``, or
-    ``JobBlocked`` (``lock_held``) while organize or another timeshift is active."""
+    ``LockHeld`` while organize or another timeshift is active."""
     plan = plan_timeshift(service.session_factory, camera=camera, by=by, since=since, until=until)
     if not plan["count"]:
         raise NothingToShift(detail=f"no asset of camera model {camera!r} in that time window")
@@ -67,13 +67,15 @@ def start_undo(
     service: JobService, job_id: str, *, idempotency_key: str | None = None
 ) -> JobSnapshot:
     """Queue a ``timeshift_undo`` job restoring what timeshift ``job_id`` changed (and
-    is not undone yet). Raises ``JobNotFound``, ``NotATimeshift``, or ``JobBlocked``
+    is not undone yet). Raises ``JobNotFound``, ``NotATimeshift``, or ``LockHeld``
     while that job (or organize) still runs."""
     job = service.get(job_id)
     if job is not None and job["job_type"] != JOB_TYPE:
         raise NotATimeshift(detail=f"job {job_id} is a {job['job_type']} job, not a timeshift")
     if job is not None and JobState(job["state"]) in ACTIVE_STATES:
-        raise JobBlocked("lock_held", f"timeshift {job_id} is {job['state']}: undo it once it ends")
+        raise LockHeld(
+            f"timeshift {job_id} is {job['state']}: undo it once it ends", blocking_jobs=[job_id]
+        )
     with read_session(service.session_factory) as session:
         pending = list(
             session.scalars(

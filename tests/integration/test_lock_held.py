@@ -1,0 +1,29 @@
+"""A refused lock is a ``LockHeld`` naming its holders: still a ``JobBlocked`` with code
+``lock_held`` for callers that catch that, and what the pipeline's rejoin paths catch."""
+
+from __future__ import annotations
+
+import pytest
+
+from photo_pipeline.jobs import JobBlocked, JobService, LockHeld
+from photo_pipeline.pipeline import organize, verify
+
+
+def test_a_held_lock_is_refused_as_lock_held_naming_the_holder(session_factory):
+    service = JobService(session_factory)
+    holder = service.enqueue("t", lock="folder:1")
+    with pytest.raises(LockHeld) as refused:
+        service.enqueue("t", lock="folder:1")
+    assert isinstance(refused.value, JobBlocked)
+    assert refused.value.code == "lock_held"
+    assert refused.value.blocking_jobs == [holder["id"]]
+
+
+def test_the_library_lock_refuses_with_library_busy_naming_the_job(session_factory):
+    service = JobService(session_factory)
+    holder = service.enqueue("organize", lock=organize.LIBRARY_LOCK)
+    with pytest.raises(organize.LibraryBusy) as refused:
+        verify.start_verify(service)
+    assert isinstance(refused.value, LockHeld)
+    assert refused.value.blocking_jobs == [holder["id"]]
+    assert [b["id"] for b in refused.value.blockers] == [holder["id"]]
