@@ -42,11 +42,11 @@ from photo_pipeline.db import open_database
 from photo_pipeline.jobs import (
     InvalidArgument,
     InvalidTransition,
-    JobBlocked,
     JobConflict,
     JobError,
     JobNotFound,
     JobService,
+    LockHeld,
     RetryPolicy,
 )
 from tests.conftest import FakeClock, make_database_url, require_postgres
@@ -309,7 +309,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 assert got == Err(JobConflict, "idempotency_conflict")
             return
         if self.lock_taken(request["lock"]):
-            assert got == Err(JobBlocked, "lock_held")
+            assert got == Err(LockHeld, "lock_held")
             return
         assert not isinstance(got, Err), got
         job = ModelJob(
@@ -565,7 +565,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if target == "succeeded" and any(s in ITEM_UNFINISHED for s in model.items.values()):
             return Err(InvalidTransition, "items_pending")
         if target == "retry_queued" and self.lock_taken(model.lock, besides=model):
-            return Err(JobBlocked, "lock_held")
+            return Err(LockHeld, "lock_held")
         return None
 
     def check_transition(
@@ -608,7 +608,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         model = self.pick_only(job, {"failed"})
         got = outcome(self.service.retry, model.id)
         if self.lock_taken(model.lock, besides=model):
-            assert got == Err(JobBlocked, "lock_held")
+            assert got == Err(LockHeld, "lock_held")
             return
         self.move(model, "retry_queued")
         self.match(model, got)
