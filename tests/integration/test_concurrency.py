@@ -54,7 +54,10 @@ def test_four_processes_claim_every_job_exactly_once(service, db_url):
     every = [job_id for batch in claimed for job_id in batch]
     assert len(every) == 1000
     assert len(set(every)) == 1000
-    assert all(batch for batch in claimed), "every process got some work"
+    # The claims really interleaved across processes (exactly once is the property
+    # above). Not all four: on SQLite a process can find the queue drained before its
+    # first claim gets the write lock, now that claiming is fast (seen 1 run in 4).
+    assert sum(1 for batch in claimed if batch) >= 2, "the processes claimed concurrently"
     assert {j["state"] for j in service.list_jobs(limit=1000)} == {JobState.SUCCEEDED}
 
 
