@@ -178,16 +178,7 @@ def release(
 ) -> JobSnapshot:
     """Hand a leased job back without spending an attempt (a worker shutting down);
     a job being cancelled is cancelled instead."""
-    with write_session(store.session_factory) as session:
-        now = store.clock.now(session)
-        row = lock_job(session, job_id)
-        check_fence(row, fencing_token)
-        if row.state == JobState.CANCELLING:
-            error = ("cancelled", "cancelled on request")
-            return transitions.apply(session, row, JobState.CANCELLED, now, error=error)
-        return transitions.apply(
-            session, row, JobState.FAILED, now, error=("released", reason), release=True
-        )
+    return _hand_back(store, transitions, job_id, fencing_token, ("released", reason), release=True)
 
 
 def interrupt(
@@ -203,7 +194,19 @@ def interrupt(
     checked = check.error(error)
     if checked is None:
         raise InvalidArgument("invalid_error", "an interruption needs (code, message)")
-    error = checked
+    return _hand_back(store, transitions, job_id, fencing_token, checked, interrupted=True)
+
+
+def _hand_back(
+    store: JobStore,
+    transitions: Transitions,
+    job_id: str,
+    fencing_token: int,
+    error: tuple[str, str],
+    **how: bool,
+) -> JobSnapshot:
+    """The leased job failed with ``error`` and ``how`` (``release``/``interrupted``:
+    the attempt refunded); a job being cancelled is cancelled instead."""
     with write_session(store.session_factory) as session:
         now = store.clock.now(session)
         row = lock_job(session, job_id)
@@ -211,7 +214,7 @@ def interrupt(
         if row.state == JobState.CANCELLING:
             cancelled = ("cancelled", "cancelled on request")
             return transitions.apply(session, row, JobState.CANCELLED, now, error=cancelled)
-        return transitions.apply(session, row, JobState.FAILED, now, error=error, interrupted=True)
+        return transitions.apply(session, row, JobState.FAILED, now, error=error, **how)
 
 
 def cancel(
