@@ -102,7 +102,8 @@ def params(value: object) -> dict[str, Any]:
             "invalid_params", f"params must encode to at most {MAX_PARAMS_BYTES} bytes"
         )
     # Round-trip so callers get back exactly what the database will hold.
-    return json.loads(encoded)
+    round_tripped: dict[str, Any] = json.loads(encoded)
+    return round_tripped
 
 
 def canonical_json(value: object) -> str:

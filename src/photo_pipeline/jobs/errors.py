@@ -46,7 +46,8 @@ class LockHeld(JobBlocked):
 
     @property
     def blocking_jobs(self) -> list[str]:
-        return list(self.extra.get("blocking_jobs", []))  # type: ignore[call-overload]
+        blocking = self.extra.get("blocking_jobs", [])
+        return [str(job_id) for job_id in blocking] if isinstance(blocking, list) else []
 
 
 class InvalidTransition(JobError):

@@ -34,6 +34,7 @@ from sqlalchemy import func, insert, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
+from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import job_events
 
 EVENTS_CHANNEL = "photo_pipeline_events"
@@ -115,7 +116,7 @@ class EventFeed:
 
     @property
     def is_postgresql(self) -> bool:
-        return self._session_factory.kw["bind"].dialect.name == "postgresql"
+        return is_postgresql(self._session_factory)
 
     def after(self, seq: int, *, limit: int = 1000) -> list[dict[str, Any]]:
         """Events of every job with ``seq > seq``, oldest first: only committed ones

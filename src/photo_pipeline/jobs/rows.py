@@ -31,7 +31,7 @@ def require_job(session: Session, job_id: str) -> int:
     seq = session.scalar(select(jobs.c.seq).where(jobs.c.id == job_id))
     if seq is None:
         raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
-    return seq
+    return int(seq)
 
 
 def job_with_facts() -> Select[Any]:

@@ -415,7 +415,7 @@ class Worker:
 
     def _unfinished(self, job_id: str) -> bool:
         progress = self._service.progress(job_id)
-        return progress["done"] < progress["total"]
+        return bool(progress["done"] < progress["total"])
 
     def _recover_dead_workers(self) -> None:
         # At most every few seconds: not between a wake-up and its claim.

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.jobs.clock import Clock, TrustedClock
 
 
@@ -24,7 +25,7 @@ class JobStore:
     def __init__(self, session_factory: sessionmaker[Session], clock: Clock | None) -> None:
         self.session_factory = session_factory
         self.engine: Engine = session_factory.kw["bind"]
-        self.is_postgresql = self.engine.dialect.name == "postgresql"
+        self.is_postgresql: bool = is_postgresql(self.engine)
         # Without a clock (production) leases, expiry, backoff and recovery use the
         # database's time; a clock given (tests) is used instead.
         self.clock = TrustedClock(self.engine.dialect, clock)
@@ -45,7 +46,7 @@ class JobStore:
         sql = _driver_sql(statement, self.engine.dialect)
         hooks = self.engine.dispatch.before_cursor_execute
         if hooks:  # statement hooks still see it (tests and bench/coordinator.py count)
-            hooks(None, None, sql, params, None, False)  # type: ignore[arg-type]
+            hooks(None, None, sql, params, None, False)
         pooled = self.engine.raw_connection()
         try:
             driver: psycopg.Connection[Any] = pooled.driver_connection  # type: ignore[assignment]

@@ -25,7 +25,7 @@ _waiters: dict[str, set[threading.Event]] = {}
 
 def database_key(session_or_bind: object) -> str:
     bind = session_or_bind.get_bind() if isinstance(session_or_bind, Session) else session_or_bind
-    return bind.url.render_as_string(hide_password=True)  # type: ignore[attr-defined]
+    return str(bind.url.render_as_string(hide_password=True))  # type: ignore[attr-defined]
 
 
 def subscribe(key: str, waiter: threading.Event) -> Callable[[], None]:

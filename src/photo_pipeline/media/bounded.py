@@ -30,7 +30,7 @@ import signal
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from photo_pipeline.media.errors import CORRUPT_FILE, DECODE_TIMEOUT, MediaError
 
@@ -84,7 +84,7 @@ def run_bounded(
         raise MediaError(CORRUPT_FILE, f"{what} crashed the decoder")
     outcome, value = pickle.loads(data)
     if outcome == "ok":
-        return value
+        return cast(T, value)
     if outcome == "media_error":
         code, detail = value
         raise MediaError(code, detail)

@@ -35,7 +35,8 @@ def _dct_matrix() -> np.ndarray:
     n = np.arange(_SIDE)
     matrix = np.cos(np.pi * (2 * n[None, :] + 1) * n[:, None] / (2 * _SIDE))
     matrix[0] /= np.sqrt(2)
-    return matrix * np.sqrt(2 / _SIDE)
+    scaled: np.ndarray = matrix * np.sqrt(2 / _SIDE)
+    return scaled
 
 
 def perceptual_hash(image: pyvips.Image) -> int:

@@ -41,14 +41,15 @@ class Gazetteer:
     def nearest(self, positions: Sequence[tuple[float, float]]) -> np.ndarray:
         """The index of the nearest place to each ``(lat, lon)``."""
         _, indexes = self.tree.query(unit_vectors(positions), k=1)
-        return indexes.astype(np.int64)
+        nearest: np.ndarray = indexes.astype(np.int64)
+        return nearest
 
     def name(self, index: int) -> str:
         start, end = self.name_offsets[index], self.name_offsets[index + 1]
         return self.names[start:end].decode("utf-8")
 
     def country_code(self, index: int) -> str:
-        return self.countries[self.country[index]]
+        return str(self.countries[self.country[index]])
 
     def region_name(self, index: int) -> str | None:
         return self.regions[self.region[index]] or None

@@ -48,7 +48,7 @@ from photo_pipeline.media.formats import (
     VIDEO_FORMATS,
     sniff,
 )
-from photo_pipeline.media.metadata import DEFAULT_MAX_PIXELS
+from photo_pipeline.media.limits import DEFAULT_MAX_PIXELS
 from photo_pipeline.media.phash import perceptual_hash
 from photo_pipeline.media.poster import poster_frame
 from photo_pipeline.media.raw import probe_raw, probe_tiff_family, raf_preview
@@ -369,7 +369,7 @@ def _large_jpeg(thumb: Any, size: int) -> bool:
         header = pyvips.Image.new_from_buffer(thumb.data, "")  # the header only
     except pyvips.Error:
         return False
-    return max(header.width, header.height) >= size
+    return bool(max(header.width, header.height) >= size)
 
 
 def _decode_preview(data: bytes, size: int, orientation: int) -> pyvips.Image:

@@ -185,8 +185,8 @@ def _degrees(value: Any, ref: Any, negative_refs: str) -> float | None:
     degrees = sum(part / 60**i for i, part in enumerate(parts))
     reference = (as_text(ref) or "").upper()[:1]
     if reference and reference in negative_refs:
-        return -abs(degrees)
-    return degrees
+        return -abs(float(degrees))
+    return float(degrees)
 
 
 def gps_position(tags: TagSet) -> tuple[float | None, float | None, float | None]:
