@@ -204,6 +204,29 @@ def test_the_gallery_shows_every_photo_and_opens_its_preview(page, library_serve
     expect(tiles).to_have_count(4)
 
 
+def test_the_asset_view_names_the_district_the_place_filter_finds(page, library_server):
+    server, _ = library_server
+    with server.client() as http:
+        listed = http.get("/api/assets", params={"limit": 500}).json()["assets"]
+    # The sample's GPS photos lie north-east of Paris: most in a district of a city.
+    placed = [a for a in listed if a["district"]]
+    assert placed, "the sample library has photos in a district"
+    district = placed[0]["district"]
+    in_district = {str(a["id"]) for a in listed if a["district"] == district}
+    with server.client() as http:
+        detail = http.get(f"/api/assets/{placed[0]['id']}").json()
+    sign_in(page, server, "/library")
+    page.get_by_label("Place").fill(district)
+    tiles = page.locator(".gallery .tile")
+    expect(tiles).to_have_count(len(in_district))
+    assert {t.get_attribute("data-asset-id") for t in tiles.all()} == in_district
+    page.locator(f".gallery .tile[data-asset-id='{placed[0]['id']}'] .tile-button").click()
+    place = ", ".join(
+        detail[key] for key in ("district", "city", "region", "country") if detail[key]
+    )
+    expect(page.get_by_role("dialog").locator(".place")).to_have_text(place)
+
+
 def test_a_large_library_keeps_only_the_tiles_near_the_viewport(page, empty_server):
     total = 3000
 

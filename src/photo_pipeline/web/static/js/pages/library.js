@@ -214,7 +214,7 @@ function filterForm(values, apply) {
     taken_from: h("input#filter-taken_from", { type: "date", name: "taken_from", value: values.taken_from }),
     taken_to: h("input#filter-taken_to", { type: "date", name: "taken_to", value: values.taken_to }),
     camera: h("input#filter-camera", { type: "search", name: "camera", value: values.camera, placeholder: "Make or model" }),
-    place: h("input#filter-place", { type: "search", name: "place", value: values.place, placeholder: "City or country" }),
+    place: h("input#filter-place", { type: "search", name: "place", value: values.place, placeholder: "City, district or country" }),
     has_gps: select("has_gps", values.has_gps, [["", "Any"], ["true", "With GPS"], ["false", "Without GPS"]]),
     duplicates: select("duplicates", values.duplicates, [["", "All photos"], ["exact", "Exact duplicates"], ["near", "Near duplicates"]]),
     type: select("type", values.type, [["", "Photos and videos"], ["photo", "Photos"], ["video", "Videos"], ["live", "Live Photos"]]),
@@ -348,7 +348,8 @@ function assetMedia(asset, preview) {
 function assetDetail(asset) {
   const preview = withAccessToken(asset.preview_url) || withAccessToken(asset.thumbnail_url);
   const camera = [asset.make, asset.model].filter(Boolean).join(" ");
-  const place = [asset.city, asset.region, asset.country].filter(Boolean).join(", ");
+  // Nearest first: "Mitte, Berlin, State of Berlin, Germany" (a district only where the city is larger).
+  const place = [asset.district, asset.city, asset.region, asset.country].filter(Boolean).join(", ");
   const files = asset.files || [];
   const row = (name, value) => value === null || value === undefined || value === ""
     ? null
@@ -365,7 +366,7 @@ function assetDetail(asset) {
             ? `${asset.tz_name}${asset.tz_source ? ` (from ${TZ_SOURCES[asset.tz_source] || asset.tz_source})` : ""}`
             : "Floating (no zone known)"),
           row("UTC", asset.taken_utc ? when(asset.taken_utc) : null),
-          row("Place", place || null),
+          row("Place", place ? h("span.place", {}, place) : null),
           row("GPS", asset.gps_latitude !== null && asset.gps_latitude !== undefined
             ? `${Number(asset.gps_latitude).toFixed(5)}, ${Number(asset.gps_longitude).toFixed(5)}` : "None"))),
       h("section", { "aria-label": "Camera" },
