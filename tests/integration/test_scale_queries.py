@@ -11,8 +11,10 @@ import pytest
 from sqlalchemy import func, insert, select, text, update
 
 from photo_pipeline.db.schema import assets, files, jobs, near_duplicates, sources
+from photo_pipeline.pipeline import keeper
 from photo_pipeline.pipeline.browse import AssetFilter, Browser, _filtered, _has_present_file
 from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.dedupe_plan import exact_keepers, organized_destinations
 from photo_pipeline.pipeline.similar import (
     _replace_groups,
     find_groups,
@@ -186,6 +188,62 @@ def test_jobs_by_type_or_state_walk_an_index(session_factory, column):
     shown = plan(session_factory, query)
     index = f"ix_jobs_{column}_seq"
     assert index in shown, shown
+
+
+def job_row(n: int, job_type: str, params: object) -> dict:
+    return {
+        "id": f"{n:036d}",
+        "job_type": job_type,
+        "state": "succeeded",
+        "priority": 0,
+        "params": params,
+        "request_hash": "x",
+        "waiting_for": 0,
+        "attempts": 1,
+        "max_attempts": 3,
+        "run_after": NOW,
+        "fencing_token": 1,
+        "version": 1,
+        "created_at": NOW,
+        "updated_at": NOW,
+        "finished_at": NOW,
+    }
+
+
+def test_organized_destinations_are_picked_out_by_the_database(session_factory):
+    """The destinations the database picks out are those the keeper rules used to
+    read from every organize job's parameters; a copy inside one is kept."""
+    params = [
+        {"destination": "/organized/"},
+        {"destination": "/organized/"},
+        {"destination": '/d\u00e9j\u00e0 "vu"'},
+        {"destination": ""},
+        {"move": True},
+        {},
+    ]
+    with session_factory.begin() as session:
+        session.execute(
+            insert(jobs),
+            [job_row(n, "organize", p) for n, p in enumerate(params)]
+            + [job_row(99, "dedupe", {"destination": "/not-organized"})],
+        )
+    with session_factory() as session:
+        found = organized_destinations(session)
+        # What the keeper rules read before: every organize job's parameters, in Python.
+        read = {
+            p["destination"]
+            for p in session.scalars(select(jobs.c.params).where(jobs.c.job_type == "organize"))
+            if isinstance(p, dict) and p.get("destination")
+        }
+    assert found == sorted(read) == ['/d\u00e9j\u00e0 "vu"', "/organized/"]
+
+    add_assets(session_factory, [1, 2], copies=2)
+    with session_factory.begin() as session:
+        session.execute(insert(sources).values(id=2, path="/organized/2015", added_at=NOW))
+        session.execute(files.update().where(files.c.path == "1-1.jpg").values(source_id=2))
+    kept = exact_keepers(session_factory, [1, 2])
+    assert kept[1] == ("/organized/2015/1-1.jpg", keeper.ORGANIZED)
+    assert kept[2][1] != keeper.ORGANIZED
 
 
 def group_keys(pages) -> list[int]:

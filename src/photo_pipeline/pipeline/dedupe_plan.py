@@ -161,13 +161,7 @@ def _read(
             rows = session.execute(base.order_by(files.c.source_id, files.c.path)).all()
         else:
             rows = _rows_around(session, base, set(only))
-        organized = [
-            params["destination"]
-            for params in session.scalars(
-                select(jobs.c.params).where(jobs.c.job_type == ORGANIZE_JOB_TYPE)
-            )
-            if isinstance(params, dict) and params.get("destination")
-        ]
+        organized = organized_destinations(session)
         decisions = {
             r.group_key: {str(k) for k in r.keep}
             for r in session.execute(select(duplicate_decisions))
@@ -198,6 +192,16 @@ def _read(
         elif is_sidecar(r.path):
             sidecars.append((r.id, r.source_id, r.root, r.path, r.mtime_ns))
     return _Library(photos, sidecars, organized, decisions, near_groups)
+
+
+def organized_destinations(session: Session) -> list[str]:
+    """The distinct destinations of organize jobs. Picked out by the database: a job
+    history holds thousands of organize jobs naming a handful of destinations, and
+    reading every job's parameters made a page of groups cost as much as the history
+    (the bench's million-asset library: 20,000 organize jobs, 160 ms a page)."""
+    destination = jobs.c.params["destination"].as_string()
+    query = select(destination).where(jobs.c.job_type == ORGANIZE_JOB_TYPE).distinct()
+    return sorted(d for d in session.scalars(query) if d)
 
 
 def _rows_around(session: Session, base: Any, asset_ids: set[int]) -> list[Any]:
