@@ -19,16 +19,17 @@ sys.argv = ["photo-pipeline", *json.loads(sys.argv[1])]
 from photo_pipeline.cli import app
 try:
     app()
-except SystemExit:
-    pass
-print(json.dumps(sorted(m for m in {decoders} if m in sys.modules)))
+except SystemExit as exit_:
+    assert exit_.code in (0, None), f"exit code {{exit_.code}}"
+print(json.dumps(sorted(m for m in {modules} if m in sys.modules)))
 """
 
 
 def loaded(args: list[str], modules: tuple[str, ...], env: dict[str, str]) -> list[str]:
-    """Which of ``modules`` ``photo-pipeline ARGS`` imported, in a fresh interpreter."""
+    """Which of ``modules`` ``photo-pipeline ARGS`` imported, in a fresh interpreter
+    (the command must succeed)."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(decoders=modules), json.dumps(args)],
+        [sys.executable, "-c", PROBE.format(modules=modules), json.dumps(args)],
         env=env,
         capture_output=True,
         text=True,
@@ -53,6 +54,46 @@ def test_help_loads_neither_the_database_layer_nor_the_coordinator(args, tmp_pat
     env = {**os.environ, "PHOTO_PIPELINE_HOME": str(tmp_path / "home")}
     heavy = ("sqlalchemy", "photo_pipeline.db", "photo_pipeline.jobs", *DECODERS)
     assert loaded(args, heavy, env) == []
+
+
+# What listing and showing jobs leave alone: they need the coordinator and its
+# queries, not the catalogue, the media modules, the worker runtime, the progress
+# bars, the PostgreSQL driver (on SQLite) or Alembic (bench/startup.py times them).
+NOT_FOR_READING_JOBS = (
+    "psycopg",
+    "alembic",
+    "rich.progress",
+    "photo_pipeline.media",
+    "photo_pipeline.pipeline.catalog",
+    "photo_pipeline.pipeline.renditions",
+    "photo_pipeline.pipeline.scan",
+    "photo_pipeline.jobs.runtime",
+    "photo_pipeline.jobs.handlers",
+    *DECODERS,
+)
+
+
+def test_listing_and_showing_jobs_load_only_the_coordinator(tmp_path):
+    env = {**os.environ, "PHOTO_PIPELINE_HOME": str(tmp_path / "home")}
+    env.pop("PHOTO_PIPELINE_DATABASE_URL", None)  # SQLite
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    queue = [sys.executable, "-m", "photo_pipeline", "import", str(photos), "--json"]
+    done = subprocess.run(queue, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    job_id = json.loads(done.stdout)[0]["id"]
+    # The coordinator's queries are loaded: the probe ran the command itself.
+    modules = ("photo_pipeline.jobs.queries", *NOT_FOR_READING_JOBS)
+    for args in (["jobs", "--json"], ["job", "show", job_id[:8], "--json"]):
+        assert loaded(args, modules, env) == ["photo_pipeline.jobs.queries"], args
+
+
+def test_opening_the_library_names_the_renditions_store_as_renditions_does():
+    from photo_pipeline.pipeline import library, renditions
+
+    assert library.STORE == renditions.STORE
+    assert library.PRIVATE_FILE_MODE == renditions.PRIVATE_FILE_MODE
+    assert library.PRIVATE_FOLDER_MODE == renditions.PRIVATE_FOLDER_MODE
 
 
 def test_the_cli_default_of_jobs_per_worker_is_the_coordinators():

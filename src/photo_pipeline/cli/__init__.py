@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 
 from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
@@ -19,6 +21,7 @@ from photo_pipeline.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_REFUSED,
     app,
+    close_library,
     err_console,
 )
 from photo_pipeline.errors import PhotoPipelineError
@@ -28,6 +31,9 @@ __all__ = ["app", "main"]
 
 def main() -> None:
     """Console entry point: domain errors become one line and a meaningful exit code."""
+    # Once per process, however often main runs (the tests call it in-process).
+    atexit.unregister(_before_exit)
+    atexit.register(_before_exit)
     try:
         app()
     except PhotoPipelineError as exc:
@@ -42,3 +48,13 @@ def main() -> None:
         if isinstance(exc, DatabaseUnavailable):
             sys.exit(EXIT_DATABASE)
         sys.exit(EXIT_REFUSED)
+
+
+def _before_exit() -> None:
+    """Close the library's connections (on SQLite the last close checkpoints the WAL
+    into the database), then spare the interpreter its final garbage collection:
+    walking every object SQLAlchemy, Pydantic and the decoders made took 0.15 s of a
+    0.8 s `jobs --json` and 0.3 s after an import (bench/startup.py). Objects left in
+    reference cycles are not finalised; the operating system closes their files."""
+    close_library()
+    gc.freeze()

@@ -57,5 +57,12 @@ def library() -> Library:
     return open_library(Settings.from_env())
 
 
+def close_library() -> None:
+    """Close the library if this process opened it (its next use opens it again)."""
+    if library.cache_info().currsize:
+        library().close()
+        library.cache_clear()
+
+
 def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, default=str, indent=2))

@@ -1,5 +1,6 @@
 """Waiting for jobs with live progress bars, running them in-process if nobody else
-will (embedded mode)."""
+will (embedded mode); and finding a job by a start of its id. The worker runtime and
+the progress bars load where a wait starts, not for `job show`."""
 
 from __future__ import annotations
 
@@ -9,25 +10,17 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, TypeVar
-
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from photo_pipeline.cli.common import console, err_console
 from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs.errors import InvalidArgument, JobError, JobNotFound
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import RECONNECT, Worker, WorkerConfig
 from photo_pipeline.jobs.service import JobService, utc_now
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.pipeline.library import Library
+
+if TYPE_CHECKING:
+    from photo_pipeline.jobs.runtime import Worker
 
 T = TypeVar("T")
 
@@ -89,6 +82,18 @@ def wait_for_jobs(
 ) -> list[dict[str, Any]]:
     """Block until every job is finished; return their final snapshots. Database
     outages meanwhile are waited out: the jobs are queued, so nothing is lost."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from photo_pipeline.jobs.handlers import registry
+    from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+
     service = lib.service
     types = ride_out(lambda: {existing_job(service, job_id)["job_type"] for job_id in job_ids})
     if embedded is None:
@@ -187,6 +192,8 @@ class _Outage:
                 highlight=False,
                 soft_wrap=True,
             )
+        from photo_pipeline.jobs.runtime import RECONNECT
+
         self._attempt += 1
         self._sleep(RECONNECT.delay(self._attempt, self._rng).total_seconds())
 

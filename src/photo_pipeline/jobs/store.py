@@ -7,9 +7,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
 from sqlalchemy import ClauseElement, Connection, Engine
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
@@ -17,6 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.jobs.clock import Clock, TrustedClock
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 class JobStore:
@@ -43,6 +45,8 @@ class JobStore:
         SQLAlchemy's result handling cost a fifth of a worker's time per job
         (bench/coordinator.py). Driver errors are raised as SQLAlchemy's, as
         ``db.errors.transactional`` expects; a broken connection leaves the pool."""
+        import psycopg  # here: SQLite commands start without it (the engine loaded it)
+
         sql = _driver_sql(statement, self.engine.dialect)
         hooks = self.engine.dispatch.before_cursor_execute
         if hooks:  # statement hooks still see it (tests and bench/coordinator.py count)

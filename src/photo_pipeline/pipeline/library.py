@@ -1,5 +1,7 @@
 """A library opened for use: its settings, database, coordinator and worker registry.
-The CLI, the HTTP API and the web UI all start from one of these."""
+The CLI, the HTTP API and the web UI all start from one of these. Opening one loads
+neither the catalogue nor the media modules: `jobs` and `job show` need only the
+coordinator (tests/unit/test_cli_startup.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -14,9 +17,10 @@ from photo_pipeline.config import Settings
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService, RetryPolicy
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.home import MARKER, mark_home
-from photo_pipeline.pipeline.renditions import PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, STORE
+
+if TYPE_CHECKING:
+    from photo_pipeline.pipeline.catalog import Catalog
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,8 @@ class Library:
 
     @property
     def catalog(self) -> Catalog:
+        from photo_pipeline.pipeline.catalog import Catalog
+
         return Catalog(self.sessions)
 
     def close(self) -> None:
@@ -50,6 +56,11 @@ def open_library(settings: Settings) -> Library:
 # Files of the home that only its owner may read: the API token, and the renditions
 # (what the photos show). The SQLite files are the engine's (db.engine).
 API_TOKEN_FILE = "api-token"
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_FOLDER_MODE = 0o700
+# pipeline.renditions.STORE, named again so that opening needs no catalogue (a test
+# holds them equal).
+STORE = "renditions"
 
 
 def make_home_private(home: Path) -> None:
