@@ -128,7 +128,7 @@ def is_sidecar(path: str) -> bool:
 class _Library:
     photos: list[Member]  # present files with an asset
     sidecars: list[tuple[int, int, str, str, int]]  # file id, source id, root, path, mtime
-    organized: list[str]  # destinations of organize jobs
+    organized: list[str]  # destinations of organize jobs (read when several sources)
     decisions: dict[str, set[str]]
     near_groups: dict[int, list[int]]  # group id -> asset ids
 
@@ -161,7 +161,10 @@ def _read(
             rows = session.execute(base.order_by(files.c.source_id, files.c.path)).all()
         else:
             rows = _rows_around(session, base, set(only))
-        organized = organized_destinations(session)
+        # Whether a copy lies inside an organized destination tells copies apart only
+        # when they lie under different sources: under one, every copy is alike.
+        several = len({r.source_id for r in rows}) > 1
+        organized = organized_destinations(session) if several else []
         decisions = {
             r.group_key: {str(k) for k in r.keep}
             for r in session.execute(select(duplicate_decisions))
