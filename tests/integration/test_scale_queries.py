@@ -9,12 +9,16 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, insert, select, text, update
+from sqlalchemy.orm import sessionmaker
 
-from photo_pipeline.db.schema import assets, files, jobs, near_duplicates, sources
+from photo_pipeline.db import create_database_engine
+from photo_pipeline.db.migrate import upgrade
+from photo_pipeline.db.schema import assets, files, jobs, near_duplicates, renditions, sources
 from photo_pipeline.pipeline import keeper
 from photo_pipeline.pipeline.browse import AssetFilter, Browser, _filtered, _has_present_file
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import exact_keepers, organized_destinations
+from photo_pipeline.pipeline.renditions import KINDS, RenderOutcome, Renditions, StoredRendition
 from photo_pipeline.pipeline.similar import (
     _replace_groups,
     find_groups,
@@ -382,3 +386,107 @@ def test_api_duplicates_pages_each_kind_by_cursor(db_url, tmp_path):
                 "/api/assets", params={"limit": 5, "cursor": first_page["next_cursor"]}
             ).json()
             assert later["total"] is None and len(later["assets"]) == 5
+
+
+def old_to_render(factory, fingerprint: str, force: bool = False) -> list[dict]:
+    """``Renditions.to_render`` as it was: every asset's renditions counted."""
+    first_file = (
+        select(files.c.asset_id, func.min(files.c.id).label("file_id"))
+        .where(files.c.state == "present", files.c.asset_id.is_not(None))
+        .group_by(files.c.asset_id)
+        .subquery()
+    )
+    current = (
+        select(func.count())
+        .where(
+            renditions.c.asset_id == assets.c.id,
+            renditions.c.fingerprint == fingerprint,
+            renditions.c.kind.in_(KINDS),
+        )
+        .scalar_subquery()
+    )
+    query = (
+        select(
+            assets.c.id, assets.c.content_hash, files.c.path, sources.c.path.label("source_path")
+        )
+        .join(first_file, first_file.c.asset_id == assets.c.id)
+        .join(files, files.c.id == first_file.c.file_id)
+        .join(sources, sources.c.id == files.c.source_id)
+        .order_by(assets.c.id)
+    )
+    if not force:
+        query = query.where(current < len(KINDS))
+    with factory() as session:
+        return [dict(row._mapping) for row in session.execute(query)]
+
+
+def rendered(asset_id: int, *kinds: str) -> RenderOutcome:
+    return RenderOutcome(
+        asset_id,
+        tuple(
+            StoredRendition(k, f"renditions/{asset_id}-{k}.webp", "webp", 9, 9, 9) for k in kinds
+        ),
+    )
+
+
+def test_to_render_lists_what_counting_renditions_listed(session_factory):
+    """The stale assets found in the renditions_fingerprint index are those whose
+    renditions, counted, fall short, whatever was recorded, re-recorded or forgotten."""
+    rng = random.Random(7)
+    add_assets(session_factory, [rng.getrandbits(64) for _ in range(12)], copies=3)
+    with session_factory.begin() as session:
+        session.execute(update(files).where(files.c.asset_id == 4).values(state="missing"))
+        session.execute(update(files).where(files.c.path == "1-0.jpg").values(state="missing"))
+    rows = Renditions(session_factory)
+    new, old = "new0000000000000", "old0000000000000"
+    both = ("thumbnail", "preview")
+    rows.record([rendered(a, *both) for a in (1, 2, 6, 10, 11)], new)
+    rows.record([rendered(7, "thumbnail"), rendered(8, *both), rendered(9, "preview")], old)
+    rows.record([rendered(9, "thumbnail")], new)  # one kind each way
+    rows.record([rendered(11, "preview")], old)  # re-rendered with other settings
+    rows.record([rendered(3, *both), rendered(4, *both)], new)
+    rows.forget([10])
+    # A failed item records nothing and changes no marker.
+    rows.record([RenderOutcome(12, error=("decode_failed", "broken"))], new)
+    for fingerprint in (new, old, "other00000000000"):
+        assert rows.to_render(fingerprint) == old_to_render(session_factory, fingerprint)
+    assert [r["id"] for r in rows.to_render(new)] == [5, 7, 8, 9, 10, 11, 12]
+    assert [r["id"] for r in rows.to_render(old)] == [1, 2, 3, 5, 6, 7, 9, 10, 11, 12]
+    assert rows.to_render(new)[0]["path"] == "5-0.jpg"
+    assert [r["path"] for r in rows.to_render(new, force=True)][:2] == ["1-1.jpg", "2-0.jpg"]
+    assert rows.to_render(new, force=True) == old_to_render(session_factory, new, force=True)
+
+
+def test_the_migration_fills_renditions_fingerprint_from_the_rows(db_url):
+    engine = create_database_engine(db_url)
+    upgrade(engine, "0016")
+    factory = sessionmaker(engine)
+    hashes = [1, 2, 3, 4]
+    with factory.begin() as session:
+        session.execute(insert(sources).values(id=1, path="/photos", added_at=NOW))
+        for asset_id in hashes:
+            session.execute(
+                text(
+                    "INSERT INTO assets (id, content_hash, size, format, mime, width, height,"
+                    " orientation, taken_local, taken_source, created_at, updated_at)"
+                    " VALUES (:id, :hash, 1, 'jpeg', 'image/jpeg', 1, 1, 1, '2020-01-01',"
+                    " 'exif_original', 0, 0)"
+                ),
+                {"id": asset_id, "hash": f"{asset_id:064x}"},
+            )
+        made = {1: ("a", "a"), 2: ("a", "b"), 3: ("a", None)}
+        for asset_id, prints in made.items():
+            for kind, fingerprint in zip(KINDS, prints, strict=True):
+                if fingerprint is not None:
+                    session.execute(
+                        insert(renditions).values(
+                            asset_id=asset_id, kind=kind, path=f"{asset_id}-{kind}",
+                            format="webp", width=1, height=1, bytes=1,
+                            fingerprint=fingerprint, created_at=NOW,
+                        )
+                    )  # fmt: skip
+    upgrade(engine)
+    with engine.connect() as conn:
+        marks = dict(conn.execute(select(assets.c.id, assets.c.renditions_fingerprint)).all())
+    assert marks == {1: "a", 2: None, 3: None, 4: None}
+    engine.dispose()

@@ -274,6 +274,10 @@ assets = Table(
     Column("live_of", BigInteger),
     # A Google/Samsung Motion Photo: a JPEG with its clip appended (shown as live)
     Column("is_motion_photo", Boolean, nullable=False, server_default=false()),
+    # The settings fingerprint every kind of the asset's renditions was made with
+    # (pipeline.renditions keeps it with their rows); NULL while one is missing or they
+    # differ. A render with nothing to do finds no stale asset in its index.
+    Column("renditions_fingerprint", String(16)),
     Index("ix_assets_taken_local", "taken_local"),
     Index("ix_assets_make_model", "make", "model"),
     Index("ix_assets_content_identifier", "content_identifier"),
@@ -283,6 +287,7 @@ assets = Table(
     # `similar` re-pairs only the hashes changed since its last run, and hashes the
     # thumbnails of the few assets still without one.
     Index("ix_assets_updated_at", "updated_at"),
+    Index("ix_assets_renditions_fingerprint", "renditions_fingerprint"),
     Index(
         "ix_assets_unhashed",
         "id",

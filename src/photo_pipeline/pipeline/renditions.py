@@ -34,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import and_, delete, func, select, update
+from sqlalchemy import and_, case, delete, func, select, union_all, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -54,6 +54,7 @@ _ABANDONED_TEMP_SECONDS = 3600.0
 _MIME_TYPES = {"jpeg": "image/jpeg", "webp": "image/webp", "avif": "image/avif"}
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_FOLDER_MODE = 0o700
+_MARKER_CHUNK = 500  # asset ids per UPDATE of their renditions_fingerprint
 
 
 @dataclass(frozen=True)
@@ -279,20 +280,14 @@ class Renditions:
     def to_render(self, fingerprint: str, *, force: bool = False) -> list[dict[str, Any]]:
         """Assets with a present file whose renditions are missing or were made with
         other settings (all of them with ``force``): id, content hash and the absolute
-        path of one present file (the lowest file id)."""
+        path of one present file (the lowest file id). The stale ones are those whose
+        ``renditions_fingerprint`` is not this one: ranges of its index, empty when
+        there is nothing to do, whatever the library's size."""
+        present = files.alias("present_files")
         first_file = (
-            select(files.c.asset_id, func.min(files.c.id).label("file_id"))
-            .where(files.c.state == PRESENT, files.c.asset_id.is_not(None))
-            .group_by(files.c.asset_id)
-            .subquery()
-        )
-        current = (
-            select(func.count())
-            .where(
-                renditions.c.asset_id == assets.c.id,
-                renditions.c.fingerprint == fingerprint,
-                renditions.c.kind.in_(KINDS),
-            )
+            select(func.min(present.c.id))
+            .where(present.c.asset_id == assets.c.id, present.c.state == PRESENT)
+            .correlate(assets)
             .scalar_subquery()
         )
         query = (
@@ -302,13 +297,20 @@ class Renditions:
                 files.c.path,
                 sources.c.path.label("source_path"),
             )
-            .join(first_file, first_file.c.asset_id == assets.c.id)
-            .join(files, files.c.id == first_file.c.file_id)
+            .select_from(assets)
+            .join(files, files.c.id == first_file)
             .join(sources, sources.c.id == files.c.source_id)
             .order_by(assets.c.id)
         )
         if not force:
-            query = query.where(current < len(KINDS))
+            marker = assets.c.renditions_fingerprint
+            # Three index ranges (not "IS DISTINCT FROM", which no index serves).
+            stale = union_all(
+                select(assets.c.id).where(marker.is_(None)),
+                select(assets.c.id).where(marker < fingerprint),
+                select(assets.c.id).where(marker > fingerprint),
+            )
+            query = query.where(assets.c.id.in_(stale))
         with read_session(self._session_factory) as session:
             return [dict(row._mapping) for row in session.execute(query)]
 
@@ -328,7 +330,11 @@ class Renditions:
             return []
         now = self._clock()
         orphans: list[str] = []
-        ids = [o.asset_id for o in done]
+        ids = sorted({o.asset_id for o in done})
+        # Cleared first: the asset rows stay locked until the commit, so two writers
+        # of one asset's renditions take turns, and the second sets the marker from
+        # what the first committed.
+        self._set_marker(session, ids, None)
         before = {
             (row.asset_id, row.kind): row.path
             for row in session.execute(
@@ -349,7 +355,31 @@ class Renditions:
                     .where(assets.c.id == outcome.asset_id)
                     .values(phash=outcome.phash, updated_at=now)
                 )
+        self._set_marker(session, ids, fingerprint)
         return orphans
+
+    @staticmethod
+    def _set_marker(session: Session, asset_ids: list[int], fingerprint: str | None) -> None:
+        """``assets.renditions_fingerprint`` of these assets: ``fingerprint`` where
+        every kind's rendition was made with it, else NULL (None: NULL for all)."""
+        if fingerprint is None:
+            value: Any = None
+        else:
+            current = (
+                select(func.count())
+                .where(
+                    renditions.c.asset_id == assets.c.id,
+                    renditions.c.fingerprint == fingerprint,
+                    renditions.c.kind.in_(KINDS),
+                )
+                .scalar_subquery()
+            )
+            value = case((current == len(KINDS), fingerprint), else_=None)
+        for start in range(0, len(asset_ids), _MARKER_CHUNK):
+            chunk = asset_ids[start : start + _MARKER_CHUNK]
+            session.execute(
+                update(assets).where(assets.c.id.in_(chunk)).values(renditions_fingerprint=value)
+            )
 
     def _upsert(
         self,
@@ -390,6 +420,7 @@ class Renditions:
     def forget(self, asset_ids: list[int]) -> None:
         with write_session(self._session_factory) as session:
             session.execute(delete(renditions).where(renditions.c.asset_id.in_(asset_ids)))
+            self._set_marker(session, sorted(set(asset_ids)), None)
 
 
 def rendition_file(
