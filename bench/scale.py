@@ -20,7 +20,9 @@ Per database and size it:
    baseline's nothing-new and +100, then the current code's (after a full run of
    its own: the baseline does not keep the current code's chunks);
 3. times every API listing through the app (FastAPI TestClient, the real routes):
-   the median of ``--repeat`` calls after one warm-up;
+   the median of ``--repeat`` calls after one warm-up; then gives every asset its
+   renditions (rows) and times a render with nothing to do: the stale assets looked
+   up (median of ``--repeat``) and a whole render job run by a burst worker;
 4. scores the near-duplicate groups against the planted clusters: precision and
    recall over pairs of assets (a pair found is right when both lie in one planted
    cluster). At 10k and 100k it scores the old grouping too (connected components
@@ -483,6 +485,65 @@ def api_calls(url: str, home: Path, repeat: int) -> dict[str, float]:
     return medians
 
 
+# ── a render with nothing to do ────────────────────────────────────────────────
+def noop_render(url: str, home: Path, repeat: int) -> dict[str, float]:
+    """Every asset given both renditions with the current settings (rows only, as
+    the render job records them), then: the stale assets looked up
+    (``Renditions.to_render``, median of ``repeat``) and a whole render job run by a
+    burst worker, finding nothing to do."""
+    from photo_pipeline.config import Settings
+    from photo_pipeline.db import open_database
+    from photo_pipeline.jobs import JobService
+    from photo_pipeline.jobs.handlers import registry
+    from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+    from photo_pipeline.jobs.workers import WorkerRegistry
+    from photo_pipeline.pipeline import render
+    from photo_pipeline.pipeline.renditions import KINDS, Renditions
+
+    settings = render.render_settings(Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)}))
+    fingerprint = settings.fingerprint()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for kind in KINDS:
+            conn.execute(
+                text(
+                    "INSERT INTO renditions (asset_id, kind, path, format, width, height, "
+                    "bytes, fingerprint, created_at) SELECT id, :kind, 'renditions/' || "
+                    "content_hash || '-' || :kind || '.webp', 'webp', 300, 200, 20000, "
+                    ":fingerprint, created_at FROM assets"
+                ),
+                {"kind": kind, "fingerprint": fingerprint},
+            )
+        conn.execute(
+            text("UPDATE assets SET renditions_fingerprint = :fingerprint"),
+            {"fingerprint": fingerprint},
+        )
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("ANALYZE renditions"))
+            conn.execute(text("ANALYZE assets"))
+    engine.dispose()
+    factory = open_database(url)
+    rows = Renditions(factory)
+    assert rows.to_render(fingerprint) == []
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        rows.to_render(fingerprint)
+        times.append((time.perf_counter() - started) * 1000)
+    service = JobService(factory)
+    started = time.perf_counter()
+    job = render.enqueue_render(service, home, settings)
+    config = WorkerConfig(job_types=(render.JOB_TYPE,), burst=True, executor="thread")
+    Worker(service, WorkerRegistry(factory), registry, config).run()
+    job_ms = (time.perf_counter() - started) * 1000
+    done = service.get(job.job["id"])
+    assert done["state"] == "succeeded", done
+    assert service.progress(job.job["id"])["total"] == 0, "the render found work to do"
+    factory.kw["bind"].dispose()
+    return {"no-op render: stale assets looked up": statistics.median(times),
+            "no-op render: whole job": job_ms}  # fmt: skip
+
+
 # ── a rescan that finds nothing changed ────────────────────────────────────────
 def rescan(kind: str, count: int, workdir: Path) -> dict[str, float]:
     """``count`` small files on disk, catalogued as they are (synthetic rows with
@@ -571,6 +632,7 @@ def one_size(
             run_similar(url, full=True)
             times = api_calls(url, workdir / f"home-{kind}-{size}", repeat)
             result.update({name: ms for name, ms in times.items()})
+            result.update(noop_render(url, workdir / f"home-{kind}-{size}", repeat))
         result.update(similar_section(url, size, hashes, cluster, baseline))
         return result
     finally:
@@ -636,7 +698,7 @@ def print_table(kind: str, sizes: list[int], results: dict[int, dict[str, object
         ratio = (
             f"{last / first:.2f}"
             if isinstance(first, float) and isinstance(last, float) and first > 0
-            and name.startswith("/api") else ""
+            and name.startswith(("/api", "no-op render")) else ""
         )  # fmt: skip
         print(f"| {name} | " + " | ".join(cells) + f" | {ratio} |")
     sys.stdout.flush()
