@@ -10,7 +10,7 @@ from sqlalchemy import func, select, update
 
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db import read_session, write_session
-from photo_pipeline.db.schema import assets, files, jobs, renditions
+from photo_pipeline.db.schema import assets, files, jobs, organize_entries, renditions, sources
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
@@ -18,7 +18,7 @@ from photo_pipeline.jobs.states import ItemState
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS
 from photo_pipeline.media.render import RenderSettings
-from photo_pipeline.pipeline import scan
+from photo_pipeline.pipeline import organize, scan
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.render import enqueue_render
 from tests.factories import photos
@@ -96,3 +96,24 @@ def test_a_render_that_lost_its_job_writes_no_rendition_rows(
     assert run_one(session_factory, "render") is None
     assert stolen
     assert count(session_factory, renditions) == 0, "the stale worker recorded renditions"
+
+
+def test_an_organize_that_lost_its_job_journals_nothing_done(
+    session_factory, tmp_path, monkeypatch
+):
+    """The journal's results and the catalogue rows of placed files land in the
+    transaction that reports their items done: a worker taken over at that moment
+    leaves every entry planned (its successor finds the placed files on disk)."""
+    root = tmp_path / "photos"
+    for n in range(8):
+        photos.jpeg(root / f"{n}.jpg", size=(24, 16), seed=n)
+    scan_folders(session_factory, root)
+    dest = tmp_path / "organized"
+    organize.start_organize(JobService(session_factory), dest, "{original_name}.{ext}")
+    stolen = taken_over_at_the_first_results(monkeypatch, session_factory)
+    assert run_one(session_factory, organize.JOB_TYPE) is None
+    assert stolen
+    assert count(session_factory, organize_entries, organize_entries.c.state != "planned") == 0
+    dest_files = select(sources.c.id).where(sources.c.path == str(dest))
+    assert count(session_factory, files, files.c.source_id.in_(dest_files)) == 0
+    assert count(session_factory, organize_entries) == 8

@@ -32,7 +32,7 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import jobs, organize_entries, sources
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import JobService, JobSnapshot, LockHeld, utc_now
-from photo_pipeline.jobs.context import JobContext, LeaseLost
+from photo_pipeline.jobs.context import JobContext, LeaseLost, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.jobs.states import WorkerState
 from photo_pipeline.jobs.workers import WorkerRegistry
@@ -381,36 +381,39 @@ class Journal:
 
     def record(self, entry: Entry, values: dict[str, Any], extra: Any = None) -> None:
         """Buffer an entry's new column ``values`` (and ``extra`` for the catalogue);
-        written by ``flush``, before the entry's item is reported done."""
+        written by ``writer``, with the entry's item result."""
         self._pending.append((entry, values, extra))
 
-    def flush(self, catalog_update: CatalogUpdate) -> None:
-        """Write the buffered entries and their catalogue changes in one transaction."""
+    def writer(self, catalog_update: CatalogUpdate) -> RowWriter | None:
+        """The buffered entries and their catalogue changes, as a writer for the job's
+        own fenced transaction (``JobContext.before_flush``): they land with their
+        items' results, or not at all. None when nothing is buffered."""
         if not self._pending:
-            return
+            return None
         batch, self._pending = self._pending, []
-        self._write(batch, catalog_update)
 
-    @transactional
-    def _write(self, batch: list[Recorded], catalog_update: CatalogUpdate) -> None:
-        now = utc_now()
-        with write_session(self._session_factory) as session:
-            self._check_fence(session)
+        def write(session: Session) -> None:
             catalog_update(session, batch)
-            # One executemany per shape of values (done, failed, undone), not one
-            # statement per entry.
-            shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-            for entry, values, _ in batch:
-                shapes.setdefault(tuple(sorted(values)), []).append(
-                    {"entry_id": entry.id, "updated_at": now, **values}
-                )
-            for columns, rows in shapes.items():
-                statement = (
-                    update(organize_entries)
-                    .where(organize_entries.c.id == bindparam("entry_id"))
-                    .values({c: bindparam(c) for c in ("updated_at", *columns)})
-                )
-                session.execute(statement, rows)
+            self._write(session, batch)
+
+        return write
+
+    def _write(self, session: Session, batch: list[Recorded]) -> None:
+        now = utc_now()
+        # One executemany per shape of values (done, failed, undone), not one
+        # statement per entry.
+        shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for entry, values, _ in batch:
+            shapes.setdefault(tuple(sorted(values)), []).append(
+                {"entry_id": entry.id, "updated_at": now, **values}
+            )
+        for columns, rows in shapes.items():
+            statement = (
+                update(organize_entries)
+                .where(organize_entries.c.id == bindparam("entry_id"))
+                .values({c: bindparam(c) for c in ("updated_at", *columns)})
+            )
+            session.execute(statement, rows)
 
 
 # ── the organize job ───────────────────────────────────────────────────────────
@@ -453,7 +456,7 @@ def organize(ctx: JobContext) -> None:
     # file's folder at once: its source goes next.)
     unsynced: set[str] = set()
 
-    def write_journal() -> None:
+    def write_journal() -> RowWriter | None:
         for folder in sorted(unsynced):
             fd = transfer.open_folder(destination, folder)
             try:
@@ -461,7 +464,7 @@ def organize(ctx: JobContext) -> None:
             finally:
                 os.close(fd)
         unsynced.clear()
-        journal.flush(lambda s, batch: _catalogue_organized(s, dest_source, batch))
+        return journal.writer(lambda s, batch: _catalogue_organized(s, dest_source, batch))
 
     ctx.before_flush(write_journal)
     link_device = dest_device if params.get("hard_links", True) else None
@@ -604,8 +607,8 @@ def undo(ctx: JobContext) -> None:
     dest_source = Catalog(ctx.session_factory).add_source(Path(destination))["id"]
     transfer.sweep_temp_files((os.path.dirname(e.source()) for e in work), "undo", ctx.job_id)
 
-    def write_journal() -> None:
-        journal.flush(lambda s, batch: _catalogue_undone(s, dest_source, batch))
+    def write_journal() -> RowWriter | None:
+        return journal.writer(lambda s, batch: _catalogue_undone(s, dest_source, batch))
 
     ctx.before_flush(write_journal)
     for key in ctx.items():
