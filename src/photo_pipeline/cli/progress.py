@@ -1,55 +1,30 @@
 """Waiting for jobs with live progress bars, running them in-process if nobody else
-will (embedded mode); and finding a job by a start of its id. The worker runtime and
-the progress bars load where a wait starts, not for `job show`."""
+will (embedded mode, ``cli.embedded``); and finding a job by a start of its id. The
+worker runtime and the progress bars load where a wait starts, not for `job show`."""
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from photo_pipeline.cli.common import console, err_console
+from photo_pipeline.cli.common import console, err_console, loaded_code_frozen
 from photo_pipeline.db.errors import DatabaseUnavailable
-from photo_pipeline.jobs.errors import InvalidArgument, JobError, JobNotFound
-from photo_pipeline.jobs.service import JobService, utc_now
+from photo_pipeline.jobs.errors import InvalidArgument, JobNotFound
+from photo_pipeline.jobs.service import JobService
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.pipeline.library import Library
 
 if TYPE_CHECKING:
-    from photo_pipeline.jobs.runtime import Worker
+    from photo_pipeline.cli.embedded import EmbeddedWorker
 
 T = TypeVar("T")
 
 REFRESH_SECONDS = 0.25
-# A worker that has not heartbeaten for this long is not counted on to do the work.
-LIVE_WORKER_HEARTBEAT = timedelta(seconds=60)
 # How many candidates an ambiguous id prefix lists.
 AMBIGUOUS_SHOWN = 10
-
-
-def _run_reporting(worker: Worker, failure: list[BaseException]) -> None:
-    try:
-        worker.run()
-    except BaseException as exc:
-        failure.append(exc)
-
-
-def _needs_embedded_worker(lib: Library, job_types: set[str]) -> bool:
-    """True unless live workers serve every one of ``job_types``. Live: registered,
-    not found dead on this host, and heartbeating recently."""
-    lib.workers.find_dead_on_this_host()
-    recent = utc_now() - LIVE_WORKER_HEARTBEAT
-    served = {
-        job_type
-        for worker in lib.workers.list()
-        if worker["heartbeat_at"] >= recent
-        for job_type in worker["job_types"]
-    }
-    return not job_types <= served
 
 
 def existing_job(service: JobService, job_id: str) -> dict[str, Any]:
@@ -82,6 +57,30 @@ def wait_for_jobs(
 ) -> list[dict[str, Any]]:
     """Block until every job is finished; return their final snapshots. Database
     outages meanwhile are waited out: the jobs are queued, so nothing is lost."""
+    from photo_pipeline.cli.embedded import EmbeddedWorker, needs_embedded_worker
+
+    service = lib.service
+    firsts = ride_out(lambda: [existing_job(service, job_id) for job_id in job_ids])
+    job_ids = [job["id"] for job in firsts]
+    types = {job["job_type"] for job in firsts}
+    if embedded is None:
+        embedded = ride_out(lambda: needs_embedded_worker(lib, types))
+    worker = EmbeddedWorker(lib, types) if embedded else None
+    with loaded_code_frozen():
+        if worker is not None:
+            worker.start()
+        try:
+            return _watch(service, job_ids, worker, show_progress)
+        finally:
+            if worker is not None:
+                worker.stop()
+
+
+def _watch(
+    service: JobService, job_ids: list[str], worker: EmbeddedWorker | None, show_progress: bool
+) -> list[dict[str, Any]]:
+    """Look at the jobs every ``REFRESH_SECONDS``, and at once when the embedded
+    worker ends one, until all are finished; draw their bars if shown."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -91,74 +90,55 @@ def wait_for_jobs(
         TimeRemainingColumn,
     )
 
-    from photo_pipeline.jobs.handlers import registry
-    from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-
-    service = lib.service
-    types = ride_out(lambda: {existing_job(service, job_id)["job_type"] for job_id in job_ids})
-    if embedded is None:
-        embedded = ride_out(lambda: _needs_embedded_worker(lib, types))
-    worker = None
-    if embedded:
-        import photo_pipeline.pipeline.job_types  # noqa: F401  (runs them here: registers them)
-
-        unknown = sorted(t for t in types if t not in registry)
-        if unknown:
-            raise JobError(
-                "no_handler",
-                f"this process has no handler for {', '.join(unknown)}: start "
-                "`photo-pipeline worker` with the module that provides it",
-            )
-        # Not burst: a job waiting out a retry backoff must still be run; the wait
-        # below stops the worker once every job is finished.
-        config = WorkerConfig(concurrency=os.cpu_count() or 1, poll_seconds=0.2)
-        worker = Worker(service, lib.workers, registry, config)
-        failure: list[BaseException] = []
-        thread = threading.Thread(
-            target=_run_reporting, args=(worker, failure), name="embedded-worker", daemon=True
-        )
-        thread.start()
-    try:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TaskProgressColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeRemainingColumn(),
-            console=console,
-            disable=not show_progress,
-        ) as bars:
-            tasks = {job_id: bars.add_task(job_id[:8], total=None, rate="") for job_id in job_ids}
-            outage = _Outage()
-            while True:
-                try:
-                    finals = [existing_job(service, job_id) for job_id in job_ids]
-                    progress_of = service.progress_of(job_ids)
-                except DatabaseUnavailable as exc:
-                    outage.wait(exc)
+    job_ended = worker.job_ended if worker is not None else threading.Event()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not show_progress,
+    ) as bars:
+        tasks = {job_id: bars.add_task(job_id[:8], total=None, rate="") for job_id in job_ids}
+        outage = _Outage()
+        while True:
+            job_ended.clear()  # before looking: a job ending meanwhile is not missed
+            try:
+                finals = [_job(service, job_id) for job_id in job_ids]
+                # Without bars, only the states matter.
+                progress_of = service.progress_of(job_ids) if show_progress else {}
+            except DatabaseUnavailable as exc:
+                outage.wait(exc)
+                continue
+            outage.over()
+            for job in finals:
+                if job["id"] not in progress_of:
                     continue
-                outage.over()
-                for job in finals:
-                    progress = progress_of[job["id"]]
-                    task = tasks[job["id"]]
-                    speed = bars.tasks[task].speed
-                    bars.update(
-                        task,
-                        total=progress["total"] or None,
-                        completed=progress["done"],
-                        description=f"{job['job_type']} [{job['state']}]",
-                        rate=f"{speed:.1f} items/s" if speed else "",
-                    )
-                if all(job["state"] in FINISHED_STATES for job in finals):
-                    return finals
-                if worker is not None and failure:
-                    raise failure[0]
-                time.sleep(REFRESH_SECONDS)  # display refresh, not synchronisation
-    finally:
-        if worker is not None:
-            worker.request_stop()
-            thread.join()
+                progress = progress_of[job["id"]]
+                task = tasks[job["id"]]
+                speed = bars.tasks[task].speed
+                bars.update(
+                    task,
+                    total=progress["total"] or None,
+                    completed=progress["done"],
+                    description=f"{job['job_type']} [{job['state']}]",
+                    rate=f"{speed:.1f} items/s" if speed else "",
+                )
+            if all(job["state"] in FINISHED_STATES for job in finals):
+                return finals
+            if worker is not None and worker.failure:
+                raise worker.failure[0]
+            job_ended.wait(REFRESH_SECONDS)  # display refresh, not synchronisation
+
+
+def _job(service: JobService, job_id: str) -> dict[str, Any]:
+    """The job of this full id (``job_not_found`` once pruned)."""
+    job = service.get(job_id)
+    if job is None:
+        raise JobNotFound("job_not_found", f"no job with id {job_id!r}")
+    return job
 
 
 def ride_out(action: Callable[[], T]) -> T:

@@ -13,7 +13,14 @@ import typer
 from rich.table import Column, Table
 
 from photo_pipeline import logs
-from photo_pipeline.cli.common import JsonOption, app, console, library, print_json
+from photo_pipeline.cli.common import (
+    JsonOption,
+    app,
+    console,
+    library,
+    loaded_code_frozen,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from photo_pipeline.pipeline.library import Library
@@ -139,7 +146,9 @@ def worker(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--types") from exc
     runner.install_signal_handlers()
-    raise typer.Exit(runner.run())
+    with loaded_code_frozen():
+        code = runner.run()
+    raise typer.Exit(code)
 
 
 @app.command("workers")
