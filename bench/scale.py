@@ -508,11 +508,11 @@ def noop_render(url: str, home: Path, repeat: int) -> dict[str, float]:
             conn.execute(
                 text(
                     "INSERT INTO renditions (asset_id, kind, path, format, width, height, "
-                    "bytes, fingerprint, created_at) SELECT id, :kind, 'renditions/' || "
-                    "content_hash || '-' || :kind || '.webp', 'webp', 300, 200, 20000, "
+                    f"bytes, fingerprint, created_at) SELECT id, '{kind}', 'renditions/' || "
+                    f"content_hash || '-{kind}.webp', 'webp', 300, 200, 20000, "
                     ":fingerprint, created_at FROM assets"
                 ),
-                {"kind": kind, "fingerprint": fingerprint},
+                {"fingerprint": fingerprint},
             )
         conn.execute(
             text("UPDATE assets SET renditions_fingerprint = :fingerprint"),

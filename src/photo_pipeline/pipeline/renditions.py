@@ -283,13 +283,20 @@ class Renditions:
         path of one present file (the lowest file id). The stale ones are those whose
         ``renditions_fingerprint`` is not this one: ranges of its index, empty when
         there is nothing to do, whatever the library's size."""
-        present = files.alias("present_files")
-        first_file = (
-            select(func.min(present.c.id))
-            .where(present.c.asset_id == assets.c.id, present.c.state == PRESENT)
-            .correlate(assets)
-            .scalar_subquery()
+        present = select(files.c.asset_id, func.min(files.c.id).label("file_id")).where(
+            files.c.state == PRESENT, files.c.asset_id.is_not(None)
         )
+        if not force:
+            marker = assets.c.renditions_fingerprint
+            # Three index ranges (not "IS DISTINCT FROM", which no index serves); the
+            # files of the assets they give are then looked up by the files index.
+            stale = union_all(
+                select(assets.c.id).where(marker.is_(None)),
+                select(assets.c.id).where(marker < fingerprint),
+                select(assets.c.id).where(marker > fingerprint),
+            )
+            present = present.where(files.c.asset_id.in_(stale))
+        first_file = present.group_by(files.c.asset_id).subquery()
         query = (
             select(
                 assets.c.id,
@@ -297,20 +304,11 @@ class Renditions:
                 files.c.path,
                 sources.c.path.label("source_path"),
             )
-            .select_from(assets)
-            .join(files, files.c.id == first_file)
+            .join(first_file, first_file.c.asset_id == assets.c.id)
+            .join(files, files.c.id == first_file.c.file_id)
             .join(sources, sources.c.id == files.c.source_id)
             .order_by(assets.c.id)
         )
-        if not force:
-            marker = assets.c.renditions_fingerprint
-            # Three index ranges (not "IS DISTINCT FROM", which no index serves).
-            stale = union_all(
-                select(assets.c.id).where(marker.is_(None)),
-                select(assets.c.id).where(marker < fingerprint),
-                select(assets.c.id).where(marker > fingerprint),
-            )
-            query = query.where(assets.c.id.in_(stale))
         with read_session(self._session_factory) as session:
             return [dict(row._mapping) for row in session.execute(query)]
 
