@@ -14,6 +14,8 @@ from typing import Any
 from sqlalchemy import Table
 from sqlalchemy.orm import Session
 
+from photo_pipeline.db.dialect import is_postgresql
+
 _BATCH = 50_000
 
 
@@ -34,7 +36,7 @@ def insert_rows(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
         for row in rows
     ]
     columns = ", ".join(names)
-    if dialect.name == "postgresql":
+    if is_postgresql(connection):
         cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
         with cursor.copy(f"COPY {table.name} ({columns}) FROM STDIN") as copy:
             for row in values:

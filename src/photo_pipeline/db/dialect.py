@@ -1,6 +1,7 @@
-"""Where SQLite and PostgreSQL differ, asked in one place: which database a bind is,
-and an INSERT that can say what to do on a conflict (both dialects have
-``on_conflict_do_nothing``/``_do_update``, the generic one has neither)."""
+"""Where SQLite and PostgreSQL differ, asked in one place: the engine a session
+factory opens sessions on, which database a bind is, and an INSERT that can say what
+to do on a conflict (both dialects have ``on_conflict_do_nothing``/``_do_update``,
+the generic one has neither)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,18 @@ from sqlalchemy.orm import Session, sessionmaker
 Bindable = Engine | Connection | Session | sessionmaker[Session]
 
 
+def engine_of(factory: sessionmaker[Session]) -> Engine:
+    """The engine ``factory`` opens its sessions on (``db.open_database`` binds one)."""
+    engine = factory.kw.get("bind")
+    if not isinstance(engine, Engine):
+        raise TypeError(f"the session factory is bound to {engine!r}, not to an engine")
+    return engine
+
+
 def dialect_name(bind: Bindable) -> str:
     """``"postgresql"`` or ``"sqlite"`` for an engine, connection, session or factory."""
     if isinstance(bind, sessionmaker):
-        return str(bind.kw["bind"].dialect.name)
+        return engine_of(bind).dialect.name
     if isinstance(bind, Session):
         return bind.get_bind().dialect.name
     return bind.dialect.name
@@ -24,10 +33,6 @@ def dialect_name(bind: Bindable) -> str:
 
 def is_postgresql(bind: Bindable) -> bool:
     return dialect_name(bind) == "postgresql"
-
-
-def is_sqlite(bind: Bindable) -> bool:
-    return dialect_name(bind) == "sqlite"
 
 
 def insert_for(bind: Bindable, table: Any) -> postgresql.Insert | sqlite.Insert:

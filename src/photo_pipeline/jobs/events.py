@@ -34,7 +34,7 @@ from sqlalchemy import func, insert, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
-from photo_pipeline.db.dialect import is_postgresql
+from photo_pipeline.db.dialect import engine_of, is_postgresql
 from photo_pipeline.db.schema import job_events
 
 EVENTS_CHANNEL = "photo_pipeline_events"
@@ -80,7 +80,7 @@ def write_events(
 
 def take_order_lock(session: Session) -> None:
     """PostgreSQL: before a transaction's first event (see the module's docstring)."""
-    if session.get_bind().dialect.name == "postgresql":
+    if is_postgresql(session):
         transaction = session.get_transaction()
         if session.info.get(_ORDER_LOCK_TAKEN) is not transaction:
             session.execute(ORDER_LOCK_SQL)
@@ -154,7 +154,7 @@ class EventFeed:
         (the caller falls back to polling and retries)."""
         import psycopg
 
-        url = self._session_factory.kw["bind"].url
+        url = engine_of(self._session_factory).url
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(f"LISTEN {EVENTS_CHANNEL}")

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Row, insert, text
 from sqlalchemy.orm import Session
 
+from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import EPOCH, job_items, jobs
 from photo_pipeline.jobs.clock import micros
 from photo_pipeline.jobs.events import ORDER_LOCK_SQL, write_events
@@ -27,7 +28,7 @@ def insert_jobs(
 ) -> dict[str, JobSnapshot]:
     """Insert ``rows`` of jobs, their ``(job_id, item_key)`` items and one "queued"
     event each, inside the caller's transaction; returns the new jobs by id."""
-    insert_rows = _insert_pg if session.get_bind().dialect.name == "postgresql" else _insert_rows
+    insert_rows = _insert_pg if is_postgresql(session) else _insert_rows
     return insert_rows(session, rows, items, now)
 
 

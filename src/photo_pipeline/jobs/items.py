@@ -12,6 +12,7 @@ from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db import write_session
+from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import job_items
 from photo_pipeline.jobs import _checks as check
 from photo_pipeline.jobs.errors import InvalidArgument, InvalidTransition, JobConflict, JobNotFound
@@ -144,7 +145,7 @@ def apply_item_updates(
 
 def _current_states(session: Session, job_id: str, keys: list[str]) -> dict[str, tuple[int, str]]:
     """``item_key -> (id, state)`` for the given keys of one job."""
-    postgres = session.get_bind().dialect.name == "postgresql"
+    postgres = is_postgresql(session)
     states: dict[str, tuple[int, str]] = {}
     for start in range(0, len(keys), _CHUNK):
         chunk = keys[start : start + _CHUNK]

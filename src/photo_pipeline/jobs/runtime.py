@@ -18,6 +18,7 @@ from datetime import timedelta
 from types import FrameType
 from typing import Any
 
+from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs import wakeup
 from photo_pipeline.jobs.budget import MemoryBudget, default_budget, return_freed_memory
@@ -284,7 +285,7 @@ class Worker:
     def _start_listener(self) -> threading.Event | None:
         """PostgreSQL: a thread that LISTENs for runnable jobs of our types; returns
         the event that stops it. It reconnects with backoff; meanwhile we poll."""
-        if not self._service.is_postgresql:
+        if not is_postgresql(self._service.session_factory):
             return None
         stop = threading.Event()
 

@@ -63,10 +63,6 @@ class JobService:
         return self._store.session_factory
 
     @property
-    def is_postgresql(self) -> bool:
-        return self._store.is_postgresql
-
-    @property
     def database_url(self) -> URL:
         return self._store.engine.url
 

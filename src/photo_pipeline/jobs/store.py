@@ -14,7 +14,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from photo_pipeline.db.dialect import is_postgresql
+from photo_pipeline.db.dialect import engine_of, is_postgresql
 from photo_pipeline.jobs.clock import Clock, TrustedClock
 
 if TYPE_CHECKING:
@@ -26,11 +26,12 @@ class JobStore:
 
     def __init__(self, session_factory: sessionmaker[Session], clock: Clock | None) -> None:
         self.session_factory = session_factory
-        self.engine: Engine = session_factory.kw["bind"]
+        self.engine: Engine = engine_of(session_factory)
+        # Asked once: the hot path (jobs.lease) branches on it per statement.
         self.is_postgresql: bool = is_postgresql(self.engine)
         # Without a clock (production) leases, expiry, backoff and recovery use the
         # database's time; a clock given (tests) is used instead.
-        self.clock = TrustedClock(self.engine.dialect, clock)
+        self.clock = TrustedClock(self.engine, clock)
 
     @contextmanager
     def autocommit(self) -> Iterator[Connection]:

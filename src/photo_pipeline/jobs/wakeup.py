@@ -13,8 +13,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from sqlalchemy import event, text
+from sqlalchemy import Engine, event, text
+from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
+
+from photo_pipeline.db.dialect import is_postgresql
 
 RUNNABLE_CHANNEL = "photo_pipeline_runnable"
 _PENDING = "photo_pipeline.runnable_types"
@@ -23,9 +26,9 @@ _lock = threading.Lock()
 _waiters: dict[str, set[threading.Event]] = {}
 
 
-def database_key(session_or_bind: object) -> str:
-    bind = session_or_bind.get_bind() if isinstance(session_or_bind, Session) else session_or_bind
-    return str(bind.url.render_as_string(hide_password=True))  # type: ignore[attr-defined]
+def database_key(bind: Session | Engine) -> str:
+    engine = bind.get_bind().engine if isinstance(bind, Session) else bind
+    return engine.url.render_as_string(hide_password=True)
 
 
 def subscribe(key: str, waiter: threading.Event) -> Callable[[], None]:
@@ -53,7 +56,7 @@ def runnable(session: Session, job_types: Iterable[str]) -> None:
     types = sorted(set(job_types))
     if not types:
         return
-    if session.get_bind().dialect.name == "postgresql":
+    if is_postgresql(session):
         session.execute(
             text("SELECT pg_notify(:channel, t) FROM unnest(CAST(:types AS text[])) AS t"),
             {"channel": RUNNABLE_CHANNEL, "types": types},
@@ -74,7 +77,7 @@ def runnable(session: Session, job_types: Iterable[str]) -> None:
 
 
 def listen(
-    url: object, job_types: Iterable[str], wake: Callable[[], None], stop: threading.Event
+    url: URL, job_types: Iterable[str], wake: Callable[[], None], stop: threading.Event
 ) -> None:
     """PostgreSQL: call ``wake`` whenever a job of ``job_types`` becomes runnable,
     until ``stop`` is set. Blocks (run it on a thread); raises if the connection
@@ -82,7 +85,7 @@ def listen(
     import psycopg
 
     types = set(job_types)
-    conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)  # type: ignore[attr-defined]
+    conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f"LISTEN {RUNNABLE_CHANNEL}")
         wake()  # anything that became runnable before we listened

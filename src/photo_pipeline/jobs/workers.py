@@ -47,7 +47,7 @@ class WorkerRegistry:
         """The database's time (a worker's own clock may be off), or the given one."""
         if self._clock is not None:
             return self._clock()
-        return db_now(self._session_factory.kw["bind"].dialect)
+        return db_now(self._session_factory)
 
     @transactional
     def register(self, worker_id: str, job_types: Iterable[str]) -> None:

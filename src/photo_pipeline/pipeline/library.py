@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.config import Settings
 from photo_pipeline.db import open_database
+from photo_pipeline.db.dialect import engine_of
 from photo_pipeline.jobs import JobService, RetryPolicy
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline.home import MARKER, mark_home
@@ -37,7 +38,7 @@ class Library:
         return Catalog(self.sessions)
 
     def close(self) -> None:
-        self.sessions.kw["bind"].dispose()
+        engine_of(self.sessions).dispose()
 
 
 def open_library(settings: Settings) -> Library:
