@@ -3,14 +3,15 @@
 
 Run with ``.venv/bin/python bench/scale.py [--sizes 10000,100000,1000000]
 [--databases sqlite,postgresql] [--repeat 5] [--similar-only] [--baseline SRC]``.
-Per database and size it:
+Per database it:
 
-1. builds a fresh library database (the app's migrations) and bulk-loads synthetic
-   rows: ``N`` assets (20 cameras, 30 places, 70% with GPS, captures spread over ten
-   years), one present file each plus a second for 3% (exact duplicates) and a
-   missing one for 1%, ``N/10`` finished jobs of five types, and 64-bit pHashes:
-   uniform random, except 5% of the assets planted in clusters of 2-5 around an
-   original (each copy 0-12 bits from it, smaller than the original);
+1. builds, for each size, a fresh library database (the app's migrations) and
+   bulk-loads synthetic rows: ``N`` assets (20 cameras, 30 places, 70% with GPS,
+   captures spread over ten years), one present file each plus a second for 3%
+   (exact duplicates) and a missing one for 1%, ``N/10`` finished jobs of five
+   types, and 64-bit pHashes: uniform random, except 5% of the assets planted in
+   clusters of 2-5 around an original (each copy 0-12 bits from it, smaller than the
+   original);
 2. runs `similar`'s full regroup in a child process (wall and CPU time, peak RSS of
    that process), then again with nothing new (incremental), then after adding 100
    assets (10 planted copies of existing originals and 90 random). ``--baseline SRC``
@@ -18,11 +19,14 @@ Per database and size it:
    ``src``, e.g. from ``git worktree add``), on the same catalogue: full regroups
    baseline, current, baseline, current (each one's best is shown); then the
    baseline's nothing-new and +100, then the current code's (after a full run of
-   its own: the baseline does not keep the current code's chunks);
-3. times every API listing through the app (FastAPI TestClient, the real routes):
-   the median of ``--repeat`` calls after one warm-up; then gives every asset its
-   renditions (rows) and times a render with nothing to do: the stale assets looked
-   up (median of ``--repeat``) and a whole render job run by a burst worker;
+   its own: the baseline does not keep the current code's chunks). The first full
+   regroup of each size runs before step 3 lists its groups, the rest after it;
+3. with every size built, times every API listing through the app (FastAPI
+   TestClient, the real routes), then gives every asset its renditions (rows) and
+   times a render with nothing to do (the stale assets looked up, and a whole render
+   job run by a burst worker): the median of ``--repeat`` calls after one warm-up, the
+   sizes called in turns, so that a load drifting over the minutes of the run does
+   not drift their ratios;
 4. scores the near-duplicate groups against the planted clusters: precision and
    recall over pairs of assets (a pair found is right when both lie in one planted
    cluster). At 10k and 100k it scores the old grouping too (connected components
@@ -51,6 +55,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -412,8 +417,28 @@ def chained_groups(hashes: list[int], radius: int = 12) -> dict[int, list[int]]:
     return groups
 
 
-# ── API calls ──────────────────────────────────────────────────────────────────
-def api_calls(url: str, home: Path, repeat: int) -> dict[str, float]:
+# ── API calls and a render with nothing to do, timed in turns across the sizes ──
+def in_turns(
+    timed: dict[int, Callable[[], object]], repeat: int, budget_ms: float = 5000
+) -> dict[int, float]:
+    """The median ms of each size's call, called in turns (one size after the other,
+    ``repeat`` rounds, after one warm-up each): each round compares the sizes at one
+    moment, so a load that drifts over minutes does not drift their ratio. A call of
+    several seconds is timed fewer times: its median would take minutes."""
+    for call in timed.values():
+        call()
+    times: dict[int, list[float]] = {size: [] for size in timed}
+    while min(len(t) for t in times.values()) < repeat and all(
+        sum(t) < budget_ms for t in times.values()
+    ):
+        for size, call in timed.items():
+            started = time.perf_counter()
+            call()
+            times[size].append((time.perf_counter() - started) * 1000)
+    return {size: statistics.median(t) for size, t in times.items()}
+
+
+def api_client(url: str, home: Path):
     from fastapi.testclient import TestClient
 
     from photo_pipeline.api import create_app
@@ -426,6 +451,11 @@ def api_calls(url: str, home: Path, repeat: int) -> dict[str, float]:
     lib = open_library(settings)
     client = TestClient(create_app(lib))
     client.headers["Authorization"] = f"Bearer {TOKEN}"
+    return client, lib
+
+
+def api_requests(client) -> dict[str, tuple[str, dict]]:
+    """The calls to time in one library (its deep cursors walked to)."""
 
     def get(path: str, **params) -> dict:
         answer = client.get(path, params=params)
@@ -445,7 +475,7 @@ def api_calls(url: str, home: Path, repeat: int) -> dict[str, float]:
             **({"cursor": near_cursor} if near_cursor else {}),
         )
         near_cursor = page["near_next_cursor"] or near_cursor
-    calls = {
+    return {
         "/api/assets first page": ("/api/assets", {}),
         "/api/assets page 51": ("/api/assets", {"cursor": cursor}),
         "/api/assets camera=canon": ("/api/assets", {"camera": "canon"}),
@@ -470,35 +500,41 @@ def api_calls(url: str, home: Path, repeat: int) -> dict[str, float]:
         "/api/jobs?type=verify": ("/api/jobs", {"type": "verify"}),
         "/api/jobs?state=failed": ("/api/jobs", {"state": "failed"}),
     }
-    medians = {}
-    for name, (path, params) in calls.items():
-        get(path, **params)
-        times: list[float] = []
-        # A call of several seconds is timed once more: its median would take minutes.
-        while len(times) < repeat and sum(times) < 5000:
-            started = time.perf_counter()
-            get(path, **params)
-            times.append((time.perf_counter() - started) * 1000)
-        medians[name] = statistics.median(times)
-    client.close()
-    lib.close()
+
+
+def api_calls(urls: dict[int, str], homes: dict[int, Path], repeat: int):
+    """Each listing's median per size, the sizes called in turns."""
+    opened = {size: api_client(url, homes[size]) for size, url in urls.items()}
+    requests = {size: api_requests(client) for size, (client, _) in opened.items()}
+
+    def call(client, path: str, params: dict) -> Callable[[], object]:
+        def get() -> object:
+            answer = client.get(path, params=params)
+            assert answer.status_code == 200, (path, params, answer.text[:300])
+            return answer
+
+        return get
+
+    medians: dict[int, dict[str, float]] = {size: {} for size in urls}
+    first = next(iter(urls))
+    for name in requests[first]:
+        timed = {
+            size: call(opened[size][0], *requests[size][name]) for size in urls
+        }  # fmt: skip
+        for size, ms in in_turns(timed, repeat).items():
+            medians[size][name] = ms
+    for client, lib in opened.values():
+        client.close()
+        lib.close()
     return medians
 
 
-# ── a render with nothing to do ────────────────────────────────────────────────
-def noop_render(url: str, home: Path, repeat: int) -> dict[str, float]:
-    """Every asset given both renditions with the current settings (rows only, as
-    the render job records them), then: the stale assets looked up
-    (``Renditions.to_render``, median of ``repeat``) and a whole render job run by a
-    burst worker, finding nothing to do."""
+def give_renditions(url: str, home: Path) -> str:
+    """Every asset given both renditions with the library's settings (rows only, as
+    the render job records them); returns the settings' fingerprint."""
     from photo_pipeline.config import Settings
-    from photo_pipeline.db import open_database
-    from photo_pipeline.jobs import JobService
-    from photo_pipeline.jobs.handlers import registry
-    from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-    from photo_pipeline.jobs.workers import WorkerRegistry
     from photo_pipeline.pipeline import render
-    from photo_pipeline.pipeline.renditions import KINDS, Renditions
+    from photo_pipeline.pipeline.renditions import KINDS
 
     settings = render.render_settings(Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)}))
     fingerprint = settings.fingerprint()
@@ -525,26 +561,56 @@ def noop_render(url: str, home: Path, repeat: int) -> dict[str, float]:
             conn.execute(text("VACUUM ANALYZE assets"))
             conn.execute(text("VACUUM ANALYZE renditions"))
     engine.dispose()
-    factory = open_database(url)
-    rows = Renditions(factory)
-    assert rows.to_render(fingerprint) == []
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        rows.to_render(fingerprint)
-        times.append((time.perf_counter() - started) * 1000)
-    service = JobService(factory)
-    started = time.perf_counter()
-    job = render.enqueue_render(service, home, settings)
-    config = WorkerConfig(job_types=(render.JOB_TYPE,), burst=True, executor="thread")
-    Worker(service, WorkerRegistry(factory), registry, config).run()
-    job_ms = (time.perf_counter() - started) * 1000
-    done = service.get(job.job["id"])
-    assert done["state"] == "succeeded", done
-    assert service.progress(job.job["id"])["total"] == 0, "the render found work to do"
-    factory.kw["bind"].dispose()
-    return {"no-op render: stale assets looked up": statistics.median(times),
-            "no-op render: whole job": job_ms}  # fmt: skip
+    return fingerprint
+
+
+def noop_render(urls: dict[int, str], homes: dict[int, Path], repeat: int):
+    """With every asset rendered: the stale assets looked up (``Renditions.to_render``)
+    and a whole render job run by a burst worker, finding nothing to do; the sizes in
+    turns."""
+    from photo_pipeline.config import Settings
+    from photo_pipeline.db import open_database
+    from photo_pipeline.jobs import JobService
+    from photo_pipeline.jobs.handlers import registry
+    from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+    from photo_pipeline.jobs.workers import WorkerRegistry
+    from photo_pipeline.pipeline import render
+    from photo_pipeline.pipeline.renditions import Renditions
+
+    fingerprints = {size: give_renditions(url, homes[size]) for size, url in urls.items()}
+    factories = {size: open_database(url) for size, url in urls.items()}
+    for size, factory in factories.items():
+        assert Renditions(factory).to_render(fingerprints[size]) == [], "stale assets found"
+
+    def lookup(size: int) -> Callable[[], object]:
+        return lambda: Renditions(factories[size]).to_render(fingerprints[size])
+
+    def job(size: int) -> Callable[[], object]:
+        home, factory = homes[size], factories[size]
+        settings = render.render_settings(Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)}))
+        service = JobService(factory)
+
+        def run() -> object:
+            queued = render.enqueue_render(service, home, settings).job
+            config = WorkerConfig(job_types=(render.JOB_TYPE,), burst=True, executor="thread")
+            Worker(service, WorkerRegistry(factory), registry, config).run()
+            assert service.get(queued["id"])["state"] == "succeeded"
+            assert service.progress(queued["id"])["total"] == 0, "the render found work"
+            return queued
+
+        return run
+
+    looked_up = in_turns({size: lookup(size) for size in urls}, repeat)
+    whole = in_turns({size: job(size) for size in urls}, repeat)
+    for factory in factories.values():
+        factory.kw["bind"].dispose()
+    return {
+        size: {
+            "no-op render: stale assets looked up": looked_up[size],
+            "no-op render: whole job": whole[size],
+        }
+        for size in urls
+    }
 
 
 # ── a rescan that finds nothing changed ────────────────────────────────────────
@@ -599,7 +665,7 @@ def rescan(kind: str, count: int, workdir: Path) -> dict[str, float]:
 
 
 # ── one database, one size ─────────────────────────────────────────────────────
-def database_url(kind: str, workdir: Path, size: int) -> tuple[str, object]:
+def database_url(kind: str, workdir: Path, size: int) -> tuple[str, Callable[[], None] | None]:
     if kind == "sqlite":
         return f"sqlite:///{workdir / f'library-{size}.sqlite3'}", None
     schema = f"bench_scale_{size}_{uuid.uuid4().hex[:8]}"
@@ -616,30 +682,48 @@ def database_url(kind: str, workdir: Path, size: int) -> tuple[str, object]:
     return url.render_as_string(hide_password=False), drop
 
 
-def one_size(
+def one_database(
     kind: str,
-    size: int,
+    sizes: list[int],
     repeat: int,
     workdir: Path,
     *,
     similar_only: bool = False,
     baseline: str | None = None,
-) -> dict[str, object]:
-    url, drop = database_url(kind, workdir, size)
+) -> dict[int, dict[str, object]]:
+    """Every size built (and grouped by `similar`) first; then the API calls and the
+    no-op render, the sizes in turns; then `similar`'s section, size by size."""
+    results: dict[int, dict[str, object]] = {size: {} for size in sizes}
+    urls: dict[int, str] = {}
+    drops: list[Callable[[], None]] = []
+    planted: dict[int, tuple[list[int], list[int]]] = {}
     try:
-        started = time.perf_counter()
-        hashes, cluster = build(url, size, seed=size, jobs=not similar_only)
-        result: dict[str, object] = {"build s": time.perf_counter() - started}
+        for size in sizes:
+            url, drop = database_url(kind, workdir, size)
+            urls[size] = url
+            if drop is not None:
+                drops.append(drop)
+            started = time.perf_counter()
+            planted[size] = build(url, size, seed=size, jobs=not similar_only)
+            results[size]["build s"] = time.perf_counter() - started
+            if not similar_only:
+                # Listed with the full regroup's groups, before anything is added.
+                run_similar(url, full=True)
+            print(f"{kind} {size}: built, load {os.getloadavg()[0]:.2f}", flush=True)
         if not similar_only:
-            # Listed with the full regroup's groups, before anything is added.
-            run_similar(url, full=True)
-            times = api_calls(url, workdir / f"home-{kind}-{size}", repeat)
-            result.update({name: ms for name, ms in times.items()})
-            result.update(noop_render(url, workdir / f"home-{kind}-{size}", repeat))
-        result.update(similar_section(url, size, hashes, cluster, baseline))
-        return result
+            homes = {size: workdir / f"home-{kind}-{size}" for size in sizes}
+            for size, times in api_calls(urls, homes, repeat).items():
+                results[size].update(times)
+            for size, times in noop_render(urls, homes, repeat).items():
+                results[size].update(times)
+            print(f"{kind}: calls timed, load {os.getloadavg()[0]:.2f}", flush=True)
+        for size in sizes:
+            hashes, cluster = planted.pop(size)
+            results[size].update(similar_section(urls[size], size, hashes, cluster, baseline))
+            print(f"{kind} {size}: done, load {os.getloadavg()[0]:.2f}", flush=True)
+        return results
     finally:
-        if drop is not None:
+        for drop in drops:
             drop()
 
 
@@ -669,17 +753,14 @@ def main() -> None:
                       f"load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
             if not sizes:
                 continue
-            results = {}
-            for size in sizes:
-                results[size] = one_size(
-                    kind,
-                    size,
-                    args.repeat,
-                    Path(tmp),
-                    similar_only=args.similar_only,
-                    baseline=args.baseline,
-                )
-                print(f"{kind} {size}: done, load {os.getloadavg()[0]:.2f}", flush=True)
+            results = one_database(
+                kind,
+                sizes,
+                args.repeat,
+                Path(tmp),
+                similar_only=args.similar_only,
+                baseline=args.baseline,
+            )
             print_table(kind, sizes, results)
     print(f"load average at end: {os.getloadavg()}", flush=True)
 
