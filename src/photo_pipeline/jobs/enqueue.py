@@ -117,8 +117,9 @@ def requests(specs: Iterable[Mapping[str, Any]]) -> list[Request]:
 
 
 def submit(store: JobStore, batch: list[Request]) -> list[Enqueued]:
-    """Write ``batch`` in one transaction, all or none; new jobs that can run wake
-    idle workers at commit."""
+    """Write ``batch`` in one transaction, all or none, and return one result per
+    request, in order (an idempotent replay's is the original job); new jobs that
+    can run wake idle workers at commit."""
     if not batch:
         return []
     keyed = any(r.idempotency_key is not None for r in batch)

@@ -40,8 +40,13 @@ def set_items(
     fencing_token: int | None,
     within: Callable[[Session], None] | None,
 ) -> JobState:
-    """Apply many item changes in one transaction, all or none (see
-    ``JobService.set_items``); returns the job's state."""
+    """Apply many item changes in one transaction, all or none. Returns the job's
+    state, so that a worker notices a cancel request at its next write.
+
+    With ``fencing_token`` the writes are refused (``JobConflict``) unless the job is
+    still leased under that token. ``within(session)`` writes the handler's own rows
+    in the same transaction, after that check.
+    """
     batch = normalise_updates(updates)
     now = store.clock.local()
     with write_session(store.session_factory) as session:

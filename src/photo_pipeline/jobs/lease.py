@@ -32,7 +32,6 @@ from photo_pipeline.jobs.states import (
     can_transition,
 )
 from photo_pipeline.jobs.store import JobStore
-from photo_pipeline.jobs.transitions import Transitions
 
 
 class Claim(NamedTuple):
@@ -50,8 +49,9 @@ class Claim(NamedTuple):
 
 
 def claim(store: JobStore, request: Claim) -> JobSnapshot | None:
-    """Lease the most urgent runnable job of the claim's types to its worker (one
-    index-backed statement); None when nothing is runnable."""
+    """Lease the most urgent runnable job of the claim's types to its worker: highest
+    priority, then earliest ``run_after``, then enqueue order, in one index-backed
+    statement. None when nothing is runnable."""
     types, worker_id, lease = request
     if store.is_postgresql:
         params = {"types": types, "worker_id": worker_id, "lease_us": micros_of(lease)}
@@ -82,8 +82,8 @@ def renew_lease(
     lease_seconds: float,
     fencing_token: int | None,
 ) -> JobState | None:
-    """Extend the lease and return the job's state (a cancel request shows); None
-    when ``worker_id`` no longer holds the job."""
+    """Extend the lease and return the job's state, so that the worker notices a
+    cancel request; None when ``worker_id`` no longer holds the job."""
     lease = timedelta(seconds=check.lease_seconds(lease_seconds))
     conditions = [
         jobs.c.id == job_id,
@@ -113,7 +113,6 @@ def renew_lease(
 
 def transition(
     store: JobStore,
-    transitions: Transitions,
     job_id: str,
     to_state: str,
     *,
@@ -122,13 +121,18 @@ def transition(
     error: tuple[str, str] | None,
     retry: bool,
 ) -> JobSnapshot:
-    """Move a job to ``to_state`` (see ``JobService.transition``)."""
+    """Move a job to ``to_state``; a worker passes its ``fencing_token``.
+
+    ``failed`` with attempts left (and ``retry``) re-queues the job with backoff in
+    the same step, so the result's state is then ``retry_queued``. Another active job
+    having taken the lock of a job made active again raises ``lock_held``.
+    """
     target = check.job_state(to_state)
     error = check.error(error)
     if target is JobState.RUNNING:
         raise InvalidTransition("invalid_transition", "a job becomes running only through claim()")
     if target is JobState.SUCCEEDED and fencing_token is not None and error is None:
-        done = succeed(store, transitions, job_id, fencing_token, worker_id)
+        done = succeed(store, job_id, fencing_token, worker_id)
         if done is not None:
             return done
         # Some check failed: the general path below names it (or, the job having
@@ -143,7 +147,7 @@ def transition(
                 f"job {job_id} is {row.state}: {row.state} -> {target} is not allowed",
             )
         try:
-            return transitions.apply(session, row, target, now, error=error, retry=retry)
+            return store.transitions.apply(session, row, target, now, error=error, retry=retry)
         except IntegrityError as exc:
             # Re-activating a job whose lock another job took meanwhile (pg-boss #535).
             if unique_violation(exc) == "uq_jobs_active_lock":
@@ -151,9 +155,7 @@ def transition(
             raise
 
 
-def succeed(
-    store: JobStore, transitions: Transitions, job_id: str, token: int, worker_id: str | None
-) -> JobSnapshot | None:
+def succeed(store: JobStore, job_id: str, token: int, worker_id: str | None) -> JobSnapshot | None:
     """The worker's usual finish in one round trip; None when a check failed."""
     if store.is_postgresql:
         params = {"job_id": job_id, "token": token, "worker_id": worker_id}
@@ -169,41 +171,31 @@ def succeed(
             return None
         now = row.updated_at
         write_event(session, job_id, f"state:{JobState.SUCCEEDED}", now)
-        transitions.release_dependents(session, job_id, now)
+        store.transitions.release_dependents(session, job_id, now)
         return snapshot(row)
 
 
-def release(
-    store: JobStore, transitions: Transitions, job_id: str, *, fencing_token: int, reason: str
-) -> JobSnapshot:
-    """Hand a leased job back without spending an attempt (a worker shutting down);
-    a job being cancelled is cancelled instead."""
-    return _hand_back(store, transitions, job_id, fencing_token, ("released", reason), release=True)
+def release(store: JobStore, job_id: str, *, fencing_token: int, reason: str) -> JobSnapshot:
+    """Hand a leased job back to the queue without spending an attempt (a worker
+    shutting down): it becomes ``retry_queued``, runnable at once, its running items
+    queued again. A job being cancelled is cancelled instead."""
+    return _hand_back(store, job_id, fencing_token, ("released", reason), release=True)
 
 
 def interrupt(
-    store: JobStore,
-    transitions: Transitions,
-    job_id: str,
-    *,
-    fencing_token: int,
-    error: tuple[str, str],
+    store: JobStore, job_id: str, *, fencing_token: int, error: tuple[str, str]
 ) -> JobSnapshot:
-    """Hand a leased job back after an infrastructure failure: the attempt refunded,
-    one interruption counted; a job being cancelled is cancelled instead."""
+    """Hand a leased job back after an infrastructure failure (e.g. the database went
+    away under it): the attempt refunded, one interruption counted, as when a worker
+    dies. A job being cancelled is cancelled instead."""
     checked = check.error(error)
     if checked is None:
         raise InvalidArgument("invalid_error", "an interruption needs (code, message)")
-    return _hand_back(store, transitions, job_id, fencing_token, checked, interrupted=True)
+    return _hand_back(store, job_id, fencing_token, checked, interrupted=True)
 
 
 def _hand_back(
-    store: JobStore,
-    transitions: Transitions,
-    job_id: str,
-    fencing_token: int,
-    error: tuple[str, str],
-    **how: bool,
+    store: JobStore, job_id: str, fencing_token: int, error: tuple[str, str], **how: bool
 ) -> JobSnapshot:
     """The leased job failed with ``error`` and ``how`` (``release``/``interrupted``:
     the attempt refunded); a job being cancelled is cancelled instead."""
@@ -213,13 +205,11 @@ def _hand_back(
         check_fence(row, fencing_token)
         if row.state == JobState.CANCELLING:
             cancelled = ("cancelled", "cancelled on request")
-            return transitions.apply(session, row, JobState.CANCELLED, now, error=cancelled)
-        return transitions.apply(session, row, JobState.FAILED, now, error=error, **how)
+            return store.transitions.apply(session, row, JobState.CANCELLED, now, error=cancelled)
+        return store.transitions.apply(session, row, JobState.FAILED, now, error=error, **how)
 
 
-def cancel(
-    store: JobStore, transitions: Transitions, job_id: str, *, reason: str | None
-) -> JobSnapshot:
+def cancel(store: JobStore, job_id: str, *, reason: str | None) -> JobSnapshot:
     """Queued work is cancelled at once; running work drains through ``cancelling``,
     which its lease holder acknowledges. A job already cancelling is left as it is."""
     error = ("cancelled", reason or "cancelled on request")
@@ -230,9 +220,9 @@ def cancel(
         if state is JobState.CANCELLING:
             return snapshot(row)
         if state in CLAIMABLE_STATES:
-            return transitions.apply(session, row, JobState.CANCELLED, now, error=error)
+            return store.transitions.apply(session, row, JobState.CANCELLED, now, error=error)
         if state is JobState.RUNNING:
-            return transitions.apply(session, row, JobState.CANCELLING, now, error=error)
+            return store.transitions.apply(session, row, JobState.CANCELLING, now, error=error)
         raise InvalidTransition("invalid_transition", f"cannot cancel a {state} job")
 
 

@@ -18,7 +18,6 @@ from photo_pipeline.jobs.errors import InvalidArgument
 from photo_pipeline.jobs.rows import job_with_facts
 from photo_pipeline.jobs.states import FINISHED_STATES, LEASED_STATES, JobState, WorkerState
 from photo_pipeline.jobs.store import JobStore
-from photo_pipeline.jobs.transitions import Transitions
 
 _RECOVERY_BATCH = 200
 
@@ -45,14 +44,12 @@ class RecoverySchedule:
 
 
 def recover_stale(
-    store: JobStore,
-    transitions: Transitions,
-    *,
-    now: datetime | None,
-    dead_workers: Iterable[str],
+    store: JobStore, *, now: datetime | None, dead_workers: Iterable[str]
 ) -> list[str]:
-    """Recover jobs whose lease expired or whose worker is known to be dead (see
-    ``JobService.recover_stale``), in batches; returns their ids."""
+    """Recover jobs whose lease expired or whose worker is known to be dead, in
+    batches: a running job is re-queued (its interrupted items queued again) without
+    spending an attempt, after the backoff of its interruption count, or failed once
+    ``max_interruptions`` run out; a cancelling job is cancelled. Returns their ids."""
     given = now
     # The registry's dead workers (found gone by any worker) void their leases too.
     owner_dead = or_(
@@ -76,7 +73,7 @@ def recover_stale(
             for row in stale:
                 if row.state == JobState.CANCELLING:
                     error = ("cancelled", "worker vanished while cancelling")
-                    transitions.apply(session, row, JobState.CANCELLED, now, error=error)
+                    store.transitions.apply(session, row, JobState.CANCELLED, now, error=error)
                 else:
                     # Not the handler's fault: the attempt is refunded and one
                     # interruption counted (a crash loop still ends, later).
@@ -85,7 +82,7 @@ def recover_stale(
                         if row.owner_dead
                         else ("lease_expired", f"worker {row.lease_owner} stopped heartbeating")
                     )
-                    transitions.apply(
+                    store.transitions.apply(
                         session, row, JobState.FAILED, now, error=error, interrupted=True
                     )
                 recovered.append(row.id)
@@ -96,7 +93,8 @@ def recover_stale(
 
 def prune(store: JobStore, *, older_than: timedelta, now: datetime | None) -> dict[str, int]:
     """Delete finished jobs (with their items and events) that finished more than
-    ``older_than`` ago, and older events of other finished jobs."""
+    ``older_than`` ago, and older events of other finished jobs. Active jobs and their
+    events are never touched."""
     if not isinstance(older_than, timedelta) or older_than < timedelta(0):
         raise InvalidArgument(
             "invalid_older_than", f"older_than must be a timedelta >= 0, got {older_than!r}"

@@ -11,9 +11,10 @@ transaction that first locks the job's row (``SELECT … FOR UPDATE`` on Postgre
 ``UPDATE … WHERE state = :seen AND version = :seen``. A write that matches no row
 raises; nothing is decided on stale reads.
 
-This class is the public face: its methods call the module of each concern —
-``enqueue`` (with ``inserts``), ``lease`` (claim to finish; ``hot_path`` and
-``transitions`` below it), ``items``, ``recovery``, ``queries`` and ``backlog``.
+This class is the public face and only delegates, to the module of each concern,
+where the details are told: ``enqueue`` (with ``inserts``), ``lease`` (claim to
+finish; ``hot_path`` and ``transitions`` below it), ``items``, ``recovery``,
+``queries``, ``locks`` and ``backlog``.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ class JobService:
         recover_every: timedelta | None = timedelta(seconds=5),
         rng: random.Random | None = None,
     ) -> None:
-        self._store = JobStore(session_factory, clock)
-        self._transitions = Transitions(retry_policy or RetryPolicy(), rng or random.Random())
+        transitions = Transitions(retry_policy or RetryPolicy(), rng or random.Random())
+        self._store = JobStore(session_factory, clock, transitions)
         # claim() runs recover_stale() at most this often, so recovery needs no cron.
         self._recovery = recovery.RecoverySchedule(recover_every, self._store.clock)
 
@@ -128,10 +129,7 @@ class JobService:
         return self._submit([checked])[0]
 
     def enqueue_many(self, jobs_: Iterable[Mapping[str, Any]]) -> list[JobSnapshot]:
-        """Queue many jobs in one transaction, all or none: each mapping holds
-        ``enqueue``'s arguments by name (``job_type``, ``lock``, ``idempotency_key``,
-        ``items``, ``prerequisites``…), checked and refused as ``enqueue`` does.
-        Returns the jobs in order (the original job for an idempotent replay)."""
+        """Queue many jobs (mappings of ``enqueue``'s arguments) at once, all or none."""
         return [queued.job for queued in self.submit_many(jobs_)]
 
     def submit_many(self, jobs_: Iterable[Mapping[str, Any]]) -> list[Enqueued]:
@@ -146,8 +144,7 @@ class JobService:
     def add_items(
         self, job_id: str, item_keys: Iterable[str], *, fencing_token: int | None = None
     ) -> int:
-        """Add items to a job (e.g. files a scan discovers); keys already present are
-        ignored. Returns how many were new."""
+        """Add items to a job (e.g. files a scan discovers); returns how many were new."""
         return enqueuing.add_items(self._store, job_id, item_keys, fencing_token=fencing_token)
 
     # ── claim / lease ──────────────────────────────────────────────────────────
@@ -155,11 +152,7 @@ class JobService:
     def claim(
         self, job_types: Sequence[str], worker_id: str, *, lease_seconds: float = 60
     ) -> JobSnapshot | None:
-        """Lease the most urgent runnable job of ``job_types`` to ``worker_id``.
-
-        One index-backed statement: highest priority, then earliest ``run_after``,
-        then enqueue order. Returns None when nothing is runnable.
-        """
+        """Lease the most urgent runnable job of ``job_types`` to ``worker_id``, or None."""
         request = lease.Claim.checked(job_types, worker_id, lease_seconds)
         if self._recovery.due():
             self.recover_stale()
@@ -188,8 +181,7 @@ class JobService:
         lease_seconds: float = 60,
         fencing_token: int | None = None,
     ) -> JobState | None:
-        """Extend the lease and return the job's state, so that the worker notices a
-        cancel request; None when ``worker_id`` no longer holds the job."""
+        """``heartbeat`` that returns the job's state (a worker notices a cancel)."""
         return lease.renew_lease(
             self._store, job_id, worker_id, lease_seconds=lease_seconds, fencing_token=fencing_token
         )
@@ -206,14 +198,9 @@ class JobService:
         error: tuple[str, str] | None = None,
         retry: bool = True,
     ) -> JobSnapshot:
-        """Move a job to ``to_state``; the worker passes its ``fencing_token``.
-
-        ``failed`` with attempts left (and ``retry``) re-queues the job with backoff in
-        the same step, so the result's state is then ``retry_queued``.
-        """
+        """Move a job to ``to_state``; a worker passes its ``fencing_token``."""
         return lease.transition(
             self._store,
-            self._transitions,
             job_id,
             to_state,
             worker_id=worker_id,
@@ -223,35 +210,25 @@ class JobService:
         )
 
     def retry(self, job_id: str) -> JobSnapshot:
-        """Run a failed job again (one more attempt); refused with ``lock_held`` when
-        another active job holds its lock by now."""
+        """Run a failed job again (one more attempt), unless another took its lock."""
         return self.transition(job_id, JobState.RETRY_QUEUED)
 
     @transactional
     def release(
         self, job_id: str, *, fencing_token: int, reason: str = "worker shutting down"
     ) -> JobSnapshot:
-        """Hand a leased job back to the queue without spending an attempt (a worker
-        shutting down): it becomes ``retry_queued``, runnable at once, its running
-        items queued again. A job being cancelled is cancelled instead."""
-        return lease.release(
-            self._store, self._transitions, job_id, fencing_token=fencing_token, reason=reason
-        )
+        """Hand a leased job back to the queue without spending an attempt."""
+        return lease.release(self._store, job_id, fencing_token=fencing_token, reason=reason)
 
     @transactional
     def interrupt(self, job_id: str, *, fencing_token: int, error: tuple[str, str]) -> JobSnapshot:
-        """Hand a leased job back after an infrastructure failure (e.g. the database
-        went away under it): the attempt is refunded and one interruption counted,
-        as when a worker dies. A job being cancelled is cancelled instead."""
-        return lease.interrupt(
-            self._store, self._transitions, job_id, fencing_token=fencing_token, error=error
-        )
+        """Hand a leased job back after an infrastructure failure (attempt refunded)."""
+        return lease.interrupt(self._store, job_id, fencing_token=fencing_token, error=error)
 
     @transactional
     def cancel(self, job_id: str, *, reason: str | None = None) -> JobSnapshot:
-        """Cancel: queued work at once; running work drains through ``cancelling``.
-        Cancelling a job that is already cancelling changes nothing."""
-        return lease.cancel(self._store, self._transitions, job_id, reason=reason)
+        """Cancel: queued work at once; running work drains through ``cancelling``."""
+        return lease.cancel(self._store, job_id, reason=reason)
 
     # ── items / progress ───────────────────────────────────────────────────────
     def set_item(
@@ -275,13 +252,8 @@ class JobService:
         fencing_token: int | None = None,
         within: Callable[[Session], None] | None = None,
     ) -> JobState:
-        """Apply many item changes in one transaction: all or none. Returns the job's
-        state, so that a worker notices a cancel request at its next write.
-
-        With ``fencing_token`` the writes are refused (``JobConflict``) unless the
-        job is still leased under that token. ``within(session)`` writes the
-        handler's own rows in the same transaction, after that check.
-        """
+        """Apply many item changes in one transaction, all or none; returns the job's
+        state. ``within(session)`` writes the handler's own rows in it."""
         return item_updates.set_items(
             self._store, job_id, updates, fencing_token=fencing_token, within=within
         )
@@ -310,20 +282,12 @@ class JobService:
     def recover_stale(
         self, *, now: datetime | None = None, dead_workers: Iterable[str] = ()
     ) -> list[str]:
-        """Recover jobs whose lease expired or whose worker is known to be dead: a
-        running job is re-queued (its interrupted items queued again) without
-        spending an attempt, after the backoff of its interruption count, or failed
-        once ``max_interruptions`` run out; a cancelling job is cancelled. Returns
-        the recovered job ids."""
-        return recovery.recover_stale(
-            self._store, self._transitions, now=now, dead_workers=dead_workers
-        )
+        """Hand back the jobs of expired leases and dead workers; returns their ids."""
+        return recovery.recover_stale(self._store, now=now, dead_workers=dead_workers)
 
     @transactional
     def prune(self, *, older_than: timedelta, now: datetime | None = None) -> dict[str, int]:
-        """Delete finished jobs (with their items and events) that finished more than
-        ``older_than`` ago, and older events of other finished jobs. Active jobs and
-        their events are never touched."""
+        """Delete jobs finished more than ``older_than`` ago, and old events."""
         return recovery.prune(self._store, older_than=older_than, now=now)
 
     # ── queries ────────────────────────────────────────────────────────────────
@@ -332,22 +296,15 @@ class JobService:
         return locks.blockers(self._store, lock)
 
     def unheld_jobs(self, job_types: Sequence[str]) -> int:
-        """How many jobs of ``job_types`` may still run but are held by no live worker:
-        queued (delayed or waiting on prerequisites too), retry_queued, or leased
-        with an expired lease."""
+        """How many jobs of ``job_types`` may still run but no live worker holds."""
         return backlog.unheld_jobs(self._store, job_types)
 
     def seconds_until_due(self, job_types: Sequence[str]) -> float | None:
-        """Seconds until the next job of ``job_types`` becomes runnable by time (a
-        delayed job, a retry's backoff) or a lease of theirs expires (to recover);
-        None when there is neither. Negative when overdue."""
+        """Seconds until the next job of ``job_types`` is due by time (None: none)."""
         return backlog.seconds_until_due(self._store, job_types)
 
     def has_work(self, job_types: Sequence[str], *, within: timedelta = timedelta(0)) -> bool:
-        """Whether a burst worker of ``job_types`` should stay: one of its jobs can run
-        now (or within ``within``), has a lease that expired (to recover), or waits
-        on prerequisites of which one, down the chain, is leased or can run by then.
-        A job delayed beyond ``within``, and whatever waits on it, does not count."""
+        """Whether a burst worker of ``job_types`` should stay."""
         return backlog.has_work(self._store, job_types, within=within)
 
     def find_by_idempotency_key(self, key: str) -> JobSnapshot | None:
@@ -357,8 +314,7 @@ class JobService:
         return queries.get(self._store, job_id)
 
     def ids_starting_with(self, prefix: str, *, limit: int = 10) -> list[str]:
-        """Ids of the jobs whose id starts with ``prefix`` (at most ``limit``, in id
-        order), for callers that accept an abbreviated id as git and docker do."""
+        """Ids of the jobs whose id starts with ``prefix`` (an abbreviated id)."""
         return queries.ids_starting_with(self._store, prefix, limit=limit)
 
     def list_jobs(
@@ -369,14 +325,9 @@ class JobService:
         before: str | None = None,
         limit: int = 100,
     ) -> list[JobSnapshot]:
-        """Newest jobs first; ``before`` (a job id, e.g. the last of a page) pages on
-        to older ones."""
+        """Newest jobs first; ``before`` (a job id) pages on to older ones."""
         return queries.list_jobs(
-            self._store,
-            states=states,
-            job_types=job_types,
-            before=before,
-            limit=limit,
+            self._store, states=states, job_types=job_types, before=before, limit=limit
         )
 
     def prerequisites(self, job_ids: Iterable[str]) -> dict[str, list[str]]:
@@ -390,9 +341,7 @@ class JobService:
     def events_after(
         self, job_id: str, after: int = 0, *, limit: int | None = 1000
     ) -> list[dict[str, Any]]:
-        """Events with ``seq > after`` in order: the resumable cursor for SSE and
-        polling. Per job, ``seq`` is allocated under the job's row lock, so a reader
-        never sees a later event before an earlier one commits."""
+        """Events with ``seq > after`` in order: the resumable cursor for SSE, polling."""
         return queries.events_after(self._store, job_id, after, limit=limit)
 
 

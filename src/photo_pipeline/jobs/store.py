@@ -1,6 +1,6 @@
 """What the coordinator's modules work with: the session factory, the dialect, the
-time decisions are made with, and (PostgreSQL) a connection on which a one-statement
-change commits by itself."""
+time decisions are made with, the state changes with their retry policy, and
+(PostgreSQL) a connection on which a one-statement change commits by itself."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db.dialect import engine_of, is_postgresql
 from photo_pipeline.jobs.clock import Clock, TrustedClock
+from photo_pipeline.jobs.transitions import Transitions
 
 if TYPE_CHECKING:
     import psycopg
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
 class JobStore:
     """One per ``JobService``; holds no state of its own beyond what it is given."""
 
-    def __init__(self, session_factory: sessionmaker[Session], clock: Clock | None) -> None:
+    def __init__(
+        self, session_factory: sessionmaker[Session], clock: Clock | None, transitions: Transitions
+    ) -> None:
         self.session_factory = session_factory
         self.engine: Engine = engine_of(session_factory)
         # Asked once: the hot path (jobs.lease) branches on it per statement.
@@ -32,6 +35,7 @@ class JobStore:
         # Without a clock (production) leases, expiry, backoff and recovery use the
         # database's time; a clock given (tests) is used instead.
         self.clock = TrustedClock(self.engine, clock)
+        self.transitions = transitions
 
     @contextmanager
     def autocommit(self) -> Iterator[Connection]:
