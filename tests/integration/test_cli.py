@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import os
@@ -103,6 +104,23 @@ def test_wait_runs_an_embedded_worker_and_reports_the_outcome(cli, service, tmp_
     assert code == 1 and json.loads(out)[0]["state"] == "failed"
     code, out, _ = cli("workers", "--all", "--json")
     assert code == 0 and {w["state"] for w in json.loads(out)} == {"stopped"}
+
+
+def test_the_embedded_worker_tells_of_a_job_once_its_final_state_is_written(cli, service, tmp_path):
+    # The wait looks as soon as it is told (cli.progress): the state must be there.
+    from photo_pipeline.cli.embedded import EmbeddedWorker
+
+    importlib.import_module("tests.integration.handlers")  # registers test.record
+    job = service.enqueue("test.record", items=["a"], params={"log": str(tmp_path / "run.log")})
+    worker = EmbeddedWorker(library(), {"test.record"})
+    worker.start()
+    try:
+        assert worker.job_ended.wait(timeout=120)
+        final = service.get(job["id"])
+        assert final is not None and final["state"] == JobState.SUCCEEDED
+    finally:
+        worker.stop()
+    assert worker.failure == []
 
 
 def test_wait_without_a_handler_is_refused(cli, service):
