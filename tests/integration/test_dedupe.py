@@ -414,7 +414,7 @@ def test_a_copy_held_open_by_a_writer_stays_and_leaves_no_quarantined_twin(
 ):
     """A program that opened the copy before the move: it stays in place, and what was
     already placed in the quarantine is taken back (no file in both places)."""
-    from photo_pipeline.pipeline import transfer
+    from photo_pipeline.pipeline.organize import transfer
 
     home = tmp_path / "home"
     plan = dedupe.plan_dedupe(session_factory)

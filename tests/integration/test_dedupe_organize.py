@@ -10,7 +10,6 @@ from pathlib import Path
 
 from photo_pipeline.jobs import JobState
 from photo_pipeline.pipeline import organize
-from photo_pipeline.pipeline.template import parse as parse_template
 from tests.factories import photos
 from tests.integration.test_organize import TEMPLATE, run_organize, scan_folders, tree
 
@@ -75,32 +74,3 @@ def test_renamed_copies_are_placed_once_in_a_plan_and_across_runs(session_factor
         "--keep-duplicates",
     )  # fmt: skip
     assert code == 0 and json.loads(out)["summary"] == kept["summary"]
-
-
-def test_content_the_destination_holds_under_another_name_is_a_duplicate():
-    candidates = [
-        organize.Candidate(
-            None, 1, "/src", "x/IMG_9.jpg", "c" * 64, 1, True, "jpeg",
-            {"taken": "2024-01-01T00:00:00", "original_name": "IMG_9", "ext": "jpg"},
-        )
-    ]  # fmt: skip
-    template = parse_template("{taken:%Y}/{original_name}.{ext}")
-    # The destination already has that content at 2024/IMG_9.jpg... and the name is
-    # free elsewhere: not known, so placed.
-    plan = organize.build_plan(candidates, template, move=False, existing=lambda _: None)
-    assert [(e.action, e.reason) for e in plan] == [("copy", None)]
-    # Resident (catalogued in the destination) under another name: a duplicate of it.
-    resident = organize.Candidate(
-        7, 2, "/dest", "old/renamed.jpg", "c" * 64, 1, True, "jpeg", resident=True
-    )
-    plan = organize.build_plan(
-        [*candidates, resident], template, move=False, existing=lambda _: None
-    )
-    assert [(e.action, e.reason, e.duplicate_of) for e in plan] == [
-        ("skip", "duplicate", "old/renamed.jpg")
-    ]
-    plan = organize.build_plan(
-        [*candidates, resident], template, move=False, existing=lambda _: None,
-        keep_duplicates=True,
-    )  # fmt: skip
-    assert [(e.action, e.dest_path) for e in plan] == [("copy", "2024/IMG_9.jpg")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from photo_pipeline.jobs import JobBlocked, JobService, LockHeld
-from photo_pipeline.pipeline import organize, verify
+from photo_pipeline.pipeline import locks, organize, verify
 
 
 def test_a_held_lock_is_refused_as_lock_held_naming_the_holder(session_factory):
@@ -27,3 +27,15 @@ def test_the_library_lock_refuses_with_library_busy_naming_the_job(session_facto
     assert isinstance(refused.value, LockHeld)
     assert refused.value.blocking_jobs == [holder["id"]]
     assert [b["id"] for b in refused.value.blockers] == [holder["id"]]
+
+
+def test_enqueue_or_join_rejoins_only_the_same_request(session_factory):
+    service = JobService(session_factory)
+    first = locks.enqueue_or_join(service, "organize", {"destination": "/a"})
+    again = locks.enqueue_or_join(service, "organize", {"destination": "/a"})
+    assert again["id"] == first["id"]  # the running job of this very request
+    with pytest.raises(locks.LibraryBusy) as refused:
+        locks.enqueue_or_join(service, "organize", {"destination": "/b"})
+    assert refused.value.blocking_jobs == [first["id"]]
+    with pytest.raises(locks.LibraryBusy):  # without joining, the same request is refused
+        locks.enqueue_library_job(service, "organize", {"destination": "/a"})

@@ -20,8 +20,7 @@ from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, hash_file
 from photo_pipeline.pipeline import organize, scan
 from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.template import TemplateError
-from photo_pipeline.pipeline.template import parse as parse_template
+from photo_pipeline.pipeline.organize.template import TemplateError
 from tests.factories import photos
 
 TEMPLATE = "{taken:%Y}/{taken:%Y-%m-%d}/{original_name}.{ext}"
@@ -134,46 +133,6 @@ def test_plan_layout_collisions_and_sidecars(session_factory, source, tmp_path):
     assert "notes.txt" not in entries
     assert plan["summary"]["actions"] == {"copy": 11, "skip": 2}
     assert plan["summary"]["reasons"] == {"duplicate": 1, "photo_skipped": 1, "renamed": 1}
-
-
-def candidate(path: str, content: str, *, photo: bool = True, fmt: str = "jpeg", **values):
-    name = path.rsplit("/", 1)[-1]
-    values = {"taken": "2024-02-03T04:05:06", "original_name": name.split(".")[0], **values}
-    values.setdefault("ext", name.rsplit(".", 1)[-1].lower())
-    return organize.Candidate(
-        None, 1, "/src", path, content, 1, photo, fmt if photo else None, values
-    )
-
-
-def test_build_plan_is_a_pure_function_of_its_inputs():
-    candidates = [
-        candidate("a/IMG_1.CR2", "raw", fmt="cr2"),
-        candidate("a/IMG_1.JPG", "jpg"),
-        candidate("a/IMG_1.JPG.xmp", "x1", photo=False),
-        candidate("a/IMG_1.xmp", "x2", photo=False),
-        candidate("a/orphan.xmp", "x3", photo=False),
-        candidate("b/img_1.cr2", "other raw", fmt="cr2"),
-    ]
-    template = parse_template("{taken:%Y}/{original_name}.{ext}")
-    plan = organize.build_plan(candidates, template, move=True, existing=lambda _: None)
-    assert plan == organize.build_plan(candidates, template, move=True, existing=lambda _: None)
-    assert [(e.candidate.path, e.kind, e.action, e.reason, e.dest_path) for e in plan] == [
-        ("a/IMG_1.CR2", "photo", "move", None, "2024/IMG_1.cr2"),
-        ("a/IMG_1.JPG", "companion", "move", None, "2024/IMG_1.jpg"),
-        ("a/IMG_1.JPG.xmp", "sidecar", "move", None, "2024/IMG_1.jpg.xmp"),
-        ("a/IMG_1.xmp", "sidecar", "move", None, "2024/IMG_1.xmp"),
-        # Differs from a planned name only in case: one file on many filesystems.
-        ("b/img_1.cr2", "photo", "move", "renamed", "2024/img_1-2.cr2"),
-    ]
-    # One name of the group held by other content: the whole group moves on together.
-    held = {"2024/IMG_1.xmp": "someone else's"}
-    plan = organize.build_plan(candidates[:4], template, move=False, existing=held.get)
-    assert [(e.action, e.reason, e.dest_path) for e in plan] == [
-        ("copy", "renamed", "2024/IMG_1-2.cr2"),
-        ("copy", "renamed", "2024/IMG_1-2.jpg"),
-        ("copy", "renamed", "2024/IMG_1-2.jpg.xmp"),
-        ("copy", "renamed", "2024/IMG_1-2.xmp"),
-    ]
 
 
 def test_copy_places_verified_files_and_catalogues_them(session_factory, source, tmp_path):

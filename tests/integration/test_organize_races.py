@@ -21,7 +21,8 @@ from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline import organize, transfer
+from photo_pipeline.pipeline import organize
+from photo_pipeline.pipeline.organize import transfer
 from tests.factories import photos
 from tests.integration.test_organize import TEMPLATE, run_organize, scan_folders
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from photo_pipeline.pipeline.template import (
+from photo_pipeline.pipeline.organize.template import (
     DEFAULT_TEMPLATE,
     TemplateError,
     extension,

@@ -19,7 +19,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
-from photo_pipeline.pipeline.template import DEFAULT_TEMPLATE  # no database: light
+from photo_pipeline.pipeline.organize.template import DEFAULT_TEMPLATE  # no database: light
 
 _SHOWN = 40
 

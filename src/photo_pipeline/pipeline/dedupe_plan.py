@@ -36,8 +36,9 @@ from photo_pipeline.db.schema import (
 )
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
-from photo_pipeline.pipeline import keeper, paths, transfer
+from photo_pipeline.pipeline import keeper, paths
 from photo_pipeline.pipeline.catalog import MISSING, PRESENT, QUARANTINED
+from photo_pipeline.pipeline.organize import transfer
 
 SIDECAR_EXTENSIONS = frozenset({".xmp", ".aae"})
 # Up to this many assets, Live Photo pairs are looked up by id rather than all read.

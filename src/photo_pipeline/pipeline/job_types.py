@@ -4,7 +4,6 @@ undo), verify, places, timeshift (and its undo), dedupe (its undo, purge)."""
 
 from photo_pipeline.pipeline import (  # noqa: F401
     dedupe,
-    organize,
     places,
     render,
     scan,
@@ -12,3 +11,4 @@ from photo_pipeline.pipeline import (  # noqa: F401
     timeshift,
     verify,
 )
+from photo_pipeline.pipeline.organize import run, undo  # noqa: F401

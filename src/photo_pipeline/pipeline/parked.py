@@ -1,8 +1,8 @@
 """Files parked by a job that moves files and will not run again: given their names back.
 
-``transfer.retire`` parks a file (renames it to a private ``.pp-…parked`` name in its
-folder) for the instant it checks it before removing it. A worker killed in that
-instant leaves the file parked, hidden from the user. The job itself gives it its
+``organize.transfer.retire`` parks a file (renames it to a private ``.pp-…parked``
+name in its folder) for the instant it checks it before removing it. A worker killed
+in that instant leaves the file parked, hidden from the user. The job itself gives it its
 name back when it runs again; a job that will not (cancelled, or failed for good and
 not retried) cannot, so this module does it for such jobs. Their journals say which
 entry each private name belongs to, so which name the file had; temp files they left
@@ -35,7 +35,6 @@ from photo_pipeline.db.schema import jobs
 from photo_pipeline.jobs import JobService, JobSnapshot, JobState
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline import transfer
 
 log = logging.getLogger(__name__)
 
@@ -120,13 +119,17 @@ def cancel(service: JobService, job_id: str, *, reason: str | None = None) -> Jo
 
 def _movers() -> dict[str, Places]:
     # The job types register their places when imported; they import this module.
-    from photo_pipeline.pipeline import dedupe, organize  # noqa: F401
+    from photo_pipeline.pipeline import dedupe  # noqa: F401
+    from photo_pipeline.pipeline.organize import run, undo  # noqa: F401
 
     return _PLACES
 
 
 def _restore(job_id: str, token: int, places: list[Place]) -> list[Restored]:
     """One job: list each folder once, put back what it parked there."""
+    # Here, not at the top: organize (whose package holds transfer) imports this module.
+    from photo_pipeline.pipeline.organize import transfer
+
     names: dict[tuple[str, str, str], dict[int, str]] = {}
     for place in places:
         folder, name = os.path.split(place.path)

@@ -27,7 +27,8 @@ from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, cost
 from photo_pipeline.media.phash import to_text
 from photo_pipeline.media.render import RenderResult, RenderSettings, render_file
-from photo_pipeline.pipeline import paths, roots, transfer
+from photo_pipeline.pipeline import paths, roots
+from photo_pipeline.pipeline.organize import transfer
 from photo_pipeline.pipeline.renditions import (
     RenderOutcome,
     Renditions,

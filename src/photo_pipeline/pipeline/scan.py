@@ -51,7 +51,7 @@ from photo_pipeline.media.render import RenderSettings, render_file
 from photo_pipeline.media.video import DEFAULT_TIME_LIMIT
 from photo_pipeline.pipeline import parked, paths, roots
 from photo_pipeline.pipeline.catalog import IGNORED, MISSING, SIDECAR, Catalog, FileReport
-from photo_pipeline.pipeline.organize_plan import SIDECAR_EXTENSIONS
+from photo_pipeline.pipeline.organize.plan import SIDECAR_EXTENSIONS
 from photo_pipeline.pipeline.places import locate_reports, prepare
 from photo_pipeline.pipeline.render import stage_renditions
 from photo_pipeline.pipeline.renditions import (

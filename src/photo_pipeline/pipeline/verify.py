@@ -24,7 +24,7 @@ from photo_pipeline.jobs import JobService, JobSnapshot, LockHeld
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
-from photo_pipeline.pipeline import organize, parked, paths
+from photo_pipeline.pipeline import locks, parked, paths
 from photo_pipeline.pipeline.catalog import PRESENT
 from photo_pipeline.pipeline.roots import (
     SYMLINK_OUTSIDE_ROOTS,
@@ -43,9 +43,9 @@ def start_verify(service: JobService, *, max_attempts: int = 3) -> JobSnapshot:
     lock (a file being moved by organize is not missing); ``LibraryBusy`` names the
     job holding it."""
     try:
-        return service.enqueue(JOB_TYPE, lock=organize.LIBRARY_LOCK, max_attempts=max_attempts)
+        return service.enqueue(JOB_TYPE, lock=locks.LIBRARY_LOCK, max_attempts=max_attempts)
     except LockHeld as exc:
-        raise organize.library_busy(service) from exc
+        raise locks.library_busy(service) from exc
 
 
 def _expected(session_factory: sessionmaker[Session]) -> tuple[dict[str, str], dict[str, str]]:

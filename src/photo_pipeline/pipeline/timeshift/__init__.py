@@ -10,6 +10,7 @@ dicts), ``start_timeshift``, ``start_undo`` and ``journal``.
 - :mod:`.job`: the two job types and how they are queued.
 """
 
+from photo_pipeline.pipeline.locks import LIBRARY_LOCK
 from photo_pipeline.pipeline.timeshift.apply import apply_shift, apply_undo, journal
 from photo_pipeline.pipeline.timeshift.arithmetic import (
     MAX_SHIFT,
@@ -21,7 +22,6 @@ from photo_pipeline.pipeline.timeshift.arithmetic import (
 )
 from photo_pipeline.pipeline.timeshift.job import (
     JOB_TYPE,
-    LIBRARY_LOCK,
     UNDO_JOB_TYPE,
     NotATimeshift,
     start_timeshift,

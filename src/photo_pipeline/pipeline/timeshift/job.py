@@ -22,12 +22,12 @@ from photo_pipeline.jobs import (
 )
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.pipeline.locks import LIBRARY_LOCK
 from photo_pipeline.pipeline.timeshift.apply import apply_shift, apply_undo
 from photo_pipeline.pipeline.timeshift.plan import NothingToShift, plan_timeshift
 
 JOB_TYPE = "timeshift"
 UNDO_JOB_TYPE = "timeshift_undo"
-LIBRARY_LOCK = "library"  # shared with organize: one library-wide mutation at a time
 
 _BATCH = 200
 

@@ -30,10 +30,11 @@ from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
 from photo_pipeline.media.formats import RAW_FORMATS
-from photo_pipeline.pipeline import keeper, paths, transfer
+from photo_pipeline.pipeline import keeper, paths
 from photo_pipeline.pipeline.catalog import MISSING, PRESENT
-from photo_pipeline.pipeline.template import Template, extension
-from photo_pipeline.pipeline.template import sibling as sibling_name
+from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.organize.template import Template, extension
+from photo_pipeline.pipeline.organize.template import sibling as sibling_name
 
 SIDECAR_EXTENSIONS = frozenset({".xmp", ".aae"})
 MAX_COUNTER = 10_000

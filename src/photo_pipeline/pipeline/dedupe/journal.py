@@ -1,0 +1,219 @@
+"""Dedupe's journal (``dedupe_entries``): a job's whole plan, written before it
+touches a file, one row per copy to quarantine with its keeper and its state
+(planned, then quarantined or skipped; restored by an undo, purged by a purge).
+Also what a job did, as a report, and where a stopped job may have left files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import dedupe_entries, jobs, sources
+from photo_pipeline.jobs import utc_now
+from photo_pipeline.pipeline import parked, paths
+from photo_pipeline.pipeline.dedupe.start import PURGE_JOB_TYPE, UNDO_JOB_TYPE, quarantine_folder
+from photo_pipeline.pipeline.dedupe_plan import GroupPlan, bundle_stem
+from photo_pipeline.pipeline.fenced_journal import FencedJournal
+
+PLANNED, QUARANTINED, SKIPPED = "planned", "quarantined", "skipped"
+RESTORED, PURGED = "restored", "purged"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One journal row, with the roots executing it needs."""
+
+    id: int
+    job_id: str
+    seq: int
+    kind: str
+    file_id: int | None
+    source_id: int
+    source_root: str
+    source_path: str
+    quarantine_path: str
+    content_hash: str
+    size: int
+    keeper_root: str
+    keeper_path: str
+    keeper_hash: str
+    state: str
+
+    @property
+    def item_key(self) -> str:
+        return f"{self.seq}:{paths.display(self.source_path)}"[:2000]
+
+    def source(self) -> str:
+        return os.path.join(self.source_root, paths.from_text(self.source_path))
+
+    @property
+    def bundle(self) -> tuple[int, str, str]:
+        relative = paths.from_text(self.source_path)
+        return (
+            self.source_id,
+            os.path.dirname(relative),
+            bundle_stem(os.path.basename(relative)),
+        )
+
+
+Recorded = tuple[Entry, dict[str, Any], Any]
+
+
+class Journal(FencedJournal[Entry]):
+    """The entries of dedupe jobs; writes fenced by ``fence``."""
+
+    table = dedupe_entries
+
+    def load(self, *where: Any) -> list[Entry]:
+        keeper_sources = sources.alias("keeper_sources")
+        query = (
+            select(
+                dedupe_entries,
+                sources.c.path.label("root"),
+                keeper_sources.c.path.label("keeper_root"),
+            )
+            .join(sources, sources.c.id == dedupe_entries.c.source_id)
+            .join(keeper_sources, keeper_sources.c.id == dedupe_entries.c.keeper_source_id)
+            .where(*where)
+            .order_by(dedupe_entries.c.job_id, dedupe_entries.c.seq)
+        )
+        with read_session(self._session_factory) as session:
+            return [
+                Entry(
+                    r.id,
+                    r.job_id,
+                    r.seq,
+                    r.kind,
+                    r.file_id,
+                    r.source_id,
+                    r.root,
+                    r.source_path,
+                    r.quarantine_path,
+                    r.content_hash,
+                    r.size,
+                    r.keeper_root,
+                    r.keeper_path,
+                    r.keeper_hash,
+                    r.state,
+                )
+                for r in session.execute(query)
+            ]
+
+    def of_job(self, job_id: str) -> list[Entry]:
+        return self.load(dedupe_entries.c.job_id == job_id)
+
+    def write_plan(self, job_id: str, plans: list[GroupPlan]) -> None:
+        """All entries in one transaction: a journal is either whole or absent."""
+        now = utc_now()
+        self.write_rows(
+            job_id,
+            [
+                {
+                    "job_id": job_id,
+                    "seq": move.seq,
+                    "group_key": move.group_key,
+                    "kind": move.kind,
+                    "reason": move.reason,
+                    "file_id": move.member.file_id,
+                    "source_id": move.member.source_id,
+                    "source_path": move.member.path,
+                    "quarantine_path": move.quarantine_path,
+                    "content_hash": move.member.content_hash,
+                    "size": move.member.size,
+                    "keeper_source_id": move.keeper.source_id,
+                    "keeper_path": move.keeper.path,
+                    "keeper_hash": move.keeper.content_hash,
+                    "state": PLANNED,
+                    "updated_at": now,
+                }
+                for plan in plans
+                for move in plan.moves
+            ],
+        )
+
+
+def entries(session: Session, *where: Any) -> Iterator[Row[Any]]:
+    """Entries (``where``) with what finding their files needs."""
+    return iter(
+        session.execute(
+            select(
+                dedupe_entries.c.job_id,
+                dedupe_entries.c.seq,
+                dedupe_entries.c.source_path,
+                dedupe_entries.c.quarantine_path,
+                sources.c.path.label("root"),
+            )
+            .join(sources, sources.c.id == dedupe_entries.c.source_id)
+            .where(*where)
+        )
+    )
+
+
+def places(kind: str, home: str, row: Row[Any]) -> Iterator[parked.Place]:
+    """An entry's original and its quarantined copy: either may have been parked
+    (removed after placing the other) or had a temp copy beside it."""
+    yield parked.Place(kind, row.root, paths.from_text(row.source_path), row.seq)
+    quarantine = quarantine_folder(home, row.job_id)
+    yield parked.Place(kind, quarantine, paths.from_text(row.quarantine_path), row.seq)
+
+
+# ── reports ────────────────────────────────────────────────────────────────────
+def dedupe_report(
+    session_factory: sessionmaker[Session], job_id: str, *, limit: int = 100
+) -> dict[str, Any]:
+    """What a dedupe, undo or purge job did: entries per state, bytes quarantined (or
+    reclaimed by a purge), and the first ``limit`` skipped entries with reasons."""
+    with read_session(session_factory) as session:
+        job_type = session.scalar(select(jobs.c.job_type).where(jobs.c.id == job_id))
+        if job_type == PURGE_JOB_TYPE:
+            count, reclaimed = session.execute(
+                select(func.count(), func.coalesce(func.sum(dedupe_entries.c.size), 0)).where(
+                    dedupe_entries.c.purge_job_id == job_id
+                )
+            ).one()
+            return {
+                "job_id": job_id,
+                "purged": count,
+                "bytes_reclaimed": int(reclaimed),
+            }
+        if job_type == UNDO_JOB_TYPE:
+            restored = session.scalar(
+                select(func.count()).where(dedupe_entries.c.undo_job_id == job_id)
+            )
+            return {"job_id": job_id, "restored": restored}
+        rows = session.execute(
+            select(dedupe_entries, sources.c.path.label("root"))
+            .join(sources, sources.c.id == dedupe_entries.c.source_id)
+            .where(dedupe_entries.c.job_id == job_id)
+            .order_by(dedupe_entries.c.seq)
+        ).all()
+    states: dict[str, int] = {}
+    problems: list[dict[str, Any]] = []
+    quarantined_bytes = 0
+    for row in rows:
+        states[row.state] = states.get(row.state, 0) + 1
+        if row.state in (QUARANTINED, PURGED):
+            quarantined_bytes += row.size
+        if row.state == SKIPPED and len(problems) < limit:
+            problems.append(
+                {
+                    "seq": row.seq,
+                    "group": row.group_key,
+                    "path": f"{row.root}/{paths.display(row.source_path)}",
+                    "reason": row.error_code,
+                    "message": row.error_message,
+                }
+            )
+    return {
+        "job_id": job_id,
+        "entries": len(rows),
+        "states": states,
+        "bytes_quarantined": quarantined_bytes,
+        "problems": problems,
+    }

@@ -1,0 +1,128 @@
+"""The front doors of dedupe: the dry run, and queueing a dedupe, its undo or a purge
+(each holds the library lock). Where a job's copies go: its quarantine folder."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.errors import PhotoPipelineError
+from photo_pipeline.jobs import JobService, JobSnapshot, utc_now
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan, summary
+from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
+
+JOB_TYPE = "dedupe"
+UNDO_JOB_TYPE = "dedupe_undo"
+PURGE_JOB_TYPE = "dedupe_purge"
+QUARANTINE = "quarantine"  # below the library home
+
+_MAX_DAYS = 36_525
+
+
+class DedupeError(PhotoPipelineError):
+    """A request dedupe refuses: ``not_a_dedupe_job``, ``invalid_days``,
+    ``quarantine_inside_source``."""
+
+    code = "dedupe_refused"
+    status = 422
+
+
+def quarantine_folder(home: str | Path, job_id: str) -> str:
+    """Where a dedupe job's copies go: ``<home>/quarantine/<job id>``."""
+    return os.path.join(os.path.abspath(home), QUARANTINE, job_id)
+
+
+# ── the plan ───────────────────────────────────────────────────────────────────
+def plan_dedupe(
+    session_factory: sessionmaker[Session], *, near: bool = False, limit: int | None = None
+) -> dict[str, Any]:
+    """The dry run as JSON-able data, touching nothing: ``summary`` (groups, files to
+    quarantine, bytes reclaimed, keepers by reason) and ``groups`` (the first
+    ``limit``, or all), each with its keeper, why it won and what moves."""
+    plans = build_dedupe_plan(session_factory, near=near)
+    shown = plans if limit is None else plans[:limit]
+    return {
+        "near": near,
+        "summary": summary(plans),
+        "groups": [plan.as_dict() for plan in shown],
+        "truncated": len(shown) < len(plans),
+    }
+
+
+# ── starting jobs ──────────────────────────────────────────────────────────────
+def start_dedupe(
+    service: JobService,
+    home: str | Path,
+    *,
+    near: bool = False,
+    idempotency_key: str | None = None,
+    max_attempts: int = 10,
+    rejoin: bool = False,
+    hard_links: bool = True,
+) -> JobSnapshot:
+    """Queue a ``dedupe`` job. Raises ``LibraryBusy`` (``lock_held``) while another
+    job holds the library; ``rejoin`` returns an active job of this very request.
+    ``hard_links=False`` copies into the quarantine even within one filesystem (for
+    tests and odd mounts)."""
+    params: dict[str, Any] = {"home": os.path.abspath(home), "near": near}
+    _check_quarantine(service.session_factory, params["home"])
+    if not hard_links:
+        params["hard_links"] = False
+    enqueue = enqueue_or_join if rejoin else enqueue_library_job
+    return enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts)
+
+
+def undo_key(dedupe_job_id: str) -> str:
+    """The idempotency key of a dedupe job's undo: there is only ever one."""
+    return f"dedupe-undo:{dedupe_job_id}"
+
+
+def start_undo(service: JobService, dedupe_job_id: str, *, max_attempts: int = 10) -> JobSnapshot:
+    """Queue the undo of a dedupe job (asking twice returns the same undo job)."""
+    job = service.get(dedupe_job_id)
+    if job is None or job["job_type"] != JOB_TYPE:
+        raise DedupeError("not_a_dedupe_job", f"no dedupe job with id {dedupe_job_id!r}")
+    params = {"dedupe_job_id": dedupe_job_id, "home": job["params"]["home"]}
+    return enqueue_library_job(
+        service, UNDO_JOB_TYPE, params, undo_key(dedupe_job_id), max_attempts
+    )
+
+
+def start_purge(
+    service: JobService,
+    home: str | Path,
+    older_than_days: int,
+    *,
+    idempotency_key: str | None = None,
+    max_attempts: int = 10,
+) -> JobSnapshot:
+    """Queue a purge of files quarantined more than ``older_than_days`` days ago."""
+    if type(older_than_days) is not int or not 0 <= older_than_days <= _MAX_DAYS:
+        raise DedupeError(
+            "invalid_days", f"--older-than-days must be 0..{_MAX_DAYS}, got {older_than_days!r}"
+        )
+    # The cutoff is fixed now, so a resumed purge deletes what was asked, no more.
+    cutoff = utc_now() - timedelta(days=older_than_days)
+    params = {
+        "home": os.path.abspath(home),
+        "older_than_days": older_than_days,
+        "before": cutoff.isoformat(),
+    }
+    return enqueue_library_job(service, PURGE_JOB_TYPE, params, idempotency_key, max_attempts)
+
+
+def _check_quarantine(session_factory: sessionmaker[Session], home: str) -> None:
+    """A quarantine inside a source would be scanned as originals again."""
+    quarantine = Path(os.path.realpath(os.path.join(home, QUARANTINE)))
+    for root in Catalog(session_factory).source_paths():
+        if quarantine.is_relative_to(root):
+            raise DedupeError(
+                "quarantine_inside_source",
+                f"the quarantine {quarantine} is inside the source {root}: its copies would "
+                "be catalogued as originals again; use a library home outside your photos",
+            )

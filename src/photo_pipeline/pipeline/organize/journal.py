@@ -1,0 +1,170 @@
+"""Organize's journal (``organize_entries``): a job's whole plan, written before it
+touches a file, one row per file with its state (planned, then done, failed or
+skipped; undone by its undo). A crash at any instant is resumed by looking at the
+disk: an entry is re-run until its row says done. Also what a job did, as a report,
+and what a stopped one may have left behind."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import organize_entries, sources
+from photo_pipeline.jobs import utc_now
+from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline.fenced_journal import FencedJournal
+from photo_pipeline.pipeline.organize.plan import PlanEntry
+
+PLANNED, DONE, FAILED, SKIPPED, UNDONE = "planned", "done", "failed", "skipped", "undone"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One journal row, with what executing it needs."""
+
+    id: int
+    seq: int
+    kind: str
+    action: str
+    file_id: int | None
+    source_id: int
+    source_root: str
+    source_path: str
+    dest_path: str
+    content_hash: str
+    state: str
+
+    @property
+    def item_key(self) -> str:
+        return f"{self.seq}:{paths.display(self.source_path)}"[:2000]
+
+    def source(self) -> str:
+        return os.path.join(self.source_root, paths.from_text(self.source_path))
+
+    def dest(self, destination: str) -> str:
+        return os.path.join(destination, paths.from_text(self.dest_path))
+
+
+Recorded = tuple[Entry, dict[str, Any], Any]
+
+
+class Journal(FencedJournal[Entry]):
+    """The entries of one organize job (``job_id``); writes fenced by ``fence``."""
+
+    table = organize_entries
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        job_id: str,
+        fence: tuple[str, int] | None = None,
+    ) -> None:
+        super().__init__(session_factory, fence)
+        self.job_id = job_id
+
+    def load(self) -> list[Entry]:
+        query = (
+            select(organize_entries, sources.c.path.label("root"))
+            .join(sources, sources.c.id == organize_entries.c.source_id)
+            .where(organize_entries.c.job_id == self.job_id)
+            .order_by(organize_entries.c.seq)
+        )
+        with read_session(self._session_factory) as session:
+            return [
+                Entry(
+                    r.id,
+                    r.seq,
+                    r.kind,
+                    r.action,
+                    r.file_id,
+                    r.source_id,
+                    r.root,
+                    r.source_path,
+                    r.dest_path,
+                    r.content_hash,
+                    r.state,
+                )
+                for r in session.execute(query)
+            ]
+
+    def write_plan(self, plan: list[PlanEntry]) -> None:
+        """All entries in one transaction: a journal is either whole or absent."""
+        now = utc_now()
+        self.write_rows(
+            self.job_id,
+            [
+                {
+                    "job_id": self.job_id,
+                    "seq": e.seq,
+                    "kind": e.kind,
+                    "action": e.action,
+                    "reason": e.reason,
+                    "file_id": e.candidate.file_id,
+                    "source_id": e.candidate.source_id,
+                    "source_path": e.candidate.path,
+                    "dest_path": e.dest_path,
+                    "content_hash": e.candidate.content_hash,
+                    "size": e.candidate.size,
+                    "state": SKIPPED if e.action == "skip" else PLANNED,
+                    "updated_at": now,
+                }
+                for e in plan
+            ],
+        )
+
+
+def unfinished(session: Session, organize_job_id: str, states: list[str]) -> Iterator[Row[Any]]:
+    """The entries of a job in ``states`` (skips aside), with their source's root."""
+    return iter(
+        session.execute(
+            select(
+                organize_entries.c.seq,
+                organize_entries.c.action,
+                organize_entries.c.source_path,
+                organize_entries.c.dest_path,
+                sources.c.path.label("root"),
+            )
+            .join(sources, sources.c.id == organize_entries.c.source_id)
+            .where(
+                organize_entries.c.job_id == organize_job_id,
+                organize_entries.c.action != "skip",
+                organize_entries.c.state.in_(states),
+            )
+        )
+    )
+
+
+# ── reports ────────────────────────────────────────────────────────────────────
+def organize_report(
+    session_factory: sessionmaker[Session], job_id: str, *, limit: int = 100
+) -> dict[str, Any]:
+    """What an organize job did: entry counts per state and action, and the first
+    ``limit`` failed or skipped entries with their reasons."""
+    with read_session(session_factory) as session:
+        rows = session.execute(
+            select(organize_entries)
+            .where(organize_entries.c.job_id == job_id)
+            .order_by(organize_entries.c.seq)
+        ).all()
+    counts: dict[str, int] = {}
+    problems: list[dict[str, Any]] = []
+    for row in rows:
+        counts[row.state] = counts.get(row.state, 0) + 1
+        if row.state in (FAILED, SKIPPED) and len(problems) < limit:
+            problems.append(
+                {
+                    "seq": row.seq,
+                    "state": row.state,
+                    "source": paths.display(row.source_path),
+                    "destination": paths.display(row.dest_path),
+                    "reason": row.error_code or row.reason,
+                    "message": row.error_message,
+                }
+            )
+    return {"job_id": job_id, "entries": len(rows), "states": counts, "problems": problems}

@@ -1,0 +1,228 @@
+"""The ``organize`` job: holds the library lock, journals its whole plan before it
+touches a file, then places each file with ``transfer`` (temp file, fsync, hash check,
+link into place, never over an existing name). Every step is safe to repeat, so a
+crash at any instant is resumed from the journal and the disk."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from photo_pipeline.jobs import utc_now
+from photo_pipeline.jobs.context import JobContext, RowWriter
+from photo_pipeline.jobs.handlers import ItemError, registry
+from photo_pipeline.pipeline import parked, paths
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.organize.journal import (
+    DONE,
+    FAILED,
+    PLANNED,
+    Entry,
+    Journal,
+    Recorded,
+    unfinished,
+)
+from photo_pipeline.pipeline.organize.plan import (
+    DestinationState,
+    build_plan,
+    catalogue_candidates,
+)
+from photo_pipeline.pipeline.organize.start import JOB_TYPE, check_destination
+from photo_pipeline.pipeline.organize.template import inside, parse
+
+# Files organize works on at once, and how many it queues ahead of the journal, so
+# that the threads keep working while a batch of results is committed (measured with
+# bench/organize.py).
+_THREADS = 4
+_AHEAD = 128
+
+
+@registry.handler(JOB_TYPE)
+def organize(ctx: JobContext) -> None:
+    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
+    params = ctx.params
+    destination = params["destination"]
+    catalog = Catalog(ctx.session_factory)
+    journal = Journal(ctx.session_factory, ctx.job_id, (ctx.job_id, ctx.fencing_token))
+    entries = journal.load()
+    if not entries:
+        # First run: the whole plan is journalled before any file is touched.
+        check_destination(ctx.session_factory, destination)
+        plan = build_plan(
+            catalogue_candidates(ctx.session_factory, destination),
+            parse(params["template"]),
+            move=params["move"],
+            existing=DestinationState(destination),
+            keep_duplicates=params.get("keep_duplicates", False),
+        )
+        for planned in plan:
+            inside(destination, paths.from_text(planned.dest_path))
+        journal.write_plan(plan)
+        entries = journal.load()
+    dest_source = catalog.add_source(Path(destination))["id"]
+    work = [e for e in entries if e.action != "skip"]
+    for start in range(0, len(work), 1000):
+        ctx.add_items(e.item_key for e in work[start : start + 1000])
+    by_seq = {e.seq: e for e in work}
+    os.makedirs(destination, exist_ok=True)
+    # Temp files of an interrupted earlier attempt (one listing per folder).
+    transfer.sweep_temp_files(
+        (os.path.dirname(e.dest(destination)) for e in work), JOB_TYPE, ctx.job_id
+    )
+    dest_device = os.stat(destination).st_dev
+
+    # A copy's new name is made durable with its folder's fsync, once per folder for
+    # a batch of copies, before the journal says they are done. (A move syncs each
+    # file's folder at once: its source goes next.)
+    unsynced: set[str] = set()
+
+    def write_journal() -> RowWriter | None:
+        for folder in sorted(unsynced):
+            fd = transfer.open_folder(destination, folder)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        unsynced.clear()
+        return journal.writer(lambda s, batch: _catalogue_organized(s, dest_source, batch))
+
+    ctx.before_flush(write_journal)
+    link_device = dest_device if params.get("hard_links", True) else None
+
+    def place(entry: Entry) -> os.stat_result:
+        try:
+            return _organize_one(entry, destination, ctx, params["move"], link_device)
+        except OSError as exc:  # an I/O error on this file fails it, not the job
+            raise transfer.write_error(exc, exc.filename or entry.dest(destination)) from exc
+
+    def record(key: str, entry: Entry, placed: Future[os.stat_result] | None) -> None:
+        if placed is None:
+            ctx.succeed(key)  # done before a crash; only its item was not yet recorded
+            return
+        try:
+            info = placed.result()
+        except ItemError as exc:
+            failure = {"state": FAILED, "error_code": exc.code, "error_message": exc.message}
+            journal.record(entry, failure)
+            ctx.fail(key, exc.code, exc.message)
+            return
+        done = {
+            "state": DONE,
+            "dest_inode": info.st_ino,
+            "dest_mtime_ns": info.st_mtime_ns,
+            "error_code": None,
+            "error_message": None,
+        }
+        if not params["move"]:
+            unsynced.add(os.path.dirname(paths.from_text(entry.dest_path)))
+        journal.record(entry, done, info)
+        ctx.succeed(key)
+
+    # A few files at once: one's reads and hashing overlap another's writes and
+    # fsyncs (BLAKE3 and the OS calls let go of the GIL). Each file still goes
+    # through every step of transfer; results are journalled in plan order.
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="organize") as pool:
+        queue: deque[tuple[str, Entry, Future[os.stat_result] | None]] = deque()
+        try:
+            for key in ctx.items():
+                entry = by_seq[int(key.split(":", 1)[0])]
+                # Two names of one content may be one inode: never in flight together
+                # (one's read would hold off the other's write lease).
+                while queue and (
+                    len(queue) >= _AHEAD
+                    or queue[0][2] is None
+                    or queue[0][2].done()
+                    or any(e.content_hash == entry.content_hash for _, e, _ in queue)
+                ):
+                    record(*queue.popleft())
+                placed = None if entry.state == DONE else pool.submit(place, entry)
+                queue.append((key, entry, placed))
+            for _, _, placed in queue:
+                if ctx.should_stop and placed is not None:
+                    placed.cancel()  # not started: stays for the next run (or the cancel)
+            while queue:
+                key, entry, placed = queue.popleft()
+                if placed is None or not placed.cancelled():
+                    record(key, entry, placed)  # what started finishes and is journalled
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    ctx.flush()
+    transfer.sweep_temp_files(
+        (os.path.dirname(e.dest(destination)) for e in work), JOB_TYPE, ctx.job_id
+    )
+
+
+def _organize_one(
+    entry: Entry, destination: str, ctx: JobContext, move: bool, link_device: int | None
+) -> os.stat_result:
+    """Place one file; safe to run again after a crash at any point."""
+    inside(destination, paths.from_text(entry.dest_path))
+    source_rel, dest_rel = paths.from_text(entry.source_path), paths.from_text(entry.dest_path)
+    names = transfer.PrivateNames(JOB_TYPE, ctx.job_id, entry.seq, ctx.fencing_token)
+    with (
+        transfer.spot(entry.source_root, source_rel) as source,
+        transfer.spot(destination, dest_rel, create=True) as dest,
+    ):
+        if move:
+            transfer.unpark_leftovers(source, names.prefix)  # parked by a run that died mid-remove
+        there = transfer.hash_at(dest)
+        if there is not None and there[0] != entry.content_hash:
+            raise ItemError(
+                "destination_taken", f"{dest.path}: a different file has this name; kept it"
+            )
+        seen = None  # placed by an earlier run: the source is checked by its bytes alone
+        if there is None:
+            link = (
+                move and link_device is not None and transfer.device(entry.source()) == link_device
+            )
+            try:
+                _, seen = transfer.place(
+                    source, dest, names.temp, entry.content_hash, link=link, sync_folder=move
+                )
+            except ItemError as exc:
+                # Lost a race for the name: fine if the winner placed this very content.
+                placed = transfer.hash_at(dest)
+                if exc.code != "destination_taken" or not placed or placed[0] != entry.content_hash:
+                    raise
+        if move:
+            transfer.retire(source, entry.content_hash, seen, names.parking)
+        return os.stat(dest.name, dir_fd=dest.fd, follow_symlinks=False)
+
+
+def _catalogue_organized(session: Session, dest_source: int, batch: list[Recorded]) -> None:
+    """Keep the catalogue true to the disk: a moved file's row follows it into the
+    destination (a source itself), a copied photo gets a row there too."""
+    rows = [
+        {
+            "move": entry.action == "move",
+            "file_id": entry.file_id,
+            "photo": entry.kind != "sidecar",
+            "content_hash": entry.content_hash,
+            "source_id": dest_source,
+            "path": entry.dest_path,
+            "size": info.st_size,
+            "mtime_ns": info.st_mtime_ns,
+            "inode": info.st_ino,
+        }
+        for entry, values, info in batch
+        if values["state"] == DONE
+    ]
+    Catalog.record_organized(session, rows, utc_now())
+
+
+def _leftovers(session: Session, job_id: str, params: dict[str, Any]) -> Iterator[parked.Place]:
+    """A source a move parked, a temp copy in the destination: entries not done."""
+    for row in unfinished(session, job_id, [PLANNED, FAILED]):
+        if row.action == "move":
+            yield parked.Place(JOB_TYPE, row.root, paths.from_text(row.source_path), row.seq)
+        yield parked.Place(JOB_TYPE, params["destination"], paths.from_text(row.dest_path), row.seq)
+
+
+parked.register(JOB_TYPE, _leftovers)

@@ -1,0 +1,160 @@
+"""The front doors of organize: check a request, plan it dry, queue its job (or its
+undo's). The plan is a pure function of catalogue rows, the template and what already
+lies in the destination (``plan.build_plan``); ``plan_organize`` serves it as
+JSON-able dicts (the CLI's ``--dry-run --json`` and the API print the same thing)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import sources
+from photo_pipeline.errors import PhotoPipelineError
+from photo_pipeline.jobs import JobService, JobSnapshot
+from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
+from photo_pipeline.pipeline.organize.plan import (
+    DestinationState,
+    PlanEntry,
+    build_plan,
+    catalogue_candidates,
+)
+from photo_pipeline.pipeline.organize.template import DEFAULT_TEMPLATE, inside, parse
+
+JOB_TYPE = "organize"
+UNDO_JOB_TYPE = "organize.undo"
+
+
+class OrganizeError(PhotoPipelineError):
+    """A request ``organize`` refuses: ``destination_not_a_folder``,
+    ``destination_not_writable``, ``destination_inside_source``,
+    ``destination_contains_source``, ``not_an_organize_job``."""
+
+    code = "organize_refused"
+    status = 422
+
+
+def check_destination(session_factory: sessionmaker[Session], destination: Path | str) -> str:
+    """The destination as an absolute path, refused when it is a file, not writable,
+    or overlaps a registered source (other than itself)."""
+    target = Path(destination).expanduser().resolve()
+    if target.exists() and not target.is_dir():
+        raise OrganizeError("destination_not_a_folder", f"{target} exists and is not a folder")
+    existing = target
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OrganizeError("destination_not_a_folder", f"{existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OrganizeError("destination_not_writable", f"{existing} is not writable")
+    with read_session(session_factory) as session:
+        roots = [Path(p) for p in session.scalars(select(sources.c.path))]
+    for root in roots:
+        if root == target:
+            continue
+        if target.is_relative_to(root):
+            raise OrganizeError(
+                "destination_inside_source",
+                f"{target} is inside the source {root}: organizing would move files "
+                "within a folder that is scanned as originals",
+            )
+        if root.is_relative_to(target):
+            raise OrganizeError(
+                "destination_contains_source",
+                f"the source {root} is inside {target}: choose a destination outside it",
+            )
+    return str(target)
+
+
+def plan_organize(
+    session_factory: sessionmaker[Session],
+    destination: Path | str,
+    template: str = DEFAULT_TEMPLATE,
+    *,
+    move: bool = False,
+    limit: int | None = None,
+    keep_duplicates: bool = False,
+) -> dict[str, Any]:
+    """The dry-run plan as JSON-able data, touching nothing: ``summary`` (counts per
+    action and reason, bytes to write) and ``entries`` (the first ``limit``, or all).
+    Raises ``TemplateError`` / ``OrganizeError`` for bad input."""
+    parsed = parse(template)
+    root = check_destination(session_factory, destination)
+    plan = build_plan(
+        catalogue_candidates(session_factory, root),
+        parsed,
+        move=move,
+        existing=DestinationState(root),
+        keep_duplicates=keep_duplicates,
+    )
+    for entry in plan:
+        inside(root, paths.from_text(entry.dest_path))  # last line of defence
+    shown = plan if limit is None else plan[:limit]
+    return {
+        "destination": root,
+        "template": parsed.text,
+        "mode": "move" if move else "copy",
+        "summary": _summary(plan),
+        "entries": [entry.as_dict(root) for entry in shown],
+        "truncated": len(shown) < len(plan),
+    }
+
+
+def _summary(plan: list[PlanEntry]) -> dict[str, Any]:
+    summary: dict[str, Any] = {"files": len(plan), "bytes": 0, "actions": {}, "reasons": {}}
+    for entry in plan:
+        summary["actions"][entry.action] = summary["actions"].get(entry.action, 0) + 1
+        if entry.reason:
+            summary["reasons"][entry.reason] = summary["reasons"].get(entry.reason, 0) + 1
+        if entry.action != "skip":
+            summary["bytes"] += entry.candidate.size
+    return summary
+
+
+# ── starting jobs ──────────────────────────────────────────────────────────────
+def start_organize(
+    service: JobService,
+    destination: Path | str,
+    template: str = DEFAULT_TEMPLATE,
+    *,
+    move: bool = False,
+    idempotency_key: str | None = None,
+    max_attempts: int = 10,
+    hard_links: bool = True,
+    rejoin: bool = False,
+    keep_duplicates: bool = False,
+) -> JobSnapshot:
+    """Queue an ``organize`` job (after validating the template and destination).
+    Raises ``LibraryBusy`` (``lock_held``, naming the job) while another organize,
+    undo or verify is active. ``hard_links=False`` makes a move within one
+    filesystem copy and delete instead of linking (slower; for tests and odd mounts).
+    ``rejoin``: when an active job of this very request holds the lock (its command
+    was killed, say), return that job instead of refusing."""
+    parsed = parse(template)
+    root = check_destination(service.session_factory, destination)
+    params = {"destination": root, "template": parsed.text, "move": move, "hard_links": hard_links}
+    if keep_duplicates:  # only when asked: the params of earlier requests stay the same
+        params["keep_duplicates"] = True
+    enqueue = enqueue_or_join if rejoin else enqueue_library_job
+    return enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts)
+
+
+def undo_key(organize_job_id: str) -> str:
+    """The idempotency key of an organize job's undo: there is only ever one."""
+    return f"organize-undo:{organize_job_id}"
+
+
+def start_undo(service: JobService, organize_job_id: str, *, max_attempts: int = 10) -> JobSnapshot:
+    """Queue the undo of a finished organize job: moved files go back, copies are
+    removed. Asking twice returns the same undo job."""
+    job = service.get(organize_job_id)
+    if job is None or job["job_type"] != JOB_TYPE:
+        raise OrganizeError("not_an_organize_job", f"no organize job with id {organize_job_id!r}")
+    params = {"organize_job_id": organize_job_id, "destination": job["params"]["destination"]}
+    key = undo_key(organize_job_id)
+    return enqueue_library_job(service, UNDO_JOB_TYPE, params, key, max_attempts)

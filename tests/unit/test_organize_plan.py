@@ -1,0 +1,70 @@
+"""organize's plan (``organize.plan.build_plan``) as the pure function it is: which
+file goes where, from candidates, a template and what the destination holds."""
+
+from __future__ import annotations
+
+from photo_pipeline.pipeline.organize.plan import Candidate, build_plan
+from photo_pipeline.pipeline.organize.template import parse as parse_template
+
+
+def candidate(path: str, content: str, *, photo: bool = True, fmt: str = "jpeg", **values):
+    name = path.rsplit("/", 1)[-1]
+    values = {"taken": "2024-02-03T04:05:06", "original_name": name.split(".")[0], **values}
+    values.setdefault("ext", name.rsplit(".", 1)[-1].lower())
+    return Candidate(None, 1, "/src", path, content, 1, photo, fmt if photo else None, values)
+
+
+def test_build_plan_is_a_pure_function_of_its_inputs():
+    candidates = [
+        candidate("a/IMG_1.CR2", "raw", fmt="cr2"),
+        candidate("a/IMG_1.JPG", "jpg"),
+        candidate("a/IMG_1.JPG.xmp", "x1", photo=False),
+        candidate("a/IMG_1.xmp", "x2", photo=False),
+        candidate("a/orphan.xmp", "x3", photo=False),
+        candidate("b/img_1.cr2", "other raw", fmt="cr2"),
+    ]
+    template = parse_template("{taken:%Y}/{original_name}.{ext}")
+    plan = build_plan(candidates, template, move=True, existing=lambda _: None)
+    assert plan == build_plan(candidates, template, move=True, existing=lambda _: None)
+    assert [(e.candidate.path, e.kind, e.action, e.reason, e.dest_path) for e in plan] == [
+        ("a/IMG_1.CR2", "photo", "move", None, "2024/IMG_1.cr2"),
+        ("a/IMG_1.JPG", "companion", "move", None, "2024/IMG_1.jpg"),
+        ("a/IMG_1.JPG.xmp", "sidecar", "move", None, "2024/IMG_1.jpg.xmp"),
+        ("a/IMG_1.xmp", "sidecar", "move", None, "2024/IMG_1.xmp"),
+        # Differs from a planned name only in case: one file on many filesystems.
+        ("b/img_1.cr2", "photo", "move", "renamed", "2024/img_1-2.cr2"),
+    ]
+    # One name of the group held by other content: the whole group moves on together.
+    held = {"2024/IMG_1.xmp": "someone else's"}
+    plan = build_plan(candidates[:4], template, move=False, existing=held.get)
+    assert [(e.action, e.reason, e.dest_path) for e in plan] == [
+        ("copy", "renamed", "2024/IMG_1-2.cr2"),
+        ("copy", "renamed", "2024/IMG_1-2.jpg"),
+        ("copy", "renamed", "2024/IMG_1-2.jpg.xmp"),
+        ("copy", "renamed", "2024/IMG_1-2.xmp"),
+    ]
+
+
+def test_content_the_destination_holds_under_another_name_is_a_duplicate():
+    candidates = [
+        Candidate(
+            None, 1, "/src", "x/IMG_9.jpg", "c" * 64, 1, True, "jpeg",
+            {"taken": "2024-01-01T00:00:00", "original_name": "IMG_9", "ext": "jpg"},
+        )
+    ]  # fmt: skip
+    template = parse_template("{taken:%Y}/{original_name}.{ext}")
+    # The destination already has that content at 2024/IMG_9.jpg... and the name is
+    # free elsewhere: not known, so placed.
+    plan = build_plan(candidates, template, move=False, existing=lambda _: None)
+    assert [(e.action, e.reason) for e in plan] == [("copy", None)]
+    # Resident (catalogued in the destination) under another name: a duplicate of it.
+    resident = Candidate(7, 2, "/dest", "old/renamed.jpg", "c" * 64, 1, True, "jpeg", resident=True)
+    plan = build_plan([*candidates, resident], template, move=False, existing=lambda _: None)
+    assert [(e.action, e.reason, e.duplicate_of) for e in plan] == [
+        ("skip", "duplicate", "old/renamed.jpg")
+    ]
+    plan = build_plan(
+        [*candidates, resident], template, move=False, existing=lambda _: None,
+        keep_duplicates=True,
+    )  # fmt: skip
+    assert [(e.action, e.dest_path) for e in plan] == [("copy", "2024/IMG_9.jpg")]
