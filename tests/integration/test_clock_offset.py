@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.clock import CLOCK_OFFSET_ENV
@@ -64,6 +67,37 @@ def running_item(service: JobService, job_id: str) -> bool:
     return service.progress(job_id)["by_state"].get("running", 0) == 1
 
 
+def freeze(process: subprocess.Popen, db_url: str) -> None:
+    """SIGSTOP ``process`` at a moment it is in no SQLite write transaction: frozen in
+    one, it would hold the database's write lock, and no other worker could write
+    (PostgreSQL ends such a transaction: db.engine's idle_in_transaction timeout)."""
+    while True:
+        process.send_signal(signal.SIGSTOP)
+        wait_until(lambda: stopped(process.pid), "the worker to stop")
+        if make_url(db_url).get_backend_name() != "sqlite" or write_lock_free(db_url):
+            return
+        process.send_signal(signal.SIGCONT)
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped (its state in /proc is ``T``)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2] == "T"
+
+
+def write_lock_free(db_url: str) -> bool:
+    connection = sqlite3.connect(str(make_url(db_url).database), timeout=0)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError:  # database is locked
+        return False
+    else:
+        connection.rollback()
+        return True
+    finally:
+        connection.close()
+
+
 @pytest.mark.parametrize(("holder", "other"), [(-3600, +3600), (+3600, -3600)])
 def test_a_skewed_worker_cannot_take_a_live_lease(db_service, worker, tmp_path, holder, other):
     gate = tmp_path / "gate"
@@ -87,13 +121,15 @@ def test_a_skewed_worker_cannot_take_a_live_lease(db_service, worker, tmp_path, 
 
 
 @pytest.mark.parametrize(("holder", "other"), [(+3600, -3600), (-3600, +3600)])
-def test_a_skewed_worker_cannot_keep_a_dead_lease(db_service, worker, tmp_path, holder, other):
+def test_a_skewed_worker_cannot_keep_a_dead_lease(
+    db_service, worker, db_url, tmp_path, holder, other
+):
     gate = tmp_path / "gate"
     job = db_service.enqueue("test.gated", items=["x"], params={"gate": str(gate)})
     first = worker(holder)
     wait_until(lambda: running_item(db_service, job["id"]), "the first worker to hold the job")
     lease = db_service.get(job["id"])
-    first.send_signal(signal.SIGSTOP)  # frozen: alive, but no heartbeat
+    freeze(first, db_url)  # alive, but no heartbeat
     gate.touch()
     second = worker(other)
     # The 2-second lease runs out on the database's clock: recovered, run again.
@@ -106,15 +142,10 @@ def test_a_skewed_worker_cannot_keep_a_dead_lease(db_service, worker, tmp_path, 
     expired = f"worker {lease['lease_owner']} stopped heartbeating"
     assert any(m.startswith(expired) for m in messages)
     first.send_signal(signal.SIGCONT)  # its late writes are refused by fencing
+    # At once: the resumed main loop is leaving its wait, where a stop signal used to
+    # hang the worker now and then (test_worker_signals).
     first.send_signal(signal.SIGTERM)
-    try:
-        first.wait(60)
-    except subprocess.TimeoutExpired:
-        # Seen once in five full runs (-3600 s holder on SQLite): the resumed worker did
-        # not end within 60 s of SIGTERM. Not this test's property (an open finding in
-        # the session notes); what it proves is that the job stays done, checked below.
-        first.kill()
-        first.wait(60)
+    assert first.wait(60) == 0
     assert db_service.get(job["id"])["state"] == JobState.SUCCEEDED
     second.send_signal(signal.SIGTERM)
     assert second.wait(60) == 0

@@ -99,6 +99,7 @@ class Worker:
         self._listening = threading.Event()
         self._dead_checked_at = -_DEAD_WORKER_CHECK_SECONDS
         self._signals = 0
+        self._signal_pipe = -1  # written by the signal handler (install_signal_handlers)
         self._rng = random.Random()
         self._log = logging.LoggerAdapter(log, {"worker_id": self.id})
         # One budget for every job the worker runs: their items share its memory.
@@ -114,33 +115,49 @@ class Worker:
     def install_signal_handlers(self) -> None:
         """First SIGTERM/SIGINT: graceful stop within ``shutdown_seconds``; a second
         one: exit at once."""
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        self._signal_pipe = write_end
+        threading.Thread(
+            target=self._stop_on_signal, args=(read_end,), name="signals", daemon=True
+        ).start()
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        # Python runs this in the main thread between two bytecodes, also inside an
+        # Event.wait holding the event's lock (not reentrant): setting that event here
+        # would wait for ever. So no locks here: the stop happens on another thread.
         self._signals += 1
         if self._signals > 1:
             os._exit(128 + signum)
+        os.write(self._signal_pipe, bytes([signum]))
+
+    def _stop_on_signal(self, read_end: int) -> None:
+        signum = os.read(read_end, 1)[0]
         self._log.info("signal %s: stopping, handing back in-flight work", signum)
         self.request_stop()
-        threading.Thread(target=self._enforce_deadline, daemon=True).start()
+        self._enforce_deadline()
 
     def _enforce_deadline(self) -> None:
-        """If the handler has not stopped in time, hand its job back ourselves and exit;
-        the handler's later writes are refused by fencing."""
+        """If the worker has not stopped in time, hand its jobs back ourselves and exit;
+        the handlers' later writes are refused by fencing."""
         if self._done.wait(self.config.shutdown_seconds):
             return
         with self._current_lock:
             contexts = list(self._current.values())
-        if contexts:
-            for ctx in contexts:
-                self._log.warning("shutdown deadline passed: releasing job %s", ctx.job_id)
-                try:
-                    self._service.release(ctx.job_id, fencing_token=ctx.fencing_token)
-                except JobError as exc:
-                    self._log.warning("could not release job %s: %s", ctx.job_id, exc)
+        for ctx in contexts:
+            self._log.warning("shutdown deadline passed: releasing job %s", ctx.job_id)
+            try:
+                self._service.release(ctx.job_id, fencing_token=ctx.fencing_token)
+            except (JobError, DatabaseUnavailable) as exc:
+                self._log.warning("could not release job %s: %s", ctx.job_id, exc)
+        # Also with no job in hand: whatever holds the worker up, it stops.
+        try:
             self._registry.stop(self.id)
-            os._exit(0)
+        except DatabaseUnavailable:
+            self._log.warning("database unavailable: could not record this worker stopped")
+        os._exit(0)
 
     # ── main loop ──────────────────────────────────────────────────────────────
     def run(self) -> int:
