@@ -23,6 +23,7 @@ For the API: :func:`rendition_file` gives the file of an asset's thumbnail or pr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -48,6 +49,9 @@ from photo_pipeline.pipeline.roots import PathOutsideRoots, real_path_inside
 STORE = "renditions"
 KINDS = ("thumbnail", "preview")
 _TEMP_SUFFIX = ".tmp"
+# In the store: one empty folder per process that stages (folders, not files: the
+# store's files are renditions and their hidden temp files).
+_STAGING = "staging"
 _HOST = socket.gethostname().replace("~", "-")
 _ABANDONED_TEMP_SECONDS = 3600.0
 # media.render.FORMATS, without loading the decoders (the API serves these).
@@ -100,6 +104,8 @@ def stage(home: Path, contents: dict[str, bytes]) -> tuple[StagedFile, ...]:
     folder of its name (not yet durable, not yet under its name: :func:`publish`).
     Raises OSError (a full disk, say), having removed what it wrote."""
     staged: list[StagedFile] = []
+    if contents:
+        _mark_staging(home)
     try:
         for relative, data in contents.items():
             target = home / relative
@@ -228,35 +234,66 @@ def make_private_folders(home: Path, folder: Path) -> None:
         each.mkdir(mode=PRIVATE_FOLDER_MODE, exist_ok=True)
 
 
+def _mark_staging(home: Path) -> None:
+    """Touch this process's staging marker (``<store>/staging/<host>~<pid>/``): its
+    mtime says when the process last staged, so that a sweep reads the store only
+    when a process that staged is gone or silent for an hour."""
+    marker = home / STORE / _STAGING / f"{_HOST}~{os.getpid()}"
+    make_private_folders(home, marker)
+    store_path(home, f"{STORE}/{_STAGING}/{marker.name}")  # not a folder linked elsewhere
+    os.utime(marker, follow_symlinks=False)
+
+
 def sweep_temp_files(home: Path, *, now: float | None = None) -> int:
     """Remove temp files that nobody will finish: this host's whose process is gone,
-    and any older than an hour. Returns how many were removed."""
+    and any older than an hour. Returns how many were removed. Every folder of the
+    store is read only when a staging marker is abandoned (by the same rule), or when
+    there are no markers yet (a store staged into before them): a render with nothing
+    to do does not list a million renditions. (A live process's temp files older
+    than an hour wait until it is gone or an hour silent.)"""
     root = home / STORE
     if not root.is_dir():
+        return 0
+    staging = root / _STAGING
+    markers = [m.path for m in os.scandir(staging)] if staging.is_dir() else None
+    abandoned = [m for m in markers or [] if _abandoned(m, *_owner(os.path.basename(m)), now)]
+    if markers is not None and not abandoned:
         return 0
     removed = 0
     for folder in os.scandir(root):
         if not folder.is_dir(follow_symlinks=False):
             continue
         for entry in os.scandir(folder.path):
-            temp = entry.name.startswith(".") and entry.name.endswith(_TEMP_SUFFIX)
-            if temp and _abandoned(entry, now):
+            if not (entry.name.startswith(".") and entry.name.endswith(_TEMP_SUFFIX)):
+                continue
+            parts = entry.name[: -len(_TEMP_SUFFIX)].split("~")
+            owner = (parts[-3], parts[-2]) if len(parts) >= 4 else ("", "")
+            if _abandoned(entry.path, *owner, now):
                 Path(entry.path).unlink(missing_ok=True)
                 removed += 1
+    for marker in abandoned:
+        if _abandoned(marker, *_owner(os.path.basename(marker)), now):  # not touched since
+            with contextlib.suppress(OSError):  # gone already, or not an empty folder
+                os.rmdir(marker)
+    make_private_folders(home, staging)  # markers tell from now on
     return removed
 
 
-def _abandoned(entry: os.DirEntry[str], now: float | None) -> bool:
-    parts = entry.name[: -len(_TEMP_SUFFIX)].split("~")
+def _owner(marker_name: str) -> tuple[str, str]:
+    host, _, pid = marker_name.rpartition("~")
+    return host, pid
+
+
+def _abandoned(path: str, host: str, pid: str, now: float | None) -> bool:
+    """A temp file or marker of ``host``'s process ``pid``: older than an hour, or
+    this host's and its process gone."""
     try:
-        age = (now if now is not None else time.time()) - entry.stat().st_mtime
+        age = (now if now is not None else time.time()) - os.stat(path).st_mtime
     except FileNotFoundError:
         return False  # renamed or removed meanwhile
     if age > _ABANDONED_TEMP_SECONDS:
         return True
-    if len(parts) >= 4 and parts[-3] == _HOST and parts[-2].isdigit():
-        return not _alive(int(parts[-2]))
-    return False
+    return host == _HOST and pid.isdigit() and not _alive(int(pid))
 
 
 def _alive(pid: int) -> bool:
