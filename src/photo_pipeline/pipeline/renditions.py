@@ -241,7 +241,10 @@ def _mark_staging(home: Path) -> None:
     marker = home / STORE / _STAGING / f"{_HOST}~{os.getpid()}"
     make_private_folders(home, marker)
     store_path(home, f"{STORE}/{_STAGING}/{marker.name}")  # not a folder linked elsewhere
-    os.utime(marker, follow_symlinks=False)
+    try:
+        os.utime(marker, follow_symlinks=False)
+    except FileNotFoundError:  # a sweep took it for abandoned (an hour silent) just now
+        make_private_folders(home, marker)
 
 
 def sweep_temp_files(home: Path, *, now: float | None = None) -> int:
