@@ -54,7 +54,8 @@ def _before_exit() -> None:
     """Close the library's connections (on SQLite the last close checkpoints the WAL
     into the database), then spare the interpreter its final garbage collection:
     walking every object SQLAlchemy, Pydantic and the decoders made took 0.15 s of a
-    0.8 s `jobs --json` and 0.3 s after an import (bench/startup.py). Objects left in
-    reference cycles are not finalised; the operating system closes their files."""
+    0.8 s `jobs --json` and 0.3 s after an import (timed from the last atexit hook to
+    the process's end). Objects left in reference cycles are not finalised; the
+    operating system closes their files."""
     close_library()
     gc.freeze()
