@@ -1,5 +1,6 @@
 """organize --move with its worker killed by SIGKILL at random moments, resumed each
-time; then undone through the command line."""
+time; then undone through the command line. An undo killed likewise (it reverses a
+few files at once) resumes and restores every file."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def serve_organize(db_url: str, batch_size: int, burst: bool) -> None:
     # spends an interruption (not an attempt): allow more than KILLS of them.
     service = JobService(factory, retry_policy=RetryPolicy(0.001, 0.01, max_interruptions=100))
     config = WorkerConfig(
-        job_types=(organize.JOB_TYPE,), batch_size=batch_size, poll_seconds=0.02, burst=burst
+        job_types=(organize.JOB_TYPE, organize.UNDO_JOB_TYPE),
+        batch_size=batch_size,
+        poll_seconds=0.02,
+        burst=burst,
     )
     Worker(service, WorkerRegistry(factory), registry, config).run()
 
@@ -108,7 +112,7 @@ def test_kill_9_during_a_move_resumes_without_loss_and_undo_restores(
     # hard_links=False: every file goes through temp file + fsync + verify + link.
     job = organize.start_organize(
         service, dest, TEMPLATE, move=True, max_attempts=100, hard_links=False
-    )
+    ).job
     for round_ in range(KILLS):
         # Capped, so that the job is still mid-way at the last kill (a worker that
         # has nothing left to reach is killed right after it starts: a moment too).
@@ -160,3 +164,41 @@ def test_kill_9_during_a_move_resumes_without_loss_and_undo_restores(
     assert tree(dest) == {
         "2020/2020-05-05/SAME.jpg": (hash_file(stranger), stranger.stat().st_mtime_ns)
     }
+
+
+def test_kill_9_during_an_undo_resumes_and_restores_every_file(
+    session_factory, db_url, tmp_path, spawn_worker
+):
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    root, dest = tmp_path / "photos", tmp_path / "organized"
+    build(root)
+    scan_folders(session_factory, root)
+    before = tree(root)
+    service = JobService(session_factory)
+    # Copied back, not linked: every file goes through temp file + fsync + verify.
+    job = organize.start_organize(service, dest, TEMPLATE, move=True, hard_links=False).job
+    spawn_worker(10, burst=True).join()
+    assert service.get(job["id"])["state"] == JobState.SUCCEEDED
+    assert tree(root) == {}
+
+    undo = organize.start_undo(service, job["id"], max_attempts=100).job
+    total = service.progress(job["id"])["total"]  # the undo adds its items as it starts
+    for _ in range(KILLS // 2):
+        target = min(succeeded(service, undo["id"]) + rng.randint(0, 10), total - 30)
+        worker = spawn_worker(rng.choice([1, 3, 10]))
+        wait_until(
+            lambda target=target: succeeded(service, undo["id"]) >= target,
+            f"{target} files put back (seed {seed})",
+        )
+        worker.kill()
+        worker.join()
+    assert succeeded(service, undo["id"]) < total, f"finished before the last kill (seed {seed})"
+
+    last = spawn_worker(10, burst=True)
+    last.join()
+    final = service.get(undo["id"])
+    assert final["state"] == JobState.SUCCEEDED, f"seed {seed} {final}"
+    assert service.progress(undo["id"])["by_state"] == {"succeeded": total}
+    assert tree(root) == before, f"undo did not restore the tree byte for byte (seed {seed})"
+    assert tree(dest) == {}, f"left in the destination (seed {seed})"

@@ -6,9 +6,8 @@ crash at any instant is resumed from the journal and the disk."""
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.pipeline import parked, paths
 from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.organize import in_order, transfer
 from photo_pipeline.pipeline.organize.journal import (
     DONE,
     FAILED,
@@ -36,12 +35,6 @@ from photo_pipeline.pipeline.organize.plan import (
 )
 from photo_pipeline.pipeline.organize.start import JOB_TYPE, check_destination
 from photo_pipeline.pipeline.organize.template import inside, parse
-
-# Files organize works on at once, and how many it queues ahead of the journal, so
-# that the threads keep working while a batch of results is committed (measured with
-# bench/organize.py).
-_THREADS = 4
-_AHEAD = 128
 
 
 @registry.handler(JOB_TYPE)
@@ -125,34 +118,9 @@ def organize(ctx: JobContext) -> None:
         journal.record(entry, done, info)
         ctx.succeed(key)
 
-    # A few files at once: one's reads and hashing overlap another's writes and
-    # fsyncs (BLAKE3 and the OS calls let go of the GIL). Each file still goes
-    # through every step of transfer; results are journalled in plan order.
-    with ThreadPoolExecutor(_THREADS, thread_name_prefix="organize") as pool:
-        queue: deque[tuple[str, Entry, Future[os.stat_result] | None]] = deque()
-        try:
-            for key in ctx.items():
-                entry = by_seq[int(key.split(":", 1)[0])]
-                # Two names of one content may be one inode: never in flight together
-                # (one's read would hold off the other's write lease).
-                while queue and (
-                    len(queue) >= _AHEAD
-                    or queue[0][2] is None
-                    or queue[0][2].done()
-                    or any(e.content_hash == entry.content_hash for _, e, _ in queue)
-                ):
-                    record(*queue.popleft())
-                placed = None if entry.state == DONE else pool.submit(place, entry)
-                queue.append((key, entry, placed))
-            for _, _, placed in queue:
-                if ctx.should_stop and placed is not None:
-                    placed.cancel()  # not started: stays for the next run (or the cancel)
-            while queue:
-                key, entry, placed = queue.popleft()
-                if placed is None or not placed.cancelled():
-                    record(key, entry, placed)  # what started finishes and is journalled
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+    in_order.run_in_order(
+        ctx, by_seq, place, record, lambda entry: entry.state == DONE, name="organize"
+    )
     ctx.flush()
     transfer.sweep_temp_files(
         (os.path.dirname(e.dest(destination)) for e in work), JOB_TYPE, ctx.job_id

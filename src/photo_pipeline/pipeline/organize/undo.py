@@ -1,12 +1,14 @@
 """The ``organize.undo`` job: reverses an organize job from its journal, newest entry
-first. Moved files go back (same name, bytes, mtime), copies are removed (only when
-unchanged and the original is still there), emptied folders go."""
+first (a few at once, as organize places them). Moved files go back (same name,
+bytes, mtime), copies are removed (only when unchanged and the original is still
+there), emptied folders go."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.pipeline import parked, paths
 from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.organize import in_order, transfer
 from photo_pipeline.pipeline.organize.journal import (
     DONE,
     FAILED,
@@ -52,21 +54,30 @@ def undo(ctx: JobContext) -> None:
         return journal.writer(lambda s, batch: _catalogue_undone(s, dest_source, batch))
 
     ctx.before_flush(write_journal)
-    for key in ctx.items():
-        entry = by_seq[int(key.split(":", 1)[0])]
-        if entry.state == UNDONE:
-            ctx.succeed(key)
-            continue
+
+    def reverse(entry: Entry) -> tuple[bool, os.stat_result | None]:
         try:
-            try:
-                restored = _undo_one(entry, destination, ctx)
-            except OSError as exc:
-                raise transfer.write_error(exc, exc.filename or entry.source()) from exc
+            return _undo_one(entry, destination, ctx)
+        except OSError as exc:
+            raise transfer.write_error(exc, exc.filename or entry.source()) from exc
+
+    def take(
+        key: str, entry: Entry, undone: Future[tuple[bool, os.stat_result | None]] | None
+    ) -> None:
+        if undone is None:
+            ctx.succeed(key)  # undone before a crash; only its item was not yet recorded
+            return
+        try:
+            restored = undone.result()
         except ItemError as exc:
             ctx.fail(key, exc.code, exc.message)
-            continue
+            return
         journal.record(entry, {"state": UNDONE}, restored)
         ctx.succeed(key)
+
+    in_order.run_in_order(
+        ctx, by_seq, reverse, take, lambda entry: entry.state == UNDONE, name="undo"
+    )
     ctx.flush()
     transfer.sweep_temp_files((os.path.dirname(e.source()) for e in work), "undo", ctx.job_id)
     if not ctx.should_stop:
