@@ -38,7 +38,7 @@ def test_move_takes_every_media_file_and_keeps_live_photos_together(
     scan_folders(session_factory, source)
 
     service = JobService(session_factory)
-    job = organize.start_organize(service, dest, TEMPLATE, move=True)
+    job = organize.start_organize(service, dest, TEMPLATE, move=True).job
     run_worker(session_factory, organize.JOB_TYPE)
     assert service.get(job["id"])["state"] == JobState.SUCCEEDED
     assert service.progress(job["id"])["by_state"].get("failed", 0) == 0
@@ -58,7 +58,7 @@ def test_move_takes_every_media_file_and_keeps_live_photos_together(
     photo = Path(where[before["DCIM/IMG_0100.JPG"]])
     assert str(photo.with_suffix(".xmp")) in moved
 
-    undo = organize.start_undo(service, job["id"])
+    undo = organize.start_undo(service, job["id"]).job
     run_worker(session_factory, organize.UNDO_JOB_TYPE)
     assert service.get(undo["id"])["state"] == JobState.SUCCEEDED
     assert sha256s(source) == before

@@ -168,7 +168,7 @@ def test_the_plan_keeps_one_copy_and_says_why(session_factory, library):
 
 def test_a_worker_that_lost_its_lease_cannot_write_the_journal(session_factory, tmp_path):
     service = JobService(session_factory)
-    job = dedupe.start_dedupe(service, tmp_path / "home")
+    job = dedupe.start_dedupe(service, tmp_path / "home").job
     claimed = service.claim([dedupe.JOB_TYPE], "worker-1", lease_seconds=60)
     with pytest.raises(LeaseLost):
         dedupe.Journal(session_factory, (job["id"], claimed["fencing_token"] - 1)).write_plan(
@@ -183,7 +183,7 @@ def test_dedupe_quarantines_copies_and_undo_restores_the_tree(session_factory, l
     duplicates_before = Catalog(session_factory).duplicates()
     plan = dedupe.plan_dedupe(session_factory, near=True)
     service = JobService(session_factory)
-    job = dedupe.start_dedupe(service, home, near=True)
+    job = dedupe.start_dedupe(service, home, near=True).job
     with pytest.raises(organize.LibraryBusy):  # one library-wide mutation at a time
         organize.start_organize(service, tmp_path / "out")
     final = run(session_factory, job)
@@ -223,8 +223,8 @@ def test_dedupe_quarantines_copies_and_undo_restores_the_tree(session_factory, l
     assert report["states"] == {"quarantined": len(planned)}
     assert report["bytes_quarantined"] == plan["summary"]["bytes"]
 
-    undo = dedupe.start_undo(service, job["id"])
-    assert dedupe.start_undo(service, job["id"])["id"] == undo["id"]
+    undo = dedupe.start_undo(service, job["id"]).job
+    assert dedupe.start_undo(service, job["id"]).job["id"] == undo["id"]
     assert run(session_factory, undo)["state"] == JobState.SUCCEEDED
     assert sha256_tree(library) == before, "undo did not restore paths, bytes, mtimes, modes"
     assert not quarantine.exists() or not any(quarantine.rglob("*"))
@@ -241,21 +241,21 @@ def test_purge_deletes_quarantined_copies_while_their_keeper_is_there(
     home = tmp_path / "home"
     service = JobService(session_factory)
     plan = dedupe.plan_dedupe(session_factory)
-    job = dedupe.start_dedupe(service, home)
+    job = dedupe.start_dedupe(service, home).job
     run(session_factory, job)
     kept = sha256_tree(library)
     # A keeper deleted by hand after the dedupe: its group's copies stay quarantined.
     group = next(g for g in plan["groups"] if Path(g["keeper"]).name == "IMG_0004.jpg")
     Path(group["keeper"]).unlink()
     # Nothing is old enough yet for a week-old purge.
-    young = dedupe.start_purge(service, home, 7)
+    young = dedupe.start_purge(service, home, 7).job
     run(session_factory, young)
     assert dedupe.dedupe_report(session_factory, young["id"]) == {
         "job_id": young["id"],
         "purged": 0,
         "bytes_reclaimed": 0,
     }
-    purge = dedupe.start_purge(service, home, 0)
+    purge = dedupe.start_purge(service, home, 0).job
     assert run(session_factory, purge)["state"] == JobState.SUCCEEDED
     failed = service.items(purge["id"], states=["failed"])
     assert {i["error_code"] for i in failed} == {"keeper_missing"} and len(failed) == 4
@@ -275,7 +275,7 @@ def test_purge_deletes_quarantined_copies_while_their_keeper_is_there(
     # Purged rows are gone from the catalogue; an undo now brings back what is left.
     rows = {f["path"]: f["state"] for f in Catalog(session_factory).files()}
     assert list(rows.values()).count("quarantined") == 4
-    undo = dedupe.start_undo(service, job["id"])
+    undo = dedupe.start_undo(service, job["id"]).job
     run(session_factory, undo)
     codes = Counter(i["error_code"] for i in service.items(undo["id"]))
     assert codes == {None: 4, "purged": plan["summary"]["files"] - 4}
@@ -295,7 +295,7 @@ def test_a_changed_copy_and_a_missing_keeper_are_never_touched(session_factory, 
     changed_keeper.write_bytes(changed_keeper.read_bytes() + b"edited keeper")
     before = sha256_tree(library)
     service = JobService(session_factory)
-    job = run(session_factory, dedupe.start_dedupe(service, home))
+    job = run(session_factory, dedupe.start_dedupe(service, home).job)
     assert job["state"] == JobState.SUCCEEDED
     failed = {
         i["item_key"].split(":", 1)[1]: i["error_code"]
@@ -329,7 +329,7 @@ def test_a_quarantine_on_a_full_disk_fails_cleanly(session_factory, library, tin
     scan_folders(session_factory, library)
     before = sha256_tree(library)
     service = JobService(session_factory)
-    job = run(session_factory, dedupe.start_dedupe(service, tiny_filesystem))
+    job = run(session_factory, dedupe.start_dedupe(service, tiny_filesystem).job)
     items = service.items(job["id"])
     codes = Counter(i["error_code"] for i in items)
     assert codes["disk_full"] and codes[None], codes  # some fitted, some did not
@@ -398,7 +398,7 @@ def test_disk_full_inside_a_copy_leaves_no_partial_file(
     monkeypatch.setattr(os, "write", full_disk)
     monkeypatch.setattr(os, "copy_file_range", full_disk_copy)
     service = JobService(session_factory)
-    job = run(session_factory, dedupe.start_dedupe(service, home, hard_links=False))
+    job = run(session_factory, dedupe.start_dedupe(service, home, hard_links=False).job)
     monkeypatch.undo()
     codes = {i["error_code"] for i in service.items(job["id"])}
     # Sidecars wait for their photo, which could not move.
@@ -433,7 +433,7 @@ def test_a_copy_held_open_by_a_writer_stays_and_leaves_no_quarantined_twin(
 
     monkeypatch.setattr(transfer, "retire", open_then_retire)
     service = JobService(session_factory)
-    job = run(session_factory, dedupe.start_dedupe(service, home, hard_links=hard_links))
+    job = run(session_factory, dedupe.start_dedupe(service, home, hard_links=hard_links).job)
     monkeypatch.undo()
     os.close(held[0])
     codes = {i["item_key"].split(":", 1)[1]: i["error_code"] for i in service.items(job["id"])}
@@ -468,7 +468,7 @@ def test_a_duplicated_raw_jpeg_pair_is_kept_whole_in_one_folder(session_factory,
                     for q in g["quarantine"])  # fmt: skip
     assert moving == ["card/IMG_5.JPG", "card/IMG_5.dng", "card/IMG_5.xmp"]
     service = JobService(session_factory)
-    job = run(session_factory, dedupe.start_dedupe(service, tmp_path / "home"))
+    job = run(session_factory, dedupe.start_dedupe(service, tmp_path / "home").job)
     assert service.progress(job["id"])["by_state"] == {"succeeded": 3}
     assert sorted(sha256_tree(root)) == ["backup/IMG_5.JPG", "backup/IMG_5.dng", "backup/IMG_5.xmp"]
 

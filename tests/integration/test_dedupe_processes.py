@@ -98,7 +98,7 @@ def test_kill_9_during_a_dedupe_loses_nothing_and_undo_restores(
     moves = dedupe.plan_dedupe(session_factory)["summary"]["files"]
     assert moves == len(before) - CONTENTS
     # hard_links=False: every copy goes through temp file + fsync + verify + link.
-    job = dedupe.start_dedupe(service, home, max_attempts=100, hard_links=False)
+    job = dedupe.start_dedupe(service, home, max_attempts=100, hard_links=False).job
     for _ in range(KILLS):
         # Capped, so that the job is still mid-way at the last kill.
         target = min(succeeded(service, job["id"]) + rng.randint(0, 12), moves - 20)

@@ -42,7 +42,7 @@ def test_pairs_by_identifier_whatever_the_names(session_factory, tmp_path):
 
     dest = tmp_path / "library"
     service = JobService(session_factory)
-    job = organize.start_organize(service, dest, "{original_name}.{ext}", move=True)
+    job = organize.start_organize(service, dest, "{original_name}.{ext}", move=True).job
     run_worker(session_factory, organize.JOB_TYPE)
     assert service.get(job["id"])["state"] == JobState.SUCCEEDED
     assert sorted(p.name for p in dest.iterdir()) == ["IMG_0200.heic", "IMG_0200.mov"]

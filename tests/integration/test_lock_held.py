@@ -33,9 +33,10 @@ def test_enqueue_or_join_rejoins_only_the_same_request(session_factory):
     service = JobService(session_factory)
     first = locks.enqueue_or_join(service, "organize", {"destination": "/a"})
     again = locks.enqueue_or_join(service, "organize", {"destination": "/a"})
-    assert again["id"] == first["id"]  # the running job of this very request
+    assert first.created and not again.created
+    assert again.job["id"] == first.job["id"]  # the running job of this very request
     with pytest.raises(locks.LibraryBusy) as refused:
         locks.enqueue_or_join(service, "organize", {"destination": "/b"})
-    assert refused.value.blocking_jobs == [first["id"]]
+    assert refused.value.blocking_jobs == [first.job["id"]]
     with pytest.raises(locks.LibraryBusy):  # without joining, the same request is refused
         locks.enqueue_library_job(service, "organize", {"destination": "/a"})

@@ -53,7 +53,7 @@ def scan_folders(session_factory, *folders: Path) -> None:
 
 def run_organize(session_factory, dest: Path, **kwargs) -> dict:
     service = JobService(session_factory)
-    job = organize.start_organize(service, dest, kwargs.pop("template", TEMPLATE), **kwargs)
+    job = organize.start_organize(service, dest, kwargs.pop("template", TEMPLATE), **kwargs).job
     run_worker(session_factory, organize.JOB_TYPE, organize.UNDO_JOB_TYPE)
     return service.get(job["id"])
 
@@ -190,8 +190,8 @@ def test_move_then_undo_restores_the_tree_and_catalogue(session_factory, source,
         "2023/2023-07-14/IMG_0100.xmp",
     }
 
-    undo = organize.start_undo(JobService(session_factory), job["id"])
-    assert organize.start_undo(JobService(session_factory), job["id"])["id"] == undo["id"]
+    undo = organize.start_undo(JobService(session_factory), job["id"]).job
+    assert organize.start_undo(JobService(session_factory), job["id"]).job["id"] == undo["id"]
     run_worker(session_factory, organize.UNDO_JOB_TYPE)
     assert JobService(session_factory).get(undo["id"])["state"] == JobState.SUCCEEDED
     assert tree(source) == before, "undo did not restore the original tree"
@@ -358,7 +358,7 @@ def test_a_blocked_folder_fails_its_items_and_loses_nothing(session_factory, sou
 
 def test_a_worker_that_lost_its_lease_cannot_write_the_journal(session_factory, tmp_path):
     service = JobService(session_factory)
-    job = organize.start_organize(service, tmp_path / "a", TEMPLATE)
+    job = organize.start_organize(service, tmp_path / "a", TEMPLATE).job
     claimed = service.claim([organize.JOB_TYPE], "worker-1", lease_seconds=60)
     stale = (job["id"], claimed["fencing_token"] - 1)
     with pytest.raises(LeaseLost):
@@ -369,12 +369,12 @@ def test_a_worker_that_lost_its_lease_cannot_write_the_journal(session_factory, 
 
 def test_a_second_organize_is_refused_naming_the_running_job(session_factory, source, tmp_path):
     service = JobService(session_factory)
-    first = organize.start_organize(service, tmp_path / "a", TEMPLATE, move=True)
+    first = organize.start_organize(service, tmp_path / "a", TEMPLATE, move=True).job
     claimed = service.claim([organize.JOB_TYPE], "worker-1", lease_seconds=60)
     assert claimed["id"] == first["id"] and claimed["state"] == JobState.RUNNING
     for attempt in (
-        lambda: organize.start_organize(service, tmp_path / "b", TEMPLATE),
-        lambda: organize.start_undo(service, first["id"]),
+        lambda: organize.start_organize(service, tmp_path / "b", TEMPLATE).job,
+        lambda: organize.start_undo(service, first["id"]).job,
     ):
         with pytest.raises(organize.LibraryBusy) as refused:
             attempt()

@@ -99,7 +99,7 @@ def private(*folders: Path) -> list[Path]:
 
 def start_move(session_factory, dest: Path, hard_links: bool = False) -> dict:
     service = JobService(session_factory)
-    return organize.start_organize(service, dest, TEMPLATE, move=True, hard_links=hard_links)
+    return organize.start_organize(service, dest, TEMPLATE, move=True, hard_links=hard_links).job
 
 
 def test_a_file_parked_by_a_killed_worker_is_restored_on_resume(
@@ -168,12 +168,12 @@ def test_a_job_failed_for_good_gives_back_what_it_parked_at_the_next_job(
     if then == "scan":
         scan_folders(session_factory, library)
     elif then == "verify":
-        checked = start_verify(service)
+        checked = start_verify(service).job
         run_worker(session_factory, "verify")
         report = verify_report(service, checked["id"])
         assert report["missing"] == [], report
     else:
-        other = organize.start_organize(service, tmp_path / "elsewhere", TEMPLATE)
+        other = organize.start_organize(service, tmp_path / "elsewhere", TEMPLATE).job
         run_worker(session_factory, organize.JOB_TYPE)
         assert service.get(other["id"])["state"] == JobState.SUCCEEDED
     assert contents(library) == before
@@ -191,7 +191,7 @@ def test_a_cancelled_dedupe_gives_back_the_original_it_parked(
     scan_folders(session_factory, root)
     before = {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
     home = tmp_path / "home"
-    job = dedupe.start_dedupe(JobService(session_factory), home, hard_links=False)
+    job = dedupe.start_dedupe(JobService(session_factory), home, hard_links=False).job
     kill_while_parked(dedupe.JOB_TYPE)
     assert private(root), "the copy being removed was not parked"
     code, _, err = cli("job", "cancel", job["id"])

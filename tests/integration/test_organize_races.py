@@ -232,7 +232,7 @@ def test_an_error_while_a_file_is_parked_gives_it_back_at_once(
 
     monkeypatch.setattr(transfer, "_take_write_lease", fail_after_parking)
     service = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
-    job = organize.start_organize(service, dest, TEMPLATE, move=True, hard_links=False)
+    job = organize.start_organize(service, dest, TEMPLATE, move=True, hard_links=False).job
     config = WorkerConfig(job_types=(organize.JOB_TYPE,), burst=True, executor="thread")
     workers = WorkerRegistry(session_factory)
     Worker(service, workers, registry, config).run_job(service.claim([organize.JOB_TYPE], "w1"))

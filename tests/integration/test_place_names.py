@@ -112,10 +112,10 @@ def test_refresh_renames_the_places_of_a_library_catalogued_before(api, tmp_path
             session.execute(
                 update(assets).where(assets.c.id == ids[name]).values(city=district, district=None)
             )
-    assert start_backfill(lib.service)["params"] == {}
+    assert start_backfill(lib.service).job["params"] == {}
     run_worker(lib)  # a plain backfill leaves resolved assets alone
     assert places_of(lib)[ids["mitte.jpg"]] == ("DE", "State of Berlin", "Mitte", None)
-    job = start_backfill(lib.service, refresh=True)
+    job = start_backfill(lib.service, refresh=True).job
     run_worker(lib)
     assert lib.service.progress(job["id"])["total"] == len(TRIP)  # every asset with GPS
     after = {a["id"]: a for a in lib.catalog.assets()}

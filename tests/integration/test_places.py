@@ -156,8 +156,8 @@ def test_backfill_resolves_assets_catalogued_before_zones_existed(session_factor
             )
         )  # fmt: skip
     service = JobService(session_factory)
-    job = start_backfill(service)
-    assert start_backfill(service)["id"] == job["id"]  # one backfill at a time
+    job = start_backfill(service).job
+    assert start_backfill(service).job["id"] == job["id"]  # one backfill at a time
     run_job(session_factory, job["id"])
     assert service.progress(job["id"])["total"] == len(TRIP)
     again = by_name(session_factory)
@@ -165,7 +165,7 @@ def test_backfill_resolves_assets_catalogued_before_zones_existed(session_factor
         assert {k: again[name][k] for k in PLACE_COLUMNS} == {
             k: found[name][k] for k in PLACE_COLUMNS
         }, name
-    second = start_backfill(service)
+    second = start_backfill(service).job
     run_job(session_factory, second["id"])
     assert service.progress(second["id"])["total"] == 0  # nothing left unresolved
 

@@ -171,7 +171,7 @@ def test_a_link_swapped_in_after_the_scan_is_not_read(session_factory, db_url, t
     with watch_opens(outside) as opens:
         render = enqueue_render(service, lib_settings.home, render_settings(lib_settings)).job
         run_worker(session_factory)
-        verify = start_verify(service)
+        verify = start_verify(service).job
         run_worker(session_factory)
         with running_server(db_url, lib_settings.home, **SMALL) as api, api.client() as http:
             swapped = http.get(f"/api/assets/{ids['a.jpg']}/preview")
@@ -284,7 +284,7 @@ def organized(session_factory, src: Path, dest: Path, *, move: bool) -> str:
     [scan] = import_folders(service, Catalog(session_factory), [src])
     run_worker(session_factory)
     assert service.get(scan["id"])["state"] == JobState.SUCCEEDED
-    job = organize.start_organize(service, dest, organize.DEFAULT_TEMPLATE, move=move)
+    job = organize.start_organize(service, dest, organize.DEFAULT_TEMPLATE, move=move).job
     run_worker(session_factory)
     assert service.get(job["id"])["state"] == JobState.SUCCEEDED
     return job["id"]

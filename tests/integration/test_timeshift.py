@@ -76,7 +76,7 @@ def test_shift_changes_only_that_camera_in_the_window_and_undo_restores_it(
 
     job = timeshift.start_timeshift(
         library, camera="eos r5", by="+2h15m", since="2024-03-30", until="2024-03-31"
-    )
+    ).job
     run_jobs(session_factory)
     assert library.get(job["id"])["state"] == JobState.SUCCEEDED
     after = snapshot(session_factory)
@@ -102,7 +102,7 @@ def test_shift_changes_only_that_camera_in_the_window_and_undo_restores_it(
     assert (fixed["taken_local"], fixed["taken_offset_minutes"]) == ("2024-03-31T14:15:00", 120)
     assert fixed["taken_utc"] == datetime(2024, 3, 31, 12, 15, tzinfo=UTC)
 
-    undo = timeshift.start_undo(library, job["id"])
+    undo = timeshift.start_undo(library, job["id"]).job
     run_jobs(session_factory)
     assert library.get(undo["id"])["state"] == JobState.SUCCEEDED
     assert snapshot(session_factory) == before
@@ -126,20 +126,20 @@ def test_rerunning_a_batch_shifts_nothing_twice(library, session_factory):
 def test_undo_refuses_assets_changed_after_the_shift(library, session_factory):
     before = snapshot(session_factory)
     assert before["phone-in.jpg"]["tz_name"] == "Europe/Paris"  # +02:00 agrees with Paris
-    first = timeshift.start_timeshift(library, camera="iPhone 14 Pro", by="-12h")
+    first = timeshift.start_timeshift(library, camera="iPhone 14 Pro", by="-12h").job
     run_jobs(session_factory)
     # at midnight Paris was still at +01:00: the camera's +02:00 no longer names it
     assert snapshot(session_factory)["phone-in.jpg"]["tz_name"] == "UTC+02:00"
-    second = timeshift.start_timeshift(library, camera="iPhone 14 Pro", by="-3m")
+    second = timeshift.start_timeshift(library, camera="iPhone 14 Pro", by="-3m").job
     run_jobs(session_factory)
-    out_of_order = timeshift.start_undo(library, first["id"])
+    out_of_order = timeshift.start_undo(library, first["id"]).job
     run_jobs(session_factory)
     failed = library.items(out_of_order["id"], states=["failed"])
     assert [item["error_code"] for item in failed] == ["changed_since_shift"]
     # undone newest first, both restore exactly
     timeshift.start_undo(library, second["id"])
     run_jobs(session_factory)
-    again = timeshift.start_undo(library, first["id"])
+    again = timeshift.start_undo(library, first["id"]).job
     run_jobs(session_factory)
     assert library.get(again["id"])["state"] == JobState.SUCCEEDED
     assert snapshot(session_factory) == before
@@ -151,7 +151,7 @@ def test_timeshift_holds_the_library_lock_that_organize_takes(library, session_f
         timeshift.start_timeshift(library, camera="EOS R5", by="+1h")
     assert blocked.value.code == "lock_held"
     library.cancel(organize_like["id"])
-    job = timeshift.start_timeshift(library, camera="EOS R5", by="+1h")
+    job = timeshift.start_timeshift(library, camera="EOS R5", by="+1h").job
     with pytest.raises(JobBlocked):
         library.enqueue("organize", lock=timeshift.LIBRARY_LOCK)
     with pytest.raises(JobBlocked):  # nor can it be undone while it runs

@@ -34,7 +34,7 @@ def test_verify_reports_bit_rot_and_missing_files(session_factory, tmp_path):
     rows_before = Catalog(session_factory).files()
 
     service = JobService(session_factory)
-    job = start_verify(service)
+    job = start_verify(service).job
     run_worker(session_factory, "verify")
     report = verify_report(service, job["id"])
     assert report["job"]["state"] == JobState.SUCCEEDED
@@ -49,10 +49,10 @@ def test_verify_reports_bit_rot_and_missing_files(session_factory, tmp_path):
 
 def test_verify_takes_the_library_lock(session_factory, tmp_path):
     service = JobService(session_factory)
-    first = start_verify(service)
+    first = start_verify(service).job
     for attempt in (
-        lambda: start_verify(service),
-        lambda: organize.start_organize(service, tmp_path / "out", organize.DEFAULT_TEMPLATE),
+        lambda: start_verify(service).job,
+        lambda: organize.start_organize(service, tmp_path / "out", organize.DEFAULT_TEMPLATE).job,
     ):
         try:
             attempt()

@@ -69,13 +69,13 @@ def dedupe(
         print_json(plan) if as_json else _print_plan(plan)
         return
     if undo is not None:
-        job = deduping.start_undo(lib.service, full_job_id(lib.service, undo))
+        job = deduping.start_undo(lib.service, full_job_id(lib.service, undo)).job
     elif purge:
         assert older_than_days is not None
-        job = deduping.start_purge(lib.service, lib.settings.home, older_than_days)
+        job = deduping.start_purge(lib.service, lib.settings.home, older_than_days).job
     else:
         # Rerunning a command whose job is still active (it was killed) rejoins it.
-        job = deduping.start_dedupe(lib.service, lib.settings.home, near=near, rejoin=True)
+        job = deduping.start_dedupe(lib.service, lib.settings.home, near=near, rejoin=True).job
 
     def show(final: dict[str, Any]) -> None:
         report = deduping.dedupe_report(lib.sessions, final["id"])

@@ -62,7 +62,7 @@ def organize(
         raise typer.Exit(EXIT_REFUSED)
     if undo is not None:
         undo = full_job_id(lib.service, undo)
-        job = organizing.start_undo(lib.service, undo)
+        job = organizing.start_undo(lib.service, undo).job
     else:
         if dest is None:
             err_console.print("[red]error[/] missing_destination: --dest DIR is required")
@@ -76,7 +76,7 @@ def organize(
         # Rerunning a command whose job is still active (it was killed) rejoins it.
         job = organizing.start_organize(
             lib.service, dest, template, move=move, rejoin=True, keep_duplicates=keep_duplicates
-        )
+        ).job
 
     def show(final: dict[str, Any]) -> None:
         report = organizing.organize_report(lib.sessions, undo or final["id"])
@@ -157,7 +157,7 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
                 console.print(f"  {kind} {finding['path']}", highlight=False, soft_wrap=True)
 
     try:
-        job = start_verify(lib.service)
+        job = start_verify(lib.service).job
     except organizing.LibraryBusy:
         # A verify still active (its command was killed) is rejoined.
         active = organizing.library_job_of(lib.service, VERIFY, {})

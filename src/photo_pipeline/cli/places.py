@@ -49,7 +49,7 @@ def timeshift(
     if undo is not None:
         if camera or by or since or until or dry_run:
             raise shifts.InvalidShift(detail="--undo takes no other option than --wait/--json")
-        job = shifts.start_undo(lib.service, full_job_id(lib.service, undo))
+        job = shifts.start_undo(lib.service, full_job_id(lib.service, undo)).job
     else:
         if not camera or not by:
             raise shifts.InvalidShift(detail="--camera and --by are both required")
@@ -59,7 +59,9 @@ def timeshift(
             )
             _show_plan(plan, as_json)
             return
-        job = shifts.start_timeshift(lib.service, camera=camera, by=by, since=since, until=until)
+        job = shifts.start_timeshift(
+            lib.service, camera=camera, by=by, since=since, until=until
+        ).job
     finish_job(job, wait=wait, as_json=as_json, what="assets")
 
 
@@ -80,7 +82,7 @@ def places(
     from photo_pipeline.pipeline import places as places_job
 
     lib = library()
-    job = places_job.start_backfill(lib.service, refresh=refresh)
+    job = places_job.start_backfill(lib.service, refresh=refresh).job
     finish_job(job, wait=wait, as_json=as_json, what="assets")
 
 

@@ -19,7 +19,7 @@ from photo_pipeline.db import write_session
 from photo_pipeline.db.errors import unique_violation
 from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
 from photo_pipeline.jobs import _checks as check
-from photo_pipeline.jobs import wakeup
+from photo_pipeline.jobs import queries, wakeup
 from photo_pipeline.jobs.errors import (
     InvalidArgument,
     InvalidTransition,
@@ -243,6 +243,38 @@ def write_batch(session: Session, batch: list[Request], now: datetime) -> list[E
             result = Enqueued(original.job, False)
         finished.append(result)
     return finished
+
+
+def replay(
+    store: JobStore,
+    idempotency_key: str | None,
+    job_type: str,
+    params: Mapping[str, Any],
+    *,
+    fixed_when_queued: Iterable[str] = (),
+) -> Enqueued | None:
+    """The job an earlier request with ``idempotency_key`` made, as a replay
+    (``created`` False); None for no key or a new one. For a starter that judges a
+    request against the library before queueing it: a replay is recognised before that
+    judgement, which the job itself may have changed (files organized, times shifted).
+    The job must be of ``job_type`` with these ``params``, except the ones named in
+    ``fixed_when_queued`` (a cutoff taken from the clock, say); else
+    ``idempotency_conflict``."""
+    if idempotency_key is None:
+        return None
+    found = queries.find_by_idempotency_key(store, idempotency_key)
+    if found is None:
+        return None
+    ignored = set(fixed_when_queued)
+    stored = {k: v for k, v in found["params"].items() if k not in ignored}
+    asked = {k: v for k, v in params.items() if k not in ignored}
+    if found["job_type"] != job_type or stored != asked:
+        raise JobConflict(
+            "idempotency_conflict",
+            f"idempotency key {idempotency_key!r} was used for a different request "
+            f"(job {found['id']})",
+        )
+    return Enqueued(found, False)
 
 
 def same_request(existing: Row[Any], request_hash: str) -> JobSnapshot:

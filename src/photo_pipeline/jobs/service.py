@@ -128,6 +128,19 @@ class JobService:
         )
         return self._submit([checked])[0]
 
+    def replay(
+        self,
+        idempotency_key: str | None,
+        job_type: str,
+        params: Mapping[str, Any],
+        *,
+        fixed_when_queued: Iterable[str] = (),
+    ) -> Enqueued | None:
+        """The job an earlier request with this key made (see ``enqueue.replay``)."""
+        return enqueuing.replay(
+            self._store, idempotency_key, job_type, params, fixed_when_queued=fixed_when_queued
+        )
+
     def enqueue_many(self, jobs_: Iterable[Mapping[str, Any]]) -> list[JobSnapshot]:
         """Queue many jobs (mappings of ``enqueue``'s arguments) at once, all or none."""
         return [queued.job for queued in self.submit_many(jobs_)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from photo_pipeline.jobs import JobService, JobSnapshot, LockHeld
+from photo_pipeline.jobs import Enqueued, JobService, JobSnapshot, LockHeld
 from photo_pipeline.jobs.states import WorkerState
 from photo_pipeline.jobs.workers import WorkerRegistry
 
@@ -31,7 +31,7 @@ def enqueue_library_job(
     params: dict[str, Any],
     idempotency_key: str | None = None,
     max_attempts: int = 10,
-) -> JobSnapshot:
+) -> Enqueued:
     """Queue a job holding the library lock; ``LibraryBusy`` names the holders while
     another holds it."""
     try:
@@ -46,7 +46,7 @@ def enqueue_or_join(
     params: dict[str, Any],
     idempotency_key: str | None = None,
     max_attempts: int = 10,
-) -> JobSnapshot:
+) -> Enqueued:
     """Queue a library job or, while the lock is held by the active job of this very
     request (same type and params: its command was killed and run again), rejoin
     that job. Held by another: ``LibraryBusy``."""
@@ -55,7 +55,7 @@ def enqueue_or_join(
     except LockHeld as exc:
         same = library_job_of(service, job_type, params)
         if same is not None:
-            return same
+            return Enqueued(same, False)
         raise library_busy(service) from exc
 
 
@@ -65,8 +65,8 @@ def _enqueue(
     params: dict[str, Any],
     idempotency_key: str | None,
     max_attempts: int,
-) -> JobSnapshot:
-    return service.enqueue(
+) -> Enqueued:
+    return service.submit(
         job_type,
         lock=LIBRARY_LOCK,
         params=params,

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import changed_rows, read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets
-from photo_pipeline.jobs import JobService, JobSnapshot, LockHeld
+from photo_pipeline.jobs import Enqueued, JobService, LockHeld
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.media.capture_time import CaptureTime
@@ -62,11 +62,18 @@ def prepare(report: FileReport) -> None:
         warm_up_in_background()
 
 
-def start_backfill(service: JobService, *, refresh: bool = False) -> JobSnapshot:
-    """Queue the ``places`` job (or return the one already queued or running);
-    ``refresh``: the places of every asset with a position, not only unresolved ones."""
+def start_backfill(
+    service: JobService, *, refresh: bool = False, idempotency_key: str | None = None
+) -> Enqueued:
+    """Queue the ``places`` job (or return the one already queued or running, not
+    ``created``); ``refresh``: the places of every asset with a position, not only
+    unresolved ones. A replay of ``idempotency_key`` returns its job."""
+    params = {"refresh": True} if refresh else {}
+    replayed = service.replay(idempotency_key, JOB_TYPE, params)
+    if replayed is not None:
+        return replayed
     try:
-        return service.enqueue(JOB_TYPE, lock=LOCK, params={"refresh": True} if refresh else {})
+        return service.submit(JOB_TYPE, lock=LOCK, params=params, idempotency_key=idempotency_key)
     except LockHeld:
         holders = service.blockers(LOCK)
         if not holders:
@@ -74,7 +81,7 @@ def start_backfill(service: JobService, *, refresh: bool = False) -> JobSnapshot
         held = service.get(holders[0]["id"])
         if held is None:
             raise
-        return held
+        return Enqueued(held, False)
 
 
 def unresolved_asset_ids(session_factory: sessionmaker[Session]) -> list[int]:

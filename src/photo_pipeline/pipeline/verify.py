@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, files, sources
-from photo_pipeline.jobs import JobService, JobSnapshot, LockHeld
+from photo_pipeline.jobs import Enqueued, JobService, LockHeld
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
@@ -38,12 +38,23 @@ PROBLEM_CODES = ("content_changed", "missing", "unreadable_file", SYMLINK_OUTSID
 _ADD_CHUNK = 1000
 
 
-def start_verify(service: JobService, *, max_attempts: int = 3) -> JobSnapshot:
+def start_verify(
+    service: JobService, *, idempotency_key: str | None = None, max_attempts: int = 3
+) -> Enqueued:
     """Queue a ``verify`` of every present catalogued photo. It takes the library
     lock (a file being moved by organize is not missing); ``LibraryBusy`` names the
-    job holding it."""
+    job holding it. A replay of ``idempotency_key`` returns its job, also while that
+    job holds the lock."""
+    replayed = service.replay(idempotency_key, JOB_TYPE, {})
+    if replayed is not None:
+        return replayed
     try:
-        return service.enqueue(JOB_TYPE, lock=locks.LIBRARY_LOCK, max_attempts=max_attempts)
+        return service.submit(
+            JOB_TYPE,
+            lock=locks.LIBRARY_LOCK,
+            idempotency_key=idempotency_key,
+            max_attempts=max_attempts,
+        )
     except LockHeld as exc:
         raise locks.library_busy(service) from exc
 

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import JobService, JobSnapshot, utc_now
+from photo_pipeline.jobs import Enqueued, JobService, utc_now
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan, summary
 from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
@@ -64,15 +64,19 @@ def start_dedupe(
     max_attempts: int = 10,
     rejoin: bool = False,
     hard_links: bool = True,
-) -> JobSnapshot:
+) -> Enqueued:
     """Queue a ``dedupe`` job. Raises ``LibraryBusy`` (``lock_held``) while another
-    job holds the library; ``rejoin`` returns an active job of this very request.
+    job holds the library; ``rejoin`` returns an active job of this very request, a
+    replay of ``idempotency_key`` its job (before the quarantine is judged again).
     ``hard_links=False`` copies into the quarantine even within one filesystem (for
     tests and odd mounts)."""
     params: dict[str, Any] = {"home": os.path.abspath(home), "near": near}
-    _check_quarantine(service.session_factory, params["home"])
     if not hard_links:
         params["hard_links"] = False
+    replayed = service.replay(idempotency_key, JOB_TYPE, params)
+    if replayed is not None:
+        return replayed
+    _check_quarantine(service.session_factory, params["home"])
     enqueue = enqueue_or_join if rejoin else enqueue_library_job
     return enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts)
 
@@ -82,8 +86,17 @@ def undo_key(dedupe_job_id: str) -> str:
     return f"dedupe-undo:{dedupe_job_id}"
 
 
-def start_undo(service: JobService, dedupe_job_id: str, *, max_attempts: int = 10) -> JobSnapshot:
-    """Queue the undo of a dedupe job (asking twice returns the same undo job)."""
+def start_undo(service: JobService, dedupe_job_id: str, *, max_attempts: int = 10) -> Enqueued:
+    """Queue the undo of a dedupe job (asking twice returns the same undo job,
+    ``created`` False)."""
+    replayed = service.replay(
+        undo_key(dedupe_job_id),
+        UNDO_JOB_TYPE,
+        {"dedupe_job_id": dedupe_job_id},
+        fixed_when_queued=["home"],
+    )
+    if replayed is not None:
+        return replayed
     job = service.get(dedupe_job_id)
     if job is None or job["job_type"] != JOB_TYPE:
         raise DedupeError("not_a_dedupe_job", f"no dedupe job with id {dedupe_job_id!r}")
@@ -100,19 +113,20 @@ def start_purge(
     *,
     idempotency_key: str | None = None,
     max_attempts: int = 10,
-) -> JobSnapshot:
-    """Queue a purge of files quarantined more than ``older_than_days`` days ago."""
+) -> Enqueued:
+    """Queue a purge of files quarantined more than ``older_than_days`` days ago (a
+    replay of ``idempotency_key`` returns its job, whose cutoff was fixed then)."""
     if type(older_than_days) is not int or not 0 <= older_than_days <= _MAX_DAYS:
         raise DedupeError(
             "invalid_days", f"--older-than-days must be 0..{_MAX_DAYS}, got {older_than_days!r}"
         )
+    asked = {"home": os.path.abspath(home), "older_than_days": older_than_days}
+    replayed = service.replay(idempotency_key, PURGE_JOB_TYPE, asked, fixed_when_queued=["before"])
+    if replayed is not None:
+        return replayed
     # The cutoff is fixed now, so a resumed purge deletes what was asked, no more.
     cutoff = utc_now() - timedelta(days=older_than_days)
-    params = {
-        "home": os.path.abspath(home),
-        "older_than_days": older_than_days,
-        "before": cutoff.isoformat(),
-    }
+    params = {**asked, "before": cutoff.isoformat()}
     return enqueue_library_job(service, PURGE_JOB_TYPE, params, idempotency_key, max_attempts)
 
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import sources
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import JobService, JobSnapshot
+from photo_pipeline.jobs import Enqueued, JobService
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
 from photo_pipeline.pipeline.organize.plan import (
@@ -128,18 +128,28 @@ def start_organize(
     hard_links: bool = True,
     rejoin: bool = False,
     keep_duplicates: bool = False,
-) -> JobSnapshot:
-    """Queue an ``organize`` job (after validating the template and destination).
+) -> Enqueued:
+    """Queue an ``organize`` job (after validating the template and destination; a
+    replay of ``idempotency_key`` returns its job before that, unjudged).
     Raises ``LibraryBusy`` (``lock_held``, naming the job) while another organize,
     undo or verify is active. ``hard_links=False`` makes a move within one
     filesystem copy and delete instead of linking (slower; for tests and odd mounts).
     ``rejoin``: when an active job of this very request holds the lock (its command
     was killed, say), return that job instead of refusing."""
     parsed = parse(template)
-    root = check_destination(service.session_factory, destination)
-    params = {"destination": root, "template": parsed.text, "move": move, "hard_links": hard_links}
+    target = str(Path(destination).expanduser().resolve())
+    params = {
+        "destination": target,
+        "template": parsed.text,
+        "move": move,
+        "hard_links": hard_links,
+    }
     if keep_duplicates:  # only when asked: the params of earlier requests stay the same
         params["keep_duplicates"] = True
+    replayed = service.replay(idempotency_key, JOB_TYPE, params)
+    if replayed is not None:
+        return replayed
+    check_destination(service.session_factory, target)
     enqueue = enqueue_or_join if rejoin else enqueue_library_job
     return enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts)
 
@@ -149,12 +159,17 @@ def undo_key(organize_job_id: str) -> str:
     return f"organize-undo:{organize_job_id}"
 
 
-def start_undo(service: JobService, organize_job_id: str, *, max_attempts: int = 10) -> JobSnapshot:
+def start_undo(service: JobService, organize_job_id: str, *, max_attempts: int = 10) -> Enqueued:
     """Queue the undo of a finished organize job: moved files go back, copies are
-    removed. Asking twice returns the same undo job."""
+    removed. Asking twice returns the same undo job (``created`` False)."""
+    key = undo_key(organize_job_id)
+    replayed = service.replay(
+        key, UNDO_JOB_TYPE, {"organize_job_id": organize_job_id}, fixed_when_queued=["destination"]
+    )
+    if replayed is not None:
+        return replayed
     job = service.get(organize_job_id)
     if job is None or job["job_type"] != JOB_TYPE:
         raise OrganizeError("not_an_organize_job", f"no organize job with id {organize_job_id!r}")
     params = {"organize_job_id": organize_job_id, "destination": job["params"]["destination"]}
-    key = undo_key(organize_job_id)
     return enqueue_library_job(service, UNDO_JOB_TYPE, params, key, max_attempts)

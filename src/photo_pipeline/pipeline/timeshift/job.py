@@ -14,9 +14,9 @@ from photo_pipeline.db.schema import timeshift_entries
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import (
     ACTIVE_STATES,
+    Enqueued,
     JobNotFound,
     JobService,
-    JobSnapshot,
     JobState,
     LockHeld,
 )
@@ -24,7 +24,7 @@ from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.pipeline.locks import LIBRARY_LOCK
 from photo_pipeline.pipeline.timeshift.apply import apply_shift, apply_undo
-from photo_pipeline.pipeline.timeshift.plan import NothingToShift, plan_timeshift
+from photo_pipeline.pipeline.timeshift.plan import NothingToShift, plan_timeshift, shift_request
 
 JOB_TYPE = "timeshift"
 UNDO_JOB_TYPE = "timeshift_undo"
@@ -47,28 +47,35 @@ def start_timeshift(
     since: str | None = None,
     until: str | None = None,
     idempotency_key: str | None = None,
-) -> JobSnapshot:
+) -> Enqueued:
     """Queue a ``timeshift`` job over the assets ``plan_timeshift`` lists (its items
     are their ids, fixed now). Raises ``InvalidShift``, ``NothingToShift``, or
-    ``LockHeld`` while organize or another timeshift is active."""
+    ``LockHeld`` while organize or another timeshift is active. A replay of
+    ``idempotency_key`` returns its job (before the shifted assets are planned again)."""
+    request = shift_request(camera=camera, by=by, since=since, until=until)
+    replayed = service.replay(idempotency_key, JOB_TYPE, request)
+    if replayed is not None:
+        return replayed
     plan = plan_timeshift(service.session_factory, camera=camera, by=by, since=since, until=until)
     if not plan["count"]:
         raise NothingToShift(detail=f"no asset of camera model {camera!r} in that time window")
-    return service.enqueue(
+    return service.submit(
         JOB_TYPE,
         lock=LIBRARY_LOCK,
         items=[str(entry["asset_id"]) for entry in plan["assets"]],
-        params={k: plan[k] for k in ("camera", "by", "by_seconds", "since", "until")},
+        params=request,
         idempotency_key=idempotency_key,
     )
 
 
-def start_undo(
-    service: JobService, job_id: str, *, idempotency_key: str | None = None
-) -> JobSnapshot:
+def start_undo(service: JobService, job_id: str, *, idempotency_key: str | None = None) -> Enqueued:
     """Queue a ``timeshift_undo`` job restoring what timeshift ``job_id`` changed (and
     is not undone yet). Raises ``JobNotFound``, ``NotATimeshift``, or ``LockHeld``
-    while that job (or organize) still runs."""
+    while that job (or organize) still runs. A replay of ``idempotency_key`` returns
+    its job (which, having run, left nothing to undo)."""
+    replayed = service.replay(idempotency_key, UNDO_JOB_TYPE, {"job_id": job_id})
+    if replayed is not None:
+        return replayed
     job = service.get(job_id)
     if job is not None and job["job_type"] != JOB_TYPE:
         raise NotATimeshift(detail=f"job {job_id} is a {job['job_type']} job, not a timeshift")
@@ -92,7 +99,7 @@ def start_undo(
         raise NotATimeshift(
             "nothing_to_undo", f"timeshift {job_id} changed nothing that is not undone already"
         )
-    return service.enqueue(
+    return service.submit(
         UNDO_JOB_TYPE,
         lock=LIBRARY_LOCK,
         items=[str(asset_id) for asset_id in pending],

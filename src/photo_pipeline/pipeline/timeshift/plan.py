@@ -109,10 +109,8 @@ def plan_timeshift(
     ``shift_out_of_range`` for an asset the shift would push past year 9999, else None).
     Raises ``InvalidShift`` for bad input.
     """
-    shift = parse_shift(by) if isinstance(by, str) else by
-    window = Window.parse(since, until)
-    if not camera.strip():
-        raise InvalidShift(detail="--camera must name a camera model, got an empty string")
+    request = shift_request(camera=camera, by=by, since=since, until=until)
+    shift, window = timedelta(seconds=request["by_seconds"]), Window.parse(since, until)
     with read_session(session_factory) as session:
         rows = session.execute(
             select(*PLAN_COLUMNS)
@@ -140,12 +138,22 @@ def plan_timeshift(
             entry["taken_local_after"] = after.taken_local
             entry["taken_utc_after"] = after.taken_utc
         planned.append(entry)
+    return {**request, "count": len(planned), "assets": planned}
+
+
+def shift_request(
+    *, camera: str, by: str | timedelta, since: str | None, until: str | None
+) -> dict[str, Any]:
+    """A timeshift request checked and in its canonical form, as its job keeps it
+    (``camera``, ``by``, ``by_seconds``, ``since``, ``until``); raises ``InvalidShift``."""
+    shift = parse_shift(by) if isinstance(by, str) else by
+    window = Window.parse(since, until)
+    if not camera.strip():
+        raise InvalidShift(detail="--camera must name a camera model, got an empty string")
     return {
         "camera": camera,
         "by": format_shift(shift),
         "by_seconds": int(shift.total_seconds()),
         "since": window.since,
         "until": until,
-        "count": len(planned),
-        "assets": planned,
     }
