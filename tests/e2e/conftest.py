@@ -13,9 +13,9 @@ import pytest
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.sample import write_sample
-from tests.integration import api_types  # noqa: F401  (registers "test.record")
-from tests.integration._processes import wait_until
-from tests.integration._server import TOKEN, ApiServer, running_server
+from tests.support import api_job_types  # noqa: F401  (registers "test.record")
+from tests.support.api_server import TOKEN, ApiServer, running_server
+from tests.support.cli_processes import wait_until
 
 CHROMIUM = Path(os.environ.get("PHOTO_PIPELINE_CHROMIUM", "/usr/bin/chromium"))
 REPO = Path(__file__).resolve().parents[2]

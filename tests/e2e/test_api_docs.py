@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.integration._server import running_server
+from tests.support.api_server import running_server
 
 
 def test_docs_render_from_local_assets_under_the_csp(page, shots, tmp_path):

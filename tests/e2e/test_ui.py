@@ -18,8 +18,8 @@ from tests.e2e.conftest import (
     sign_in,
     wait_for_jobs,
 )
-from tests.integration._processes import run_command
-from tests.integration._server import TOKEN, running_server
+from tests.support.api_server import TOKEN, running_server
+from tests.support.cli_processes import run_command
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,7 +9,7 @@ import pytest
 from photo_pipeline.pipeline.imports import import_folders
 from tests.e2e.conftest import require_chromium, sign_in, wait_for_jobs
 from tests.factories import photos, videos
-from tests.integration._server import running_server
+from tests.support.api_server import running_server
 
 pytestmark = pytest.mark.timeout(120)
 IDENTIFIER = "4C0B2D6E-8F1A-4B3C-9D5E-6F7A8B9C0D1E"

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from photo_pipeline.api.auth import mint_query_token
 from photo_pipeline.api.server import ConnectionLimits
-from tests.integration import api_types  # noqa: F401  (registers "test.record")
-from tests.integration._serving import TOKEN, serving
+from tests.support import api_job_types  # noqa: F401  (registers "test.record")
+from tests.support.serve_command_server import TOKEN, serving
 
 # Per backend; a few seconds each. Set PHOTO_PIPELINE_FUZZ_EXAMPLES to dig deeper.
 EXAMPLES = int(os.environ.get("PHOTO_PIPELINE_FUZZ_EXAMPLES", "250"))

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.integration import api_types  # noqa: F401  (registers "test.record")
-from tests.integration._server import running_server
+from tests.support import api_job_types  # noqa: F401  (registers "test.record")
+from tests.support.api_server import running_server
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.sample import write_sample
-from tests.integration._server import running_server
+from tests.support.api_server import running_server
 
 PHOTOS = 12  # and 2 exact copies, 2 resized copies, 1 broken file
 

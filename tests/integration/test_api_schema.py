@@ -16,8 +16,8 @@ from photo_pipeline.api import create_app
 from photo_pipeline.config import Settings
 from photo_pipeline.pipeline.library import open_library
 from tests.conftest import make_database_url
-from tests.integration import api_types  # noqa: F401  (registers "test.record")
-from tests.integration._server import TOKEN, running_server
+from tests.support import api_job_types  # noqa: F401  (registers "test.record")
+from tests.support.api_server import TOKEN, running_server
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ import pytest
 
 from photo_pipeline.api.auth import sign_query_token
 from photo_pipeline.api.server import ConnectionLimits
-from tests.integration import api_types  # noqa: F401  (registers "test.record")
-from tests.integration._serving import TOKEN, serving
+from tests.support import api_job_types  # noqa: F401  (registers "test.record")
+from tests.support.serve_command_server import TOKEN, serving
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 

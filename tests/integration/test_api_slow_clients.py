@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration._processes import environment, wait_until
+from tests.support.cli_processes import environment, wait_until
 
 TOKEN = "slow-client-test-" + "k" * 40  # long enough for any bind address
 BODY_BYTES = 1_000_000

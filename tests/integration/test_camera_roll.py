@@ -18,8 +18,8 @@ from photo_pipeline.pipeline import paths, render, scan, similar  # noqa: F401  
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos, videos
-from tests.integration._camera_roll import LIVE_ID, copy_roll, roll_template_fixture  # noqa: F401
-from tests.integration._server import running_server
+from tests.support.api_server import running_server
+from tests.support.camera_roll import LIVE_ID, copy_roll, roll_template_fixture  # noqa: F401
 
 
 def run_worker(service, session_factory) -> None:

@@ -90,7 +90,7 @@ def test_wait_runs_an_embedded_worker_and_reports_the_outcome(cli, service, tmp_
     log = tmp_path / "run.log"
     ok = service.enqueue("test.record", items=["a", "bad-b"], params={"log": str(log)})
     code, out, _ = cli(
-        "job", "wait", ok["id"], "--embedded", "--import", "tests.integration.handlers", "--json"
+        "job", "wait", ok["id"], "--embedded", "--import", "tests.support.worker_handlers", "--json"
     )
     assert code == 5  # succeeded, with a failed item
     assert [j["state"] for j in json.loads(out)] == ["succeeded"]
@@ -99,7 +99,7 @@ def test_wait_runs_an_embedded_worker_and_reports_the_outcome(cli, service, tmp_
         "test.record", items=["x"], params={"log": str(log), "crash_on": "x"}, max_attempts=1
     )
     code, out, _ = cli(
-        "job", "wait", broken["id"], "--import", "tests.integration.handlers", "--json"
+        "job", "wait", broken["id"], "--import", "tests.support.worker_handlers", "--json"
     )
     assert code == 1 and json.loads(out)[0]["state"] == "failed"
     code, out, _ = cli("workers", "--all", "--json")
@@ -110,7 +110,7 @@ def test_the_embedded_worker_tells_of_a_job_once_its_final_state_is_written(cli,
     # The wait looks as soon as it is told (cli.progress): the state must be there.
     from photo_pipeline.cli.embedded import EmbeddedWorker
 
-    importlib.import_module("tests.integration.handlers")  # registers test.record
+    importlib.import_module("tests.support.worker_handlers")  # registers test.record
     job = service.enqueue("test.record", items=["a"], params={"log": str(tmp_path / "run.log")})
     worker = EmbeddedWorker(library(), {"test.record"})
     worker.start()

@@ -17,11 +17,11 @@ from sqlalchemy.engine import make_url
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.clock import CLOCK_OFFSET_ENV
-from tests.integration._processes import environment, wait_until
+from tests.support.cli_processes import environment, wait_until
 
 WORKER = (
     "--import",
-    "tests.integration.coordinator_handlers",
+    "tests.support.gated_handlers",
     "--types",
     "test.gated,test.quick",
     "--executor",

@@ -23,7 +23,7 @@ from photo_pipeline.jobs import (
     JobState,
 )
 from tests.conftest import make_database_url
-from tests.integration import _procs
+from tests.support import concurrency_bodies
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -50,7 +50,9 @@ def run_processes(target, url: str, args_per_process: list[tuple]) -> list:
 def test_four_processes_claim_every_job_exactly_once(service, db_url):
     for _ in range(1000):
         service.enqueue("noop")
-    claimed = run_processes(_procs.claim_until_empty, db_url, [(f"worker-{n}",) for n in range(4)])
+    claimed = run_processes(
+        concurrency_bodies.claim_until_empty, db_url, [(f"worker-{n}",) for n in range(4)]
+    )
     every = [job_id for batch in claimed for job_id in batch]
     assert len(every) == 1000
     assert len(set(every)) == 1000
@@ -62,7 +64,7 @@ def test_four_processes_claim_every_job_exactly_once(service, db_url):
 
 
 def test_concurrent_enqueues_with_one_lock_admit_exactly_one(service, db_url):
-    outcomes = run_processes(_procs.enqueue_once, db_url, [({"lock": "library"},)] * 6)
+    outcomes = run_processes(concurrency_bodies.enqueue_once, db_url, [({"lock": "library"},)] * 6)
     counts = Counter(o.split(":")[0] for o in outcomes)
     assert counts == {"job": 1, "refused": 5}
     assert {o for o in outcomes if o.startswith("refused")} == {"refused:lock_held"}
@@ -78,7 +80,7 @@ def test_concurrent_enqueues_with_one_idempotency_key_make_one_job(session_facto
         "params": {"src": "/a"},
         "items": ["x"],
     }
-    outcomes = run_processes(_procs.enqueue_once, db_url, [(request,)] * 6)
+    outcomes = run_processes(concurrency_bodies.enqueue_once, db_url, [(request,)] * 6)
     assert len(set(outcomes)) == 1 and outcomes[0].startswith("job:")
     assert service.claim(["organize"], "w")["id"] == outcomes[0][4:]
     assert service.claim(["organize"], "w") is None
@@ -87,7 +89,7 @@ def test_concurrent_enqueues_with_one_idempotency_key_make_one_job(session_facto
 def test_concurrent_enqueues_with_one_key_and_different_requests(service, db_url):
     a = {"idempotency_key": "k", "params": {"src": "/a"}}
     b = {"idempotency_key": "k", "params": {"src": "/b"}}
-    outcomes = run_processes(_procs.enqueue_once, db_url, [(a,), (b,)] * 3)
+    outcomes = run_processes(concurrency_bodies.enqueue_once, db_url, [(a,), (b,)] * 3)
     winners = {o for o in outcomes if o.startswith("job:")}
     assert len(winners) == 1
     assert Counter(outcomes)["refused:idempotency_conflict"] == 3
@@ -101,7 +103,7 @@ def test_processes_opening_a_fresh_database_migrate_it_once(backend, tmp_path):
     urls = make_database_url(backend, tmp_path)
     url = next(urls)
     try:
-        assert run_processes(_procs.open_only, url, [()] * 4) == ["opened"] * 4
+        assert run_processes(concurrency_bodies.open_only, url, [()] * 4) == ["opened"] * 4
         factory = open_database(url)
         with factory() as session:
             assert session.scalar(select(func.count()).select_from(jobs)) == 0

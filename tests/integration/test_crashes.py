@@ -16,7 +16,7 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
-from tests.integration._processes import environment, run_command, wait_until
+from tests.support.cli_processes import environment, run_command, wait_until
 
 KILLS = 5
 PHOTOS = 200  # enough that the scan, which renders too, outlasts five serves

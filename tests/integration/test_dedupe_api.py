@@ -7,8 +7,8 @@ import pytest
 
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from tests.integration._server import running_server
 from tests.integration.test_dedupe import library, sha256_tree  # noqa: F401
+from tests.support.api_server import running_server
 
 
 @pytest.fixture

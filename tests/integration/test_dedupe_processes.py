@@ -18,9 +18,9 @@ from photo_pipeline.pipeline import dedupe
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.organize import LibraryBusy
 from tests.factories import photos
-from tests.integration._processes import run_command, wait_until
 from tests.integration.test_dedupe import digests, sha256_tree
 from tests.integration.test_organize import scan_folders
+from tests.support.cli_processes import run_command, wait_until
 
 CONTENTS = 90
 KILLS = 12

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from photo_pipeline.db import write_session
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.events import _PG_EVENT_ORDER_LOCK, EventFeed, write_event
-from tests.integration._processes import wait_until
+from tests.support.cli_processes import wait_until
 
 
 def test_feed_reads_every_job_in_order(service):

@@ -18,8 +18,8 @@ from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.jobs.workers import WorkerRegistry
 from tests.factories import photos
-from tests.integration._processes import WorkerProcess, wait_until
-from tests.integration._server import running_server
+from tests.support.api_server import running_server
+from tests.support.cli_processes import WorkerProcess, wait_until
 
 S = JobState
 
@@ -104,7 +104,7 @@ def test_worker_burst_exits_while_a_job_is_delayed_far_ahead(session_factory, db
         run_after=utc_now() + timedelta(days=1),
     )
     worker = WorkerProcess(
-        db_url, tmp_path, "--burst", "--import", "tests.integration.handlers", "--types",
+        db_url, tmp_path, "--burst", "--import", "tests.support.worker_handlers", "--types",
         "test.record",
     )  # fmt: skip
     try:

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from photo_pipeline.pipeline.home import MARKER
-from tests.integration._processes import environment, run_command
 from tests.integration.test_outage import POSTGRES_ONLY, proxy  # noqa: F401  (fixture)
+from tests.support.cli_processes import environment, run_command
 
 
 def test_a_worker_without_the_shared_home_refuses_to_start(db_url, tmp_path):

@@ -21,12 +21,12 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
 from tests.factories.photos import jpeg, picture
-from tests.integration._processes import wait_until
-from tests.integration.budget_handlers import decode_weight, handlers
+from tests.support.budget_handlers import decode_weight, handlers
+from tests.support.cli_processes import wait_until
 
 
 class Gates:
-    """The gate files of ``budget_handlers.gated_item`` in one folder."""
+    """The gate files of ``tests.support.budget_handlers.gated_item`` in one folder."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder

@@ -22,8 +22,8 @@ from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.workers import WorkerRegistry
 from tests.factories import photos
-from tests.integration._processes import WorkerProcess, environment, run_command, wait_until
-from tests.integration._tcp_proxy import TcpProxy
+from tests.support.cli_processes import WorkerProcess, environment, run_command, wait_until
+from tests.support.tcp_proxy import TcpProxy
 
 POSTGRES_ONLY = [pytest.param("postgresql", marks=pytest.mark.postgres)]
 TOKEN = "outage-test-token-0123456789abcdef"

@@ -13,7 +13,7 @@ from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.places import start_backfill
 from tests.factories import photos
-from tests.integration._server import running_server
+from tests.support.api_server import running_server
 
 # file name -> (latitude, longitude), (country code, region, city, district)
 TRIP = {

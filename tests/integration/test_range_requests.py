@@ -13,7 +13,7 @@ from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.pipeline import scan  # noqa: F401  (its job type)
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import videos
-from tests.integration._server import running_server
+from tests.support.api_server import running_server
 
 IDENTIFIER = "6E1F3A5B-7C9D-4E1F-8A2B-3C4D5E6F7A8B"
 

@@ -26,7 +26,7 @@ from photo_pipeline.pipeline.render import enqueue_render
 from photo_pipeline.pipeline.renditions import Renditions, rendition_file
 from photo_pipeline.pipeline.similar import near_duplicate_groups
 from tests.factories import photos
-from tests.integration._processes import environment
+from tests.support.cli_processes import environment
 from tests.unit.test_phash import scene, write_near_copies
 
 SMALL = {"thumbnail_size": 64, "preview_size": 160}

@@ -15,8 +15,8 @@ from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.render import enqueue_render
 from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
-from tests.integration._processes import WorkerProcess, wait_until
 from tests.integration.test_render import run_worker
+from tests.support.cli_processes import WorkerProcess, wait_until
 
 PHOTOS = 60
 

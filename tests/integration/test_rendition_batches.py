@@ -24,8 +24,8 @@ from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.render import enqueue_render, render_item_within
 from photo_pipeline.pipeline.renditions import RenderOutcome, Renditions, publish
 from tests.factories import photos
-from tests.integration._processes import WorkerProcess, wait_until
 from tests.integration.test_render import run_worker, settings_for
+from tests.support.cli_processes import WorkerProcess, wait_until
 
 PHOTOS = 30
 SETTINGS = RenderSettings(thumbnail_size=128, preview_size=480)

@@ -25,7 +25,7 @@ from photo_pipeline.pipeline.similar import (
     near_group_page,
     regroup,
 )
-from tests.integration._server import running_server
+from tests.support.api_server import running_server
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 START = datetime(2015, 1, 1, tzinfo=UTC)

@@ -30,8 +30,8 @@ from photo_pipeline.pipeline.render import enqueue_render, render_settings
 from photo_pipeline.pipeline.renditions import Renditions
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 from tests.factories import photos
-from tests.integration._opens import watch_opens
-from tests.integration._server import running_server
+from tests.support.api_server import running_server
+from tests.support.file_opens import watch_opens
 
 SMALL = {"thumbnail_size": 64, "preview_size": 160}
 OUTSIDE = "symlink_outside_roots"

@@ -20,7 +20,7 @@ from photo_pipeline.jobs.clock import utc_now
 from photo_pipeline.jobs.handlers import HandlerRegistry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
-from tests.integration._processes import wait_until
+from tests.support.cli_processes import wait_until
 
 HOUR = 3600.0
 handlers = HandlerRegistry()

@@ -10,7 +10,7 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
-from tests.integration import handlers  # noqa: F401  (registers the test job types)
+from tests.support import worker_handlers  # noqa: F401  (registers the test job types)
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ import signal
 import pytest
 
 from photo_pipeline.jobs import JobService, JobState
-from tests.integration._processes import WorkerProcess, wait_until
+from tests.support.cli_processes import WorkerProcess, wait_until
 
 WORKER = (
     "--import",
-    "tests.integration.coordinator_handlers",
+    "tests.support.gated_handlers",
     "--types",
     "test.gated,test.quick",
     "--executor",

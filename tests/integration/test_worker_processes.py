@@ -14,11 +14,11 @@ from sqlalchemy.exc import OperationalError
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.service import utc_now
-from tests.integration._processes import WorkerProcess, wait_until
+from tests.support.cli_processes import WorkerProcess, wait_until
 
 TEST_WORKER = (
     "--import",
-    "tests.integration.handlers",
+    "tests.support.worker_handlers",
     "--types",
     "test.record",
     "--executor",

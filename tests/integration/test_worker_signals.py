@@ -16,7 +16,7 @@ from photo_pipeline.jobs import JobService
 from photo_pipeline.jobs.handlers import HandlerRegistry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
-from tests.integration._processes import wait_until
+from tests.support.cli_processes import wait_until
 
 handlers = HandlerRegistry()
 

@@ -16,8 +16,8 @@ import pytest
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.workers import WorkerRegistry
-from tests.integration._processes import REPO, wait_until
 from tests.multihost._netns import Host, HostNetwork
+from tests.support.cli_processes import REPO, wait_until
 
 LEASE = "3"
 OUTAGE_SECONDS = 20
@@ -42,7 +42,7 @@ def start_worker(network: HostNetwork, host: Host, home: Path, log: str):
         "photo_pipeline",
         "worker",
         "--import",
-        "tests.integration.handlers",
+        "tests.support.worker_handlers",
         "--lease-seconds",
         LEASE,
         "--poll-seconds",

@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 from photo_pipeline.api.job_types import confined_path, job_type
 from photo_pipeline.jobs import Enqueued
 from photo_pipeline.pipeline.library import Library
-from tests.integration import handlers  # noqa: F401  (registers the handlers)
+from tests.support import worker_handlers  # noqa: F401  (registers the handlers)
 
 
 class RecordParams(BaseModel):

@@ -1,5 +1,5 @@
 """Job handlers for the worker tests, registered on the process-wide registry so
-that `photo-pipeline worker --import tests.integration.handlers` serves them."""
+that `photo-pipeline worker --import tests.support.worker_handlers` serves them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Job handlers for the coordinator's worker tests (`--import
-tests.integration.coordinator_handlers`): a job that holds its slot until the test
+tests.support.gated_handlers`): a job that holds its slot until the test
 opens a gate, and one that finishes at once."""
 
 from __future__ import annotations

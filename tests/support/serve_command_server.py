@@ -17,7 +17,7 @@ from photo_pipeline.api import create_app
 from photo_pipeline.api.server import ConnectionLimits, uvicorn_config
 from photo_pipeline.config import Settings
 from photo_pipeline.pipeline.library import open_library
-from tests.integration._server import TOKEN
+from tests.support.api_server import TOKEN
 
 __all__ = ["TOKEN", "serving"]
 
