@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ class HandlerRegistry:
 
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
+        self._providers: dict[str, str] = {}  # job type -> module registering it (defer)
 
     def register(self, job_type: str, handler: Handler) -> Handler:
         check.job_type(job_type)
@@ -44,17 +46,26 @@ class HandlerRegistry:
 
         return decorate
 
+    def defer(self, job_type: str, module: str) -> None:
+        """Name the module whose import registers ``job_type``'s handler: it is
+        imported when a job of that type first runs, so a worker serves every type
+        without loading what each needs (organize's worker, no image decoders)."""
+        check.job_type(job_type)
+        self._providers[job_type] = module
+
     def get(self, job_type: str) -> Handler:
+        if job_type not in self._handlers and job_type in self._providers:
+            importlib.import_module(self._providers[job_type])
         try:
             return self._handlers[job_type]
         except KeyError:
             raise UnknownJobType(f"no handler for job type {job_type!r}") from None
 
     def job_types(self) -> list[str]:
-        return sorted(self._handlers)
+        return sorted(self._handlers.keys() | self._providers.keys())
 
     def __contains__(self, job_type: Any) -> bool:
-        return job_type in self._handlers
+        return job_type in self._handlers or job_type in self._providers
 
 
 # The process-wide registry that `photo-pipeline worker` serves.

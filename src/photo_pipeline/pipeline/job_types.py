@@ -1,14 +1,25 @@
-"""Importing this module registers every photo job type on
-``photo_pipeline.jobs.handlers.registry``: scan, render, similar, organize (and its
-undo), verify, places, timeshift (and its undo), dedupe (its undo, purge)."""
+"""Importing this module names every photo job type on
+``photo_pipeline.jobs.handlers.registry`` with the module that runs it: scan, render,
+similar, organize (and its undo), verify, places, timeshift (and its undo), dedupe
+(its undo, purge). A module is imported when a job of its type first runs, so a worker
+waiting on an organize does not load the decoders a scan needs."""
 
-from photo_pipeline.pipeline import (  # noqa: F401
-    dedupe,
-    places,
-    render,
-    scan,
-    similar,
-    timeshift,
-    verify,
-)
-from photo_pipeline.pipeline.organize import run, undo  # noqa: F401
+from photo_pipeline.jobs.handlers import registry
+
+_PIPELINE = "photo_pipeline.pipeline"
+PROVIDERS = {
+    "scan": f"{_PIPELINE}.scan",
+    "render": f"{_PIPELINE}.render",
+    "similar": f"{_PIPELINE}.similar",
+    "organize": f"{_PIPELINE}.organize.run",
+    "organize.undo": f"{_PIPELINE}.organize.undo",
+    "verify": f"{_PIPELINE}.verify",
+    "places": f"{_PIPELINE}.places",
+    "timeshift": f"{_PIPELINE}.timeshift.job",
+    "timeshift_undo": f"{_PIPELINE}.timeshift.job",
+    "dedupe": f"{_PIPELINE}.dedupe.run",
+    "dedupe_undo": f"{_PIPELINE}.dedupe.undo",
+    "dedupe_purge": f"{_PIPELINE}.dedupe.purge",
+}
+for _job_type, _module in PROVIDERS.items():
+    registry.defer(_job_type, _module)
