@@ -81,7 +81,7 @@ def test_lock_allows_one_active_job(service):
 def test_cancelled_lock_holder_releases_the_lock(service):
     holder = service.enqueue("organize", lock="library")
     service.cancel(holder["id"])
-    service.enqueue("organize", lock="library")
+    assert service.enqueue("organize", lock="library")["state"] == JobState.QUEUED
 
 
 def test_delayed_job_waits_for_run_after(service, clock):

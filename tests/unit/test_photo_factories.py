@@ -1,8 +1,6 @@
-"""The test photo factory itself: distinct content per seed, directory targets, speed."""
+"""The test photo factory itself: distinct content per seed, directory targets."""
 
 from __future__ import annotations
-
-import time
 
 from photo_pipeline.media import hash_file, read_metadata
 from tests.factories import photos
@@ -39,10 +37,8 @@ def test_directory_target_gets_a_default_name(tmp_path) -> None:
     assert photos.jpeg(tmp_path, seed=3).name == "IMG_0003.jpg"
 
 
-def test_hundreds_of_jpegs_are_quick(tmp_path) -> None:
-    started = time.perf_counter()
+def test_hundreds_of_jpegs_are_distinct_photos(tmp_path) -> None:
+    # How fast the factory is: bench/photo_factory.py (no wall-clock check here).
     paths = [photos.jpeg(tmp_path, seed=seed) for seed in range(300)]
-    elapsed = time.perf_counter() - started
     assert len({hash_file(path) for path in paths}) == 300
-    assert elapsed < 20  # about 5 ms each; generous for slow CI machines
     assert read_metadata(paths[-1]).format == "jpeg"
