@@ -84,10 +84,10 @@ format: $(DEV_STAMP)
 	$(BIN)/ruff check --fix src tests bench
 
 bench: $(BENCH_STAMP)
-	$(BIN)/python bench/coordinator.py
+	$(BIN)/python -m bench.coordinator
 
 bench-render: $(BENCH_STAMP)
-	$(BIN)/python bench/render.py
+	$(BIN)/python -m bench.render
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .mypy_cache

@@ -1,10 +1,10 @@
-"""Job handlers and item functions for ``bench/worker.py``.
+"""Job handlers and item functions for ``bench.worker``.
 
 A module of its own so that a spawned process pool can import the item functions by
-name, and so that ``photo-pipeline worker --import _image_job`` (with ``bench/`` on
-``PYTHONPATH``) serves the same job types. Importing it registers the handlers on the
-process-wide registry; ``handlers`` is a private registry with the same entries, for
-in-process workers.
+name, and so that ``photo-pipeline worker --import bench._image_job`` (with the
+repository root on ``PYTHONPATH``) serves the same job types. Importing it registers
+the handlers on the process-wide registry; ``handlers`` is a private registry with the
+same entries, for in-process workers.
 """
 
 from __future__ import annotations

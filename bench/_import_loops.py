@@ -1,7 +1,7 @@
-"""Photos and bare loops for ``bench/import.py``.
+"""Photos and bare loops for ``bench.import``.
 
 A module of its own so that a spawned process pool can import its functions by name
-(``import`` is a keyword: ``bench/import.py`` cannot be imported as a module).
+(``import`` is a keyword: ``bench.import`` cannot be imported as a module).
 
 * the photo sets: 24-MP JPEGs (6000x4000, q90) from ``bench/render.py``'s photo-like
   generator, and iPhone-sized HEICs (4032x3024, HEVC in 512-px grid tiles, a 320-px
@@ -18,14 +18,7 @@ from __future__ import annotations
 import io
 import math
 import os
-import sys
 from pathlib import Path
-
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-for folder in (str(BENCH), str(REPO)):
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
 
 PREVIEW, THUMBNAIL, QUALITY = 1440, 256, 80
 JPEG_SIZE = (6000, 4000)
@@ -39,7 +32,7 @@ HEIC_ENCODER_PRESET = "fast"  # x265's default (medium) takes ~25 s a photo here
 def write_jpeg(target: str, index: int) -> None:
     from tests.factories.photos import build_exif
 
-    from render import photo  # bench/render.py: smooth colour field plus film grain
+    from bench.render import photo  # bench/render.py: smooth colour field plus film grain
 
     partial = Path(target).with_name(f".{Path(target).name}.partial")  # hidden: never scanned
     exif = build_exif(orientation=6 if index % 5 == 4 else 1, gps=(48.85, 2.29, 35.0))
@@ -51,7 +44,7 @@ def write_heic(target: str, index: int) -> None:
     import pillow_heif
     from tests.factories.photos import build_exif
 
-    from render import photo
+    from bench.render import photo
 
     partial = Path(target).with_name(f".{Path(target).name}.partial")
     exif = build_exif(orientation=6 if index % 4 == 0 else 1, gps=(48.85, 2.29, 35.0))

@@ -1,4 +1,4 @@
-"""Photos and pool-side helpers for ``bench/ingest.py``.
+"""Photos and pool-side helpers for ``bench.ingest``.
 
 A module of its own so that spawned process pools can import its functions by name:
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,16 +25,11 @@ from typing import Any
 
 import blake3
 from PIL import Image, ImageChops
+from tests.factories.photos import build_exif
 
 from photo_pipeline.media import hash_file
 from photo_pipeline.pipeline import scan
 from photo_pipeline.pipeline.catalog import FileReport
-
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # for tests.factories
-
-from tests.factories.photos import build_exif  # noqa: E402
 
 SIZE = (4000, 3000)
 QUALITY = 90

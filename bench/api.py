@@ -1,6 +1,6 @@
 """Benchmark the HTTP API: SSE fan-out during a running import, and job reads.
 
-Run with ``.venv/bin/python bench/api.py [--streams 100] [--clients 50] [--photos 1500]
+Run with ``.venv/bin/python -m bench.api [--streams 100] [--clients 50] [--photos 1500]
 [--database-url URL]``. It starts ``photo-pipeline serve`` (with its embedded worker)
 in a subprocess on a fresh library, then, from this process:
 

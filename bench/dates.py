@@ -2,7 +2,7 @@
 against exiftool kept running (media.exiftool), on plain camera JPEGs and on the files
 whose date only exiftool finds (XMP, maker notes, QuickTime XMP).
 
-Run with ``.venv/bin/python bench/dates.py [--quick]``. It prints files per second of:
+Run with ``.venv/bin/python -m bench.dates [--quick]``. It prints files per second of:
 
 1. plain JPEGs (3000x2000, camera EXIF with DateTimeOriginal):
    (a) the date alone: Pillow's EXIF block parsed into a capture time (what
@@ -30,17 +30,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO = BENCH_DIR.parent
-sys.path[:0] = [str(REPO), str(REPO / "src")]
+from PIL import Image
+from tests.factories import dated, photos
 
-from PIL import Image  # noqa: E402
-from tests.factories import dated, photos  # noqa: E402
-
-from photo_pipeline.media import exiftool, read_metadata  # noqa: E402
-from photo_pipeline.media.exiftool import ExiftoolPool  # noqa: E402
-from photo_pipeline.media.hidden_dates import REQUEST  # noqa: E402
-from photo_pipeline.media.tags import capture_time, tags_from_pillow  # noqa: E402
+from photo_pipeline.media import exiftool, read_metadata
+from photo_pipeline.media.exiftool import ExiftoolPool
+from photo_pipeline.media.hidden_dates import REQUEST
+from photo_pipeline.media.tags import capture_time, tags_from_pillow
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_dates"
 PLAIN_SIZE = (3000, 2000)

@@ -1,6 +1,6 @@
 """Benchmark a whole import against the bare work it is made of (issue #18).
 
-Run with ``.venv/bin/python bench/import.py [--photos N] [--heics N] [--rounds N]``
+Run with ``.venv/bin/python -m bench.import [--photos N] [--heics N] [--rounds N]``
 (``--quick``: 12 photos, 6 HEICs). It prints, in one run:
 
 1. the photo sets: N 24-MP JPEGs (6000x4000, q90, photo-like) and N iPhone-sized
@@ -38,12 +38,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO = BENCH_DIR.parent
-sys.path[:0] = [str(BENCH_DIR), str(REPO)]
-
-import _import_loops as loops  # noqa: E402
-from coordinator import heading, note, table  # noqa: E402
+from bench import _import_loops as loops
+from bench._children import run_json
+from bench._measure import peak_rss_mb
+from bench._report import heading, note, table
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_import"
 CLI = Path(sys.executable).parent / "photo-pipeline"
@@ -110,15 +108,9 @@ def run_command(home: Path, *args: str) -> tuple[float, float, float, Any]:
 
 def in_child(what: str, folder: Path, home: Path) -> dict[str, Any]:
     """Run ``child(what, ...)`` in a fresh interpreter: its own imports and peak RSS."""
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", what, str(folder), str(home)],
-        capture_output=True,
-        text=True,
-        check=False,
+    return run_json(
+        ["-m", "bench.import", "--child", what, str(folder), str(home)], f"child {what}"
     )
-    if done.returncode:
-        raise RuntimeError(f"child {what} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def child(what: str, folder: Path, home: Path) -> dict[str, Any]:
@@ -161,14 +153,6 @@ def child(what: str, folder: Path, home: Path) -> dict[str, Any]:
 def cpu_seconds(who: int) -> float:
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
-
-
-def peak_rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def job_seconds(jobs: list[dict[str, Any]]) -> str:

@@ -1,7 +1,7 @@
 """Benchmark memory per item (#12): huge progressive JPEGs under a worker's budget, and
 how close ``media.cost``'s estimates come to measured peaks.
 
-Run with ``.venv/bin/python bench/memory.py [--quick]``. It prints, in one run:
+Run with ``.venv/bin/python -m bench.memory [--quick]``. It prints, in one run:
 
 1. the issue's case: 4 progressive JPEGs of 196 MP (14000x14000, 4:2:0; 48 MP with
    --quick), made once into /tmp/pp_bench_memory and reused, decoded by one burst
@@ -27,18 +27,14 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO = BENCH_DIR.parent
-sys.path[:0] = [str(BENCH_DIR), str(REPO)]
-
-from coordinator import heading, note, table  # noqa: E402
+from bench._children import run_json
+from bench._report import heading, note, table
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_memory"
 MIB = 1 << 20
@@ -224,14 +220,7 @@ def child_single(path: str, which: str) -> dict[str, Any]:
 
 
 def in_child(*args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO}"},
-    )
-    return json.loads(done.stdout.splitlines()[-1])
+    return run_json(["-m", "bench.memory", "--child", *args], f"child {args}")
 
 
 # ── report ─────────────────────────────────────────────────────────────────────

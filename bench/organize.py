@@ -1,7 +1,7 @@
 """Benchmark organize: a copy-mode ``organize`` end to end against ``cp -r`` plus a
 BLAKE3 pass over the same files, on the same disk, in one run.
 
-Run with ``.venv/bin/python bench/organize.py [--files 300] [--mb 3] [--rounds 2]``.
+Run with ``.venv/bin/python -m bench.organize [--files 300] [--mb 3] [--rounds 2]``.
 
 0. The photo set: ``--files`` JPEGs of about ``--mb`` MB each (random-noise pixels at
    quality 95, so they do not compress; a handful of capture days, so the layout has
@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -43,11 +42,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO = BENCH_DIR.parent
-sys.path[:0] = [str(BENCH_DIR), str(REPO / "src"), str(REPO)]
-
-from coordinator import heading, note, ratio, table  # noqa: E402
+from bench._children import REPO, child_env
+from bench._measure import cpu_seconds
+from bench._report import heading, note, ratio, table
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_organize"
 BASES = 6  # distinct photos (and capture days) the set is made of
@@ -112,13 +109,6 @@ def blake3_pass(files: list[Path]) -> None:
         hasher.hexdigest()
 
 
-def cpu_seconds() -> float:
-    """CPU time (user + system) of this process and its waited-for children."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
 def baseline(source: Path, out: Path) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of ``cp -r`` and a BLAKE3 pass over the copies."""
     shutil.rmtree(out, ignore_errors=True)
@@ -134,14 +124,10 @@ def baseline(source: Path, out: Path) -> tuple[float, float]:
 
 # ── organize ───────────────────────────────────────────────────────────────────
 def environment(home: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "PHOTO_PIPELINE_HOME": str(home),
-        "PHOTO_PIPELINE_DATABASE_URL": f"sqlite:///{home / 'library.db'}",
-        # This tree's code, also when the bench runs from another checkout (an old
-        # commit's worktree, for a before/after).
-        "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO}",
-    }
+    return child_env(
+        PHOTO_PIPELINE_HOME=str(home),
+        PHOTO_PIPELINE_DATABASE_URL=f"sqlite:///{home / 'library.db'}",
+    )
 
 
 def scan(home: Path, source: Path) -> None:

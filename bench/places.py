@@ -1,6 +1,6 @@
 """Benchmark zones and places: lookups per second, and what they add to a first scan.
 
-Run with ``.venv/bin/python bench/places.py [--quick] [--photos DIR]``. It prints:
+Run with ``.venv/bin/python -m bench.places [--quick] [--photos DIR]``. It prints:
 
 1. lookups per second on 100,000 random positions (uniform on the sphere, so about
    70% at sea): the time zone (``media.places.zone_at`` against a bare ``tzfpy``
@@ -12,7 +12,7 @@ Run with ``.venv/bin/python bench/places.py [--quick] [--photos DIR]``. It print
 2. memory: the peak RSS (VmHWM) the first place lookup adds to a fresh interpreter
    (the gazetteer and tzfpy's polygons), against loading ``reverse_geocode`` (what the
    pipeline used before: scipy and 155,000 dicts) where it is installed;
-3. a first scan of bench/ingest.py's photo set (12-megapixel JPEGs, 40% with GPS)
+3. a first scan of bench.ingest's photo set (12-megapixel JPEGs, 40% with GPS)
    with zones and places and without them (``locate_reports`` replaced by the
    identity), each in a fresh interpreter (so the place data is loaded in the timed
    run, as in a real first scan), alternating A B B A; medians of wall time and of
@@ -35,10 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH_DIR))
-
-from coordinator import heading, note, ratio, table  # noqa: E402
+from bench._children import run_json
+from bench._report import heading, note, ratio, table
 
 POSITIONS = 100_000
 SCAN_BATCH = 50  # the worker's default flush size: one locate_reports call per batch
@@ -178,14 +176,16 @@ def child_main(argv: list[str]) -> int:
 
     if args.mode == "without":
         scan.locate_reports = lambda reports: reports  # the scan as it was before zones
-    import ingest
+    from sqlalchemy import text
+
+    from bench import _ingest_scan_child as scan_child
 
     with tempfile.TemporaryDirectory(prefix="pp_bench_places_") as home:
-        lib = ingest.open_library(f"sqlite:///{home}/library.sqlite3", "process")
-        run = ingest.run_scan(lib, Path(args.root))
+        lib = scan_child.open_library(f"sqlite:///{home}/library.sqlite3", "process")
+        run = scan_child.run_scan(lib, Path(args.root))
         with lib.factory() as session:
             located = session.execute(
-                ingest.sqlalchemy.text("SELECT count(*) FROM assets WHERE city IS NOT NULL")
+                text("SELECT count(*) FROM assets WHERE city IS NOT NULL")
             ).scalar_one()
         lib.factory.kw["bind"].dispose()
     cpu = run["cpu_self"] + run["cpu_children"]
@@ -195,27 +195,16 @@ def child_main(argv: list[str]) -> int:
 
 
 def measure_scan(root: Path, mode: str) -> dict[str, Any]:
-    # -c, not this file: the spawned pool must not re-import a __main__ script
-    code = "import sys, places; sys.exit(places.child_main(sys.argv[1:]))"
-    paths = [str(BENCH_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(root), mode],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=CHILD_TIMEOUT_S,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the {mode} scan process failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    # -c, not as a script: the spawned pool must not re-import a __main__ module
+    code = "import sys; from bench.places import child_main; sys.exit(child_main(sys.argv[1:]))"
+    what = f"the {mode} scan process"
+    return run_json(["-c", code, str(root), mode], what, timeout=CHILD_TIMEOUT_S)
 
 
 def scan_section(root: Path, count: int, rounds: int) -> None:
-    import ingest
+    from bench import _ingest_photos
 
-    photos = ingest.prepare_photos(root, count)
+    photos = _ingest_photos.prepare_photos(root, count)
     n = len(photos.files)
     heading(f"3. first scan of {n:,} photos with and without zones and places "
             f"(process pool of {os.cpu_count()}, fresh SQLite library each, "
@@ -255,10 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     lookup_section()
     memory_section()
     if not args.skip_scan:
-        import ingest
+        from bench import _ingest_photos
 
         count = 200 if args.quick else 2000
-        root = args.photos or ingest.DEFAULT_ROOT / f"photos-{count}"
+        root = args.photos or _ingest_photos.DEFAULT_ROOT / f"photos-{count}"
         scan_section(root, count, args.rounds)
     return 0
 

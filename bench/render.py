@@ -1,6 +1,6 @@
 """Benchmark rendering: the ``render`` job end to end against bare decoder loops.
 
-Run with ``.venv/bin/python bench/render.py [--quick]``. It prints, in one run:
+Run with ``.venv/bin/python -m bench.render [--quick]``. It prints, in one run:
 
 0. the photo set: N 24-MP (6000x4000) and N 12-MP (4000x3000) JPEGs at quality 90,
    photo-like (a smooth colour field plus film grain, EXIF with orientation), made once
@@ -28,7 +28,6 @@ import io
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,11 +37,9 @@ from typing import Any
 
 os.environ.setdefault("VIPS_CONCURRENCY", "1")
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO = BENCH_DIR.parent
-sys.path[:0] = [str(BENCH_DIR), str(REPO)]
-
-from coordinator import heading, note, ratio, table  # noqa: E402
+from bench._children import run_json
+from bench._measure import peak_rss_mb
+from bench._report import heading, note, ratio, table
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_render"
 SIZES = {"24mp": (6000, 4000), "12mp": (4000, 3000)}
@@ -84,14 +81,6 @@ def photo_paths(folder: Path) -> list[str]:
 
 
 # ── child measurements (each in a fresh process) ───────────────────────────────
-def peak_rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _vips_one(path: str, out: Path) -> None:
     import pyvips
 
@@ -210,16 +199,7 @@ def child_job(workers: int, folder: Path) -> dict[str, Any]:
 
 
 def in_child(*args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    if done.returncode:
-        raise RuntimeError(f"child {args} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json(["-m", "bench.render", "--child", *args], f"child {args}")
 
 
 # ── the near-duplicate index ───────────────────────────────────────────────────

@@ -1,7 +1,7 @@
 """Benchmark the library at 10k, 100k and 1M assets: listings, duplicates, jobs and
 `similar`, on synthetic catalogue rows (never real files).
 
-Run with ``.venv/bin/python bench/scale.py [--sizes 10000,100000,1000000]
+Run with ``.venv/bin/python -m bench.scale [--sizes 10000,100000,1000000]
 [--databases sqlite,postgresql] [--repeat 5] [--similar-only] [--baseline SRC]``.
 Per database it:
 

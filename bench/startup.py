@@ -1,7 +1,7 @@
 """Start-up time of the commands that only read the library (issue #17.5: `--help`
 and `jobs` in < 0.3 s).
 
-Run with ``.venv/bin/python bench/startup.py [--runs N]``. It makes a library in a
+Run with ``.venv/bin/python -m bench.startup [--runs N]``. It makes a library in a
 temporary home (``init``, then ``import`` of a few generated photos without
 ``--wait``: three queued jobs to list and show) and runs each command ``--runs``
 times (default 9) in a fresh interpreter, printing the median wall and CPU seconds
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from coordinator import heading, note, table
+from bench._report import heading, note, table
 
 CLI = [sys.executable, "-m", "photo_pipeline"]
 TARGET_SECONDS = 0.3

@@ -1,6 +1,6 @@
 """Benchmark videos: metadata files/s and poster frames/s against a bare PyAV loop.
 
-Run with ``.venv/bin/python bench/video.py [--quick]``. It prints, in one run:
+Run with ``.venv/bin/python -m bench.video [--quick]``. It prints, in one run:
 
 0. the clip set: N 1080p H.264 and N 1080p HEVC MP4s (30 fps, a keyframe a second like
    a phone, a moving gradient with noise so the encoders have real work), made once into
@@ -26,18 +26,15 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO = BENCH_DIR.parent
-sys.path[:0] = [str(REPO)]
+from bench._children import run_json
+from bench._report import heading, note, ratio, table
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_video"
 SIZE = (1920, 1080)
@@ -50,39 +47,6 @@ ENCODERS = {
     "h264": ("libx264", {"preset": "veryfast", "g": "30"}),
     "hevc": ("libx265", {"preset": "ultrafast", "x265-params": "log-level=error:keyint=30"}),
 }
-
-
-# ── printing (as bench/coordinator.py prints, without importing the job service) ──
-def heading(title: str) -> None:
-    print(f"\n{title}\n{'─' * len(title)}", flush=True)
-
-
-def note(message: str) -> None:
-    print(textwrap.fill(message, 100, initial_indent="  ", subsequent_indent="    "), flush=True)
-
-
-def ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}x" if b else "n/a"
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
-def table(headers: list[str], rows: list[list[Any]]) -> None:
-    cells = [headers, *[[_cell(v) for v in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    for n, row in enumerate(cells):
-        line = "  ".join(
-            c.rjust(w) if i else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-        print(f"  {line}".rstrip())
-        if n == 0:
-            print("  " + "  ".join("-" * w for w in widths))
-    sys.stdout.flush()
 
 
 # ── clips ──────────────────────────────────────────────────────────────────────
@@ -238,16 +202,7 @@ def child(what: str, paths: list[str]) -> dict[str, Any]:
 
 
 def in_child(what: str, paths: list[str]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", what, *paths],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    if done.returncode:
-        raise RuntimeError(f"child {what} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json(["-m", "bench.video", "--child", what, *paths], f"child {what}")
 
 
 def main() -> int:

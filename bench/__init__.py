@@ -1,0 +1,4 @@
+"""Benchmark scripts (never timed unit tests). Run each from the repository root as a
+module, e.g. ``.venv/bin/python -m bench.coordinator --help``: the root is then on
+``sys.path``, so the scripts import their shared helpers (``bench._report`` ...) and
+the test factories (``tests.factories``) without touching ``sys.path``."""
