@@ -9,7 +9,8 @@ and ``LibraryBusy``.
 - :mod:`.plan`: which file goes where, from catalogue rows and the destination;
 - :mod:`.start`: checking a request, the dry run, queueing the jobs;
 - :mod:`.journal`: the plan as rows, their states, the report;
-- :mod:`.transfer`: placing and removing one file, crash-safe and verified;
+- :mod:`.transfer`: placing and removing one file, crash-safe and verified (on
+  :mod:`.spots`, files reached by descriptor, and :mod:`.placing`, link or copy);
 - :mod:`.run`, :mod:`.undo`: the two job types.
 
 The names below load on first use, and with them both job types (registered on the
