@@ -54,4 +54,4 @@ def handle_inside_the_waits(worker: Worker) -> None:
     """The handler as Python may run it: in the thread that is inside the wait of
     the events the worker's loop waits on (holding their locks)."""
     with worker._wake._cond, worker._shutdown._cond:
-        worker._on_signal(signal.SIGTERM, None)
+        worker._signal_shutdown.handle(signal.SIGTERM, None)

@@ -1,40 +1,36 @@
 """The worker runtime: claims jobs, runs their handlers, keeps the lease alive,
-recovers abandoned work, and shuts down without losing anything."""
+recovers abandoned work, and shuts down without losing anything.
+
+The worker's loop is here; it hands each claimed job to :mod:`.job_runner` (the
+handler, its lease heartbeat, the state it ends in), waits out database outages
+with :mod:`.outages`, and stops on a signal by :mod:`.shutdown`."""
 
 from __future__ import annotations
 
-import errno
 import logging
 import multiprocessing
-import os
 import random
-import signal
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
-from types import FrameType
 from typing import Any
 
 from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs import wakeup
 from photo_pipeline.jobs.budget import MemoryBudget, default_budget, return_freed_memory
-from photo_pipeline.jobs.context import JobContext, LeaseLost
-from photo_pipeline.jobs.errors import JobError
 from photo_pipeline.jobs.handlers import HandlerRegistry
-from photo_pipeline.jobs.retry import RetryPolicy
+from photo_pipeline.jobs.job_runner import JobRunner
+from photo_pipeline.jobs.outages import RECONNECT, DatabaseWait, database_outage, disk_full
 from photo_pipeline.jobs.service import JobService, JobSnapshot
+from photo_pipeline.jobs.shutdown import SignalShutdown
 from photo_pipeline.jobs.states import JobState
 from photo_pipeline.jobs.workers import WorkerRegistry, new_worker_id
 
 log = logging.getLogger("photo_pipeline.worker")
 
-# While the database is unreachable, try again after a capped, jittered backoff.
-RECONNECT = RetryPolicy(base_seconds=0.25, max_seconds=10.0)
-_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 _MIN_IDLE_SECONDS = 0.25
 # How often a worker looks for dead workers on its host (a pid check per worker).
 _DEAD_WORKER_CHECK_SECONDS = 2.0
@@ -89,21 +85,41 @@ class Worker:
         self.config = config
         self._service = service
         self._registry = registry
-        self._handlers = handlers
         self._types = list(config.job_types or handlers.job_types())
         self._shutdown = threading.Event()
         self._wake = threading.Event()
         self._done = threading.Event()
-        self._current: dict[str, JobContext] = {}
-        self._current_lock = threading.Lock()
         self._listening = threading.Event()
         self._dead_checked_at = -_DEAD_WORKER_CHECK_SECONDS
-        self._signals = 0
-        self._signal_pipe = -1  # written by the signal handler (install_signal_handlers)
         self._rng = random.Random()
         self._log = logging.LoggerAdapter(log, {"worker_id": self.id})
         # One budget for every job the worker runs: their items share its memory.
         self.memory_budget = MemoryBudget(_budget_limit(config))
+        self._database = DatabaseWait(
+            lambda: self._registry.beat(self.id), self._shutdown, self._rng, self._log
+        )
+        self._jobs = JobRunner(
+            service,
+            registry,
+            handlers,
+            self.id,
+            shutdown=self._shutdown,
+            database=self._database,
+            budget=self.memory_budget,
+            lease_seconds=config.lease_seconds,
+            pool_size=config.concurrency,
+            batch_size=config.batch_size,
+        )
+        self._signal_shutdown = SignalShutdown(
+            service,
+            registry,
+            self.id,
+            request_stop=self.request_stop,
+            stopped=self._done,
+            jobs_in_hand=self._jobs.in_hand,
+            grace_seconds=config.shutdown_seconds,
+            log=self._log,
+        )
 
     # ── control ────────────────────────────────────────────────────────────────
     def request_stop(self) -> None:
@@ -114,57 +130,15 @@ class Worker:
 
     def install_signal_handlers(self) -> None:
         """First SIGTERM/SIGINT: graceful stop within ``shutdown_seconds``; a second
-        one: exit at once."""
-        read_end, write_end = os.pipe()
-        os.set_blocking(write_end, False)
-        self._signal_pipe = write_end
-        threading.Thread(
-            target=self._stop_on_signal, args=(read_end,), name="signals", daemon=True
-        ).start()
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
-
-    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        # Python runs this in the main thread between two bytecodes, also inside an
-        # Event.wait holding the event's lock (not reentrant): setting that event here
-        # would wait for ever. So no locks here: the stop happens on another thread.
-        self._signals += 1
-        if self._signals > 1:
-            os._exit(128 + signum)
-        os.write(self._signal_pipe, bytes([signum]))
-
-    def _stop_on_signal(self, read_end: int) -> None:
-        signum = os.read(read_end, 1)[0]
-        self._log.info("signal %s: stopping, handing back in-flight work", signum)
-        self.request_stop()
-        self._enforce_deadline()
-
-    def _enforce_deadline(self) -> None:
-        """If the worker has not stopped in time, hand its jobs back ourselves and exit;
-        the handlers' later writes are refused by fencing."""
-        if self._done.wait(self.config.shutdown_seconds):
-            return
-        with self._current_lock:
-            contexts = list(self._current.values())
-        for ctx in contexts:
-            self._log.warning("shutdown deadline passed: releasing job %s", ctx.job_id)
-            try:
-                self._service.release(ctx.job_id, fencing_token=ctx.fencing_token)
-            except (JobError, DatabaseUnavailable) as exc:
-                self._log.warning("could not release job %s: %s", ctx.job_id, exc)
-        # Also with no job in hand: whatever holds the worker up, it stops.
-        try:
-            self._registry.stop(self.id)
-        except DatabaseUnavailable:
-            self._log.warning("database unavailable: could not record this worker stopped")
-        os._exit(0)
+        one: exit at once (jobs.shutdown)."""
+        self._signal_shutdown.install()
 
     # ── main loop ──────────────────────────────────────────────────────────────
     def run(self) -> int:
         """Work until stopped (or, in burst mode, until nothing is left). Returns the
         process exit code: 0 on a clean stop. An unreachable database is waited out
         (capped backoff, one log line per outage), never a reason to exit."""
-        if not self._ride_out(lambda: self._registry.register(self.id, self._types)):
+        if not self._database.ride_out(lambda: self._registry.register(self.id, self._types)):
             self._done.set()
             return 0
         self._log.info(
@@ -212,7 +186,7 @@ class Worker:
                     self._registry.beat(self.id)
                     idle = self._idle_seconds()
                 except DatabaseUnavailable as exc:
-                    self._wait_for_database(exc)
+                    self._database.wait(exc)
                     continue
                 self._wake.wait(idle)
         finally:
@@ -234,46 +208,7 @@ class Worker:
     def run_job(self, job: JobSnapshot, pool: Executor | None = None) -> JobState | None:
         """Run one claimed job to its end; returns its final state, or None when the
         job was taken away from this worker."""
-        ctx = JobContext(
-            self._service,
-            job,
-            self.id,
-            shutdown=self._shutdown,
-            pool=pool,
-            pool_size=self.config.concurrency,
-            budget=self.memory_budget,
-            batch_size=self.config.batch_size,
-            flush_size=self.config.batch_size,
-        )
-        heartbeat = _Heartbeat(self._service, self._registry, ctx, self.config.lease_seconds)
-        with self._current_lock:
-            self._current[ctx.job_id] = ctx
-        heartbeat.start()
-        ctx.log.info("job started (attempt %s)", job["attempts"])
-        try:
-            try:
-                self._handlers.get(job["job_type"])(ctx)
-                ctx.flush()
-            finally:
-                # Stopped before the job's last write, so that a beat landing after it
-                # does not report a lease lost.
-                heartbeat.stop()
-            return self._finish(ctx)
-        except LeaseLost as exc:
-            ctx.log.warning("lease lost, job abandoned: %s", exc)
-            return None
-        except Exception as exc:
-            outage = database_outage(exc)
-            if outage is not None:
-                return self._hand_back_after_outage(ctx, outage)
-            full = disk_full(exc)
-            if full is not None:
-                return self._interrupt(ctx, ("disk_full", str(full)))
-            ctx.log.exception("handler failed")
-            return self._fail(ctx, exc)
-        finally:
-            with self._current_lock:
-                self._current.pop(ctx.job_id, None)
+        return self._jobs.run(job, pool)
 
     # ── internals ──────────────────────────────────────────────────────────────
     def _run_in_slot(self, job: JobSnapshot, pool: Executor | None) -> None:
@@ -324,117 +259,6 @@ class Worker:
         self._listening.set()
         self._wake.set()
 
-    def _finish(self, ctx: JobContext) -> JobState | None:
-        token = ctx.fencing_token
-        if ctx.lease_lost:
-            ctx.log.warning("lease lost, job abandoned")
-            return None
-        try:
-            if ctx.cancelled:
-                final = self._service.transition(
-                    ctx.job_id, JobState.CANCELLED, fencing_token=token
-                )
-            elif self._shutdown.is_set() and self._unfinished(ctx.job_id):
-                final = self._service.release(ctx.job_id, fencing_token=token)
-            else:
-                final = self._service.transition(
-                    ctx.job_id, JobState.SUCCEEDED, fencing_token=token
-                )
-        except JobError as exc:
-            ctx.log.warning("could not finish job: %s", exc)
-            return None
-        ctx.log.info("job %s", final["state"])
-        return JobState(final["state"])
-
-    def _fail(self, ctx: JobContext, exc: Exception) -> JobState | None:
-        try:
-            ctx.flush()  # items that succeeded before the failure stay succeeded
-            final = self._service.transition(
-                ctx.job_id,
-                JobState.FAILED,
-                fencing_token=ctx.fencing_token,
-                error=("handler_error", f"{type(exc).__name__}: {exc}"),
-            )
-        except DatabaseUnavailable as outage:
-            return self._hand_back_after_outage(ctx, outage)
-        except (JobError, LeaseLost) as error:
-            ctx.log.warning("could not record the failure: %s", error)
-            return None
-        ctx.log.info("job %s", final["state"])
-        return JobState(final["state"])
-
-    def _interrupt(self, ctx: JobContext, error: tuple[str, str]) -> JobState | None:
-        """An infrastructure failure the handler could not get past (a full disk):
-        hand the job back without spending an attempt; it runs again after the
-        backoff of its interruption count, until ``max_interruptions`` run out."""
-        ctx.log.warning("job interrupted: %s: %s", *error)
-        try:
-            ctx.flush()  # items that succeeded before stay succeeded
-            final = self._service.interrupt(
-                ctx.job_id, fencing_token=ctx.fencing_token, error=error
-            )
-        except DatabaseUnavailable as outage:
-            return self._hand_back_after_outage(ctx, outage)
-        except (JobError, LeaseLost) as failure:
-            ctx.log.warning("could not hand the job back: %s", failure)
-            return None
-        ctx.log.info("job %s", final["state"])
-        return JobState(final["state"])
-
-    def _hand_back_after_outage(
-        self, ctx: JobContext, outage: DatabaseUnavailable
-    ) -> JobState | None:
-        """The database went away under the job: once it is back, hand the job back
-        as interrupted (the attempt refunded); the next claim resumes its items.
-        Should the lease run out first, recovery does the same."""
-        ctx.log.warning("database unavailable during the job: %s", outage.detail)
-        if not self._wait_for_database(outage, logged=True):
-            return None
-        try:
-            final = self._service.interrupt(
-                ctx.job_id,
-                fencing_token=ctx.fencing_token,
-                error=("database_unavailable", outage.detail),
-            )
-        except (JobError, DatabaseUnavailable) as error:
-            ctx.log.warning("could not hand the job back: %s", error)
-            return None
-        ctx.log.info("job handed back after the outage: %s", final["state"])
-        return JobState(final["state"])
-
-    def _wait_for_database(self, outage: DatabaseUnavailable, *, logged: bool = False) -> bool:
-        """Probe the database with a capped, jittered backoff until it answers (True)
-        or the worker is told to stop (False). One log line per outage, not one
-        traceback per attempt."""
-        if not logged:
-            self._log.warning("database unavailable, retrying with backoff: %s", outage.detail)
-        started = time.monotonic()
-        attempt = 0
-        while True:
-            attempt += 1
-            if self._shutdown.wait(RECONNECT.delay(attempt, self._rng).total_seconds()):
-                return False
-            try:
-                self._registry.beat(self.id)
-            except DatabaseUnavailable:
-                continue
-            self._log.warning("database reachable again after %.1f s", time.monotonic() - started)
-            return True
-
-    def _ride_out(self, action: Callable[[], Any]) -> bool:
-        """Run ``action`` once the database answers; False if stopped before."""
-        while True:
-            try:
-                action()
-                return True
-            except DatabaseUnavailable as exc:
-                if not self._wait_for_database(exc):
-                    return False
-
-    def _unfinished(self, job_id: str) -> bool:
-        progress = self._service.progress(job_id)
-        return bool(progress["done"] < progress["total"])
-
     def _recover_dead_workers(self) -> None:
         # At most every few seconds: not between a wake-up and its claim.
         now = time.monotonic()
@@ -475,71 +299,12 @@ def _budget_limit(config: WorkerConfig) -> int | None:
     return config.memory_budget or None
 
 
-class _Heartbeat(threading.Thread):
-    """Renews the lease on its own schedule, so a slow item never loses it, and
-    passes cancel requests and lease loss to the job context."""
-
-    def __init__(
-        self, service: JobService, registry: WorkerRegistry, ctx: JobContext, lease: float
-    ) -> None:
-        super().__init__(name=f"heartbeat-{ctx.job_id}", daemon=True)
-        self._service = service
-        self._registry = registry
-        self._ctx = ctx
-        self._lease = lease
-        self._stopped = threading.Event()
-
-    def run(self) -> None:
-        ctx = self._ctx
-        unreachable = False
-        while not self._stopped.wait(self._lease / 3):
-            try:
-                state = self._service.renew_lease(
-                    ctx.job_id,
-                    ctx.worker_id,
-                    lease_seconds=self._lease,
-                    fencing_token=ctx.fencing_token,
-                )
-                self._registry.beat(ctx.worker_id)
-            except DatabaseUnavailable as exc:
-                if not unreachable:  # once per outage
-                    ctx.log.warning("heartbeat: database unavailable: %s", exc.detail)
-                unreachable = True
-                continue
-            except Exception:
-                ctx.log.exception("heartbeat failed; trying again")
-                continue
-            unreachable = False
-            ctx.observe(state)
-            if state is None:
-                ctx.log.warning("lease lost")
-                return
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self.join()
-
-
-def database_outage(exc: BaseException) -> DatabaseUnavailable | None:
-    """The ``DatabaseUnavailable`` behind ``exc`` (itself, or what it was raised
-    from), if the failure was the database going away rather than the handler."""
-    found = _cause(exc, lambda e: isinstance(e, DatabaseUnavailable))
-    return found if isinstance(found, DatabaseUnavailable) else None
-
-
-def disk_full(exc: BaseException) -> OSError | None:
-    """The ``ENOSPC``/``EDQUOT`` error behind ``exc``: the disk, not the handler."""
-    found = _cause(exc, lambda e: isinstance(e, OSError) and e.errno in _DISK_FULL)
-    return found if isinstance(found, OSError) else None
-
-
-def _cause(exc: BaseException, matches: Callable[[BaseException], bool]) -> BaseException | None:
-    """``exc`` or the first exception in its cause/context chain that ``matches``."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if matches(current):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+__all__ = [
+    "BURST_HORIZON",
+    "DEFAULT_JOBS",
+    "RECONNECT",
+    "Worker",
+    "WorkerConfig",
+    "database_outage",
+    "disk_full",
+]
