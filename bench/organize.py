@@ -136,7 +136,7 @@ def scan(home: Path, source: Path) -> None:
     code = (
         "from pathlib import Path\n"
         "from photo_pipeline.db import open_database\n"
-        "from tests.integration.test_organize import scan_folders\n"
+        "from tests.support.photo_jobs import scan_folders\n"
         f"scan_folders(open_database({env['PHOTO_PIPELINE_DATABASE_URL']!r}), "
         f"Path({str(source)!r}))\n"
     )

@@ -11,10 +11,9 @@ from pathlib import Path
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import organize
-from tests.integration.test_organize import run_worker, scan_folders
 from tests.support.camera_roll import copy_roll, roll_template_fixture  # noqa: F401
+from tests.support.photo_jobs import TEMPLATE, run_worker, scan_folders
 
-TEMPLATE = "{taken:%Y}/{taken:%Y-%m-%d}/{original_name}.{ext}"
 NOT_MEDIA = {"README", "notes.txt", "Thumbs.db"}
 
 

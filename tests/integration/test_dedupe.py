@@ -21,7 +21,7 @@ from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups, exact_keepers
 from photo_pipeline.pipeline.similar import _replace_groups
 from tests.factories import photos, videos
-from tests.integration.test_organize import run_worker, scan_folders, tiny_filesystem  # noqa: F401
+from tests.support.photo_jobs import run_worker, scan_folders, tiny_filesystem  # noqa: F401
 
 TYPES = (dedupe.JOB_TYPE, dedupe.UNDO_JOB_TYPE, dedupe.PURGE_JOB_TYPE)
 DAY = 86_400 * 10**9

@@ -11,7 +11,7 @@ from pathlib import Path
 from photo_pipeline.jobs import JobState
 from photo_pipeline.pipeline import organize
 from tests.factories import photos
-from tests.integration.test_organize import TEMPLATE, run_organize, scan_folders, tree
+from tests.support.photo_jobs import TEMPLATE, run_organize, scan_folders, tree
 
 
 def build(root: Path) -> None:

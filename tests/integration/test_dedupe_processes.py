@@ -19,8 +19,8 @@ from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.organize import LibraryBusy
 from tests.factories import photos
 from tests.integration.test_dedupe import digests, sha256_tree
-from tests.integration.test_organize import scan_folders
 from tests.support.cli_processes import run_command, wait_until
+from tests.support.photo_jobs import scan_folders
 
 CONTENTS = 90
 KILLS = 12

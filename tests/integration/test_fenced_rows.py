@@ -22,7 +22,7 @@ from photo_pipeline.pipeline import organize, scan
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.render import enqueue_render
 from tests.factories import photos
-from tests.integration.test_organize import scan_folders
+from tests.support.photo_jobs import scan_folders
 
 
 def taken_over_at_the_first_results(monkeypatch, session_factory) -> list[str]:

@@ -12,7 +12,7 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.catalog import Catalog
 from tests.factories import photos, videos
-from tests.integration.test_organize import run_worker, scan_folders
+from tests.support.photo_jobs import run_worker, scan_folders
 
 # Apple's identifiers are UUIDs
 ID_A = "0A7C9E1B-2D3F-4A5B-8C6D-7E8F9A0B1C2D"

@@ -7,7 +7,7 @@ import stat
 
 from photo_pipeline.jobs import JobService
 from tests.factories import photos
-from tests.integration.test_organize import run_organize, scan_folders
+from tests.support.photo_jobs import run_organize, scan_folders
 
 
 def test_a_symlinked_folder_in_the_destination_is_never_written_through(session_factory, tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from photo_pipeline.jobs import JobService, JobState
-from tests.integration.test_organize import (
+from tests.support.photo_jobs import (
     build_library,
     run_organize,
     scan_folders,

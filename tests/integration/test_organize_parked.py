@@ -22,7 +22,7 @@ from photo_pipeline.pipeline import dedupe, organize
 from photo_pipeline.pipeline.organize import transfer
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 from tests.factories import photos
-from tests.integration.test_organize import TEMPLATE, run_worker, scan_folders
+from tests.support.photo_jobs import TEMPLATE, run_worker, scan_folders, three_photos_scanned
 
 TARGET = "IMG_0001.jpg"
 
@@ -73,11 +73,7 @@ def kill_while_parked(db_url):
 
 @pytest.fixture
 def library(session_factory, tmp_path) -> Path:
-    root = tmp_path / "photos"
-    for n in range(3):
-        photos.jpeg(root / f"IMG_{n:04d}.jpg", size=(24, 16), seed=n, taken="2023:07:14 10:00:00")
-    scan_folders(session_factory, root)
-    return root
+    return three_photos_scanned(session_factory, tmp_path / "photos")
 
 
 def contents(folder: Path) -> dict[str, bytes]:

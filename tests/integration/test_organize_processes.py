@@ -17,8 +17,8 @@ from photo_pipeline.media import hash_file
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.catalog import Catalog
 from tests.factories import photos
-from tests.integration.test_organize import TEMPLATE, scan_folders, tree
 from tests.support.cli_processes import run_command, wait_until
+from tests.support.photo_jobs import TEMPLATE, scan_folders, tree
 
 PHOTOS = 240
 KILLS = 22

@@ -23,8 +23,7 @@ from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.organize import transfer
-from tests.factories import photos
-from tests.integration.test_organize import TEMPLATE, run_organize, scan_folders
+from tests.support.photo_jobs import TEMPLATE, run_organize, three_photos_scanned
 
 TARGET = "IMG_0001.jpg"
 KEPT_CODES = {"content_changed", "source_changed", "source_in_use"}
@@ -72,11 +71,7 @@ class Editor:
 
 @pytest.fixture
 def library(session_factory, tmp_path) -> Path:
-    root = tmp_path / "photos"
-    for n in range(3):
-        photos.jpeg(root / f"IMG_{n:04d}.jpg", size=(24, 16), seed=n, taken="2023:07:14 10:00:00")
-    scan_folders(session_factory, root)
-    return root
+    return three_photos_scanned(session_factory, tmp_path / "photos")
 
 
 def every_content(*roots: Path) -> list[bytes]:

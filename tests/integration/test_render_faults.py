@@ -11,8 +11,8 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline.render import enqueue_render, render_settings
 from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
-from tests.integration.test_organize import tiny_filesystem  # noqa: F401  (fixture)
 from tests.integration.test_render import import_and_run, run_worker, settings_for
+from tests.support.photo_jobs import tiny_filesystem  # noqa: F401  (fixture)
 
 
 def test_a_full_disk_fails_renditions_not_the_job(

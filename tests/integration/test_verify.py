@@ -9,7 +9,7 @@ from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 from tests.factories import photos
-from tests.integration.test_organize import run_worker, scan_folders, tree
+from tests.support.photo_jobs import run_worker, scan_folders, tree
 
 
 def build(root) -> None:
