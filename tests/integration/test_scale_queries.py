@@ -5,7 +5,7 @@ even while groups are added, and `similar` pairs only what changed."""
 from __future__ import annotations
 
 import random
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 
 import pytest
 from sqlalchemy import func, insert, select, text, update
@@ -26,63 +26,7 @@ from photo_pipeline.pipeline.similar import (
     regroup,
 )
 from tests.support.api_server import running_server
-
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
-START = datetime(2015, 1, 1, tzinfo=UTC)
-
-
-def add_assets(factory, hashes: list[int], *, first: int = 1, copies: int = 0) -> list[int]:
-    """Assets ``first..`` with these hashes, one present file each (``copies``: the
-    first ones get a second file); captures a day apart."""
-    ids = list(range(first, first + len(hashes)))
-    with factory.begin() as session:
-        if session.scalar(select(func.count()).select_from(sources)) == 0:
-            session.execute(insert(sources).values(id=1, path="/photos", added_at=NOW))
-        session.execute(
-            insert(assets),
-            [
-                {
-                    "id": asset_id,
-                    "content_hash": f"{asset_id:064x}",
-                    "size": 1000,
-                    "format": "jpeg",
-                    "mime": "image/jpeg",
-                    "width": 4000 - asset_id % 7,
-                    "height": 3000,
-                    "orientation": 1,
-                    "taken_local": (START + timedelta(days=asset_id))
-                    .replace(tzinfo=None)
-                    .isoformat(),
-                    "taken_utc": START + timedelta(days=asset_id),
-                    "taken_order": START + timedelta(days=asset_id),
-                    "taken_source": "exif_original",
-                    "make": "Canon" if asset_id % 10 == 0 else "Other",
-                    "phash": f"{value:016x}",
-                    "created_at": NOW,
-                    "updated_at": NOW,
-                }
-                for asset_id, value in zip(ids, hashes, strict=True)
-            ],
-        )
-        session.execute(
-            insert(files),
-            [
-                {
-                    "source_id": 1,
-                    "path": f"{asset_id}-{copy}.jpg",
-                    "size": 1000,
-                    "mtime_ns": 0,
-                    "inode": asset_id * 2 + copy,
-                    "state": "present",
-                    "asset_id": asset_id,
-                    "created_at": NOW,
-                    "updated_at": NOW,
-                }
-                for n, asset_id in enumerate(ids)
-                for copy in range(2 if n < copies else 1)
-            ],
-        )
-    return ids
+from tests.support.catalogue_rows import NOW, add_assets
 
 
 def analyze(factory) -> None:

@@ -7,11 +7,11 @@ were stored."""
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pytest
-from sqlalchemy import event, func, insert, select, update
+from sqlalchemy import event, select, update
 
 from photo_pipeline.db.schema import (
     assets,
@@ -20,63 +20,10 @@ from photo_pipeline.db.schema import (
     near_duplicates,
     near_index,
     near_pairs,
-    sources,
 )
 from photo_pipeline.pipeline.near_groups import Layout, PairFinder, adaptive_radius
 from photo_pipeline.pipeline.similar import find_groups, regroup
-
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
-START = datetime(2015, 1, 1, tzinfo=UTC)
-
-
-def add_assets(factory, hashes: list[int], *, first: int, when: datetime) -> list[int]:
-    """Assets ``first..`` with these hashes and one present file each, updated at
-    ``when``; resolutions vary so that keepers differ."""
-    ids = list(range(first, first + len(hashes)))
-    with factory.begin() as session:
-        if session.scalar(select(func.count()).select_from(sources)) == 0:
-            session.execute(insert(sources).values(id=1, path="/photos", added_at=NOW))
-        session.execute(
-            insert(assets),
-            [
-                {
-                    "id": asset_id,
-                    "content_hash": f"{asset_id:064x}",
-                    "size": 1000,
-                    "format": "jpeg",
-                    "mime": "image/jpeg",
-                    "width": 4000 - asset_id % 7,
-                    "height": 3000,
-                    "orientation": 1,
-                    "taken_local": (START + timedelta(hours=asset_id))
-                    .replace(tzinfo=None)
-                    .isoformat(),
-                    "taken_source": "exif_original",
-                    "phash": f"{value:016x}",
-                    "created_at": when,
-                    "updated_at": when,
-                }
-                for asset_id, value in zip(ids, hashes, strict=True)
-            ],
-        )
-        session.execute(
-            insert(files),
-            [
-                {
-                    "source_id": 1,
-                    "path": f"{asset_id}.jpg",
-                    "size": 1000,
-                    "mtime_ns": 0,
-                    "inode": asset_id,
-                    "state": "present",
-                    "asset_id": asset_id,
-                    "created_at": when,
-                    "updated_at": when,
-                }
-                for asset_id in ids
-            ],
-        )
-    return ids
+from tests.support.catalogue_rows import NOW, add_assets
 
 
 def planted(count: int, rng: random.Random) -> list[int]:
