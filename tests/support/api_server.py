@@ -30,10 +30,26 @@ class ApiServer:
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=30, **kwargs)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextmanager
+def in_thread(server: uvicorn.Server) -> Iterator[None]:
+    """Run ``server`` in a daemon thread of this process, from started to stopped."""
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the server did not start")
+            thread.join(0.01)
+        yield
+    finally:
+        server.should_exit = True
+        thread.join(30)
 
 
 @contextmanager
@@ -45,18 +61,10 @@ def running_server(
         replace(base, database_url=db_url, api_token=TOKEN, retry_base_seconds=0, **settings)
     )
     app = create_app(lib, embedded_workers=embedded_workers)
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     try:
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("the server did not start")
-            thread.join(0.01)
-        yield ApiServer(lib, f"http://127.0.0.1:{port}")
+        with in_thread(uvicorn.Server(config)):
+            yield ApiServer(lib, f"http://127.0.0.1:{port}")
     finally:
-        server.should_exit = True
-        thread.join(30)
         lib.close()

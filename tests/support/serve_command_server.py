@@ -3,8 +3,6 @@ uvicorn protocol and connection limits), in a thread of the test process."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -17,7 +15,7 @@ from photo_pipeline.api import create_app
 from photo_pipeline.api.server import ConnectionLimits, uvicorn_config
 from photo_pipeline.config import Settings
 from photo_pipeline.pipeline.library import open_library
-from tests.support.api_server import TOKEN
+from tests.support.api_server import TOKEN, free_port, in_thread
 
 __all__ = ["TOKEN", "serving"]
 
@@ -36,19 +34,10 @@ def serving(
     app = create_app(lib, limits=limits)
     if app_hook is not None:
         app_hook(app)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, limits, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     try:
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("the server did not start")
-            thread.join(0.01)
-        yield f"http://127.0.0.1:{port}"
+        with in_thread(server):
+            yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
-        thread.join(30)
         lib.close()
