@@ -22,7 +22,8 @@ from photo_pipeline.media.render import RenderSettings
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.render import enqueue_render, render_item_within
-from photo_pipeline.pipeline.renditions import RenderOutcome, Renditions, publish
+from photo_pipeline.pipeline.rendition_store import RenderOutcome, publish
+from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
 from tests.integration.test_render import run_worker, settings_for
 from tests.support.cli_processes import WorkerProcess, wait_until

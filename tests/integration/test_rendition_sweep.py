@@ -10,8 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from photo_pipeline.pipeline import renditions
-from photo_pipeline.pipeline.renditions import STORE, stage, sweep_temp_files
+from photo_pipeline.pipeline import rendition_store
+from photo_pipeline.pipeline.library import STORE
+from photo_pipeline.pipeline.rendition_store import stage, sweep_temp_files
 
 
 def stage_in_a_process_that_ends(home: Path, relative: str) -> int:
@@ -19,7 +20,7 @@ def stage_in_a_process_that_ends(home: Path, relative: str) -> int:
     worker killed mid-batch leaves it); returns the dead process's id."""
     code = (
         "import sys; from pathlib import Path; "
-        "from photo_pipeline.pipeline.renditions import stage; "
+        "from photo_pipeline.pipeline.rendition_store import stage; "
         "stage(Path(sys.argv[1]), {sys.argv[2]: b'partial'})"
     )
     subprocess.run([sys.executable, "-c", code, str(home), relative], check=True)
@@ -40,28 +41,28 @@ def test_a_dead_stagers_leftovers_are_swept_and_a_sweep_without_one_reads_nothin
     home = tmp_path / "home"
     ours = stage(home, {f"{STORE}/aa/live-thumbnail.webp": b"being written"})
     staging = home / STORE / "staging"
-    assert [p.name for p in staging.iterdir()] == [f"{renditions._HOST}~{os.getpid()}"]
+    assert [p.name for p in staging.iterdir()] == [f"{rendition_store._HOST}~{os.getpid()}"]
     # A leftover of a dead process with no marker (staged before markers existed):
     # a sweep that finds no abandoned marker reads no folder, so it stays for now.
     dead = stage_in_a_process_that_ends(home, f"{STORE}/bb/old-preview.webp")
-    (staging / f"{renditions._HOST}~{dead}").rmdir()
+    (staging / f"{rendition_store._HOST}~{dead}").rmdir()
     assert sweep_temp_files(home) == 0
     assert temp_files(home) == {".live-thumbnail.webp", ".old-preview.webp"}
 
     # A process that staged and is gone: its marker makes the sweep read the store,
     # which removes every dead process's leftover (not the live one's) and its marker.
     gone = stage_in_a_process_that_ends(home, f"{STORE}/cc/killed-thumbnail.webp")
-    assert (staging / f"{renditions._HOST}~{gone}").exists()
+    assert (staging / f"{rendition_store._HOST}~{gone}").exists()
     assert sweep_temp_files(home) == 2
     assert temp_files(home) == {".live-thumbnail.webp"}
-    assert [p.name for p in staging.iterdir()] == [f"{renditions._HOST}~{os.getpid()}"]
+    assert [p.name for p in staging.iterdir()] == [f"{rendition_store._HOST}~{os.getpid()}"]
     assert sweep_temp_files(home) == 0
 
     # An hour later, our marker is silent for an hour too: the store is read and our
     # hour-old temp file goes, as any temp file older than an hour did before.
     assert sweep_temp_files(home, now=time.time() + 2 * 3600) == 1
     assert temp_files(home) == set() and list(staging.iterdir()) == []
-    renditions.discard(ours)
+    rendition_store.discard(ours)
 
 
 def test_a_store_without_markers_is_swept_once_then_markers_tell(tmp_path):

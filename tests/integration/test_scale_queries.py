@@ -18,7 +18,8 @@ from photo_pipeline.pipeline import keeper
 from photo_pipeline.pipeline.browse import AssetFilter, Browser, _filtered, _has_present_file
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import exact_keepers, organized_destinations
-from photo_pipeline.pipeline.renditions import KINDS, RenderOutcome, Renditions, StoredRendition
+from photo_pipeline.pipeline.rendition_store import RenderOutcome, StoredRendition
+from photo_pipeline.pipeline.renditions import KINDS, Renditions
 from photo_pipeline.pipeline.similar import (
     _replace_groups,
     find_groups,

@@ -88,14 +88,6 @@ def test_listing_and_showing_jobs_load_only_the_coordinator(tmp_path):
         assert loaded(args, modules, env) == ["photo_pipeline.jobs.queries"], args
 
 
-def test_opening_the_library_names_the_renditions_store_as_renditions_does():
-    from photo_pipeline.pipeline import library, renditions
-
-    assert library.STORE == renditions.STORE
-    assert library.PRIVATE_FILE_MODE == renditions.PRIVATE_FILE_MODE
-    assert library.PRIVATE_FOLDER_MODE == renditions.PRIVATE_FOLDER_MODE
-
-
 def test_the_cli_default_of_jobs_per_worker_is_the_coordinators():
     from photo_pipeline.cli.worker import DEFAULT_JOBS
     from photo_pipeline.jobs.runtime import DEFAULT_JOBS as RUNTIME_DEFAULT

@@ -59,9 +59,7 @@ def open_library(settings: Settings) -> Library:
 API_TOKEN_FILE = "api-token"
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_FOLDER_MODE = 0o700
-# pipeline.renditions.STORE, named again so that opening needs no catalogue (a test
-# holds them equal).
-STORE = "renditions"
+STORE = "renditions"  # the folder of the rendition store (pipeline.rendition_store)
 
 
 def make_home_private(home: Path) -> None:

@@ -5,7 +5,7 @@ found when the job starts, so a job queued behind a scan renders what that scan 
 not (videos; all of them after a scan without render settings), and a resumed job
 renders exactly what is still missing.
 
-An item renders its asset and stages the files (``pipeline.renditions``); each batch
+An item renders its asset and stages the files (``pipeline.rendition_store``); each batch
 of items is published (fsynced together, renamed) just before its rows are written
 with the items, in the fenced transaction.
 """
@@ -29,9 +29,8 @@ from photo_pipeline.media.phash import to_text
 from photo_pipeline.media.render import RenderResult, RenderSettings, render_file
 from photo_pipeline.pipeline import paths, roots
 from photo_pipeline.pipeline.organize import transfer
-from photo_pipeline.pipeline.renditions import (
+from photo_pipeline.pipeline.rendition_store import (
     RenderOutcome,
-    Renditions,
     StoredRendition,
     publish,
     relative_path,
@@ -39,6 +38,7 @@ from photo_pipeline.pipeline.renditions import (
     stage,
     sweep_temp_files,
 )
+from photo_pipeline.pipeline.renditions import Renditions
 
 JOB_TYPE = "render"
 _ADD_CHUNK = 1000

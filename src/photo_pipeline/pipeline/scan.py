@@ -54,14 +54,14 @@ from photo_pipeline.pipeline.catalog import IGNORED, MISSING, SIDECAR, Catalog, 
 from photo_pipeline.pipeline.organize.plan import SIDECAR_EXTENSIONS
 from photo_pipeline.pipeline.places import locate_reports, prepare
 from photo_pipeline.pipeline.render import stage_renditions
-from photo_pipeline.pipeline.renditions import (
+from photo_pipeline.pipeline.rendition_store import (
     RenderOutcome,
-    Renditions,
     discard,
     publish,
     relative_path,
     remove_files,
 )
+from photo_pipeline.pipeline.renditions import Renditions
 
 JOB_TYPE = "scan"
 
