@@ -1,0 +1,251 @@
+"""The synthetic library bench.scale measures: a fresh database per size (a SQLite file
+or a PostgreSQL schema) holding bulk-loaded catalogue rows (assets, files, jobs) and
+64-bit pHashes with planted near-duplicate clusters; never real files."""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+PG_URL = os.environ.get(
+    "PHOTO_PIPELINE_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+CAMERAS = [(f"Make{n % 7}", f"Model {n}") for n in range(19)] + [("Canon", "EOS R5")]
+PLACES = [(f"Q{chr(65 + n)}", f"Country {n}", f"Region {n}", f"City {n}") for n in range(26)] + [
+    ("FR", "France", "Île-de-France", "Paris")
+]
+JOB_TYPES = ["scan", "render", "similar", "organize", "verify"]
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+START = datetime(2015, 1, 1, tzinfo=UTC)
+SPAN = timedelta(days=3650)
+PLANTED_SHARE = 0.05
+MAX_PLANTED_BITS = 12
+
+
+def micros(when: datetime) -> int:
+    return (when - EPOCH) // timedelta(microseconds=1)
+
+
+# ── synthetic rows ─────────────────────────────────────────────────────────────
+def flip(value: int, bits: int, rng: random.Random) -> int:
+    for bit in rng.sample(range(64), bits):
+        value ^= 1 << bit
+    return value
+
+
+def planted_hashes(size: int, seed: int) -> tuple[list[int], list[int], list[bool]]:
+    """Hashes for assets 1..size (index 0 is asset 1), the planted cluster of each
+    (-1: none) and whether it is a cluster's original."""
+    rng = random.Random(seed)
+    hashes = [rng.getrandbits(64) for _ in range(size)]
+    cluster = [-1] * size
+    original = [False] * size
+    slots = list(range(size))
+    rng.shuffle(slots)
+    planted, taken, number = int(size * PLANTED_SHARE), 0, 0
+    while taken + 2 <= planted:
+        members = slots[taken : taken + min(rng.randint(2, 5), planted - taken)]
+        taken += len(members)
+        center = hashes[members[0]]
+        original[members[0]] = True
+        for member in members:
+            cluster[member] = number
+        for member in members[1:]:
+            hashes[member] = flip(center, rng.randint(0, MAX_PLANTED_BITS), rng)
+        number += 1
+    return hashes, cluster, original
+
+
+def asset_rows(size: int, hashes, original, cluster, first_id: int = 1, seed: int = 0, age=1):
+    rng = random.Random(seed + 1)
+    # Catalogued a day ago (`similar` re-pairs assets updated shortly before its last run).
+    now = micros(datetime.now(UTC) - timedelta(days=age))
+    for n in range(size):
+        asset_id = first_id + n
+        when = START + SPAN * (n / size) + timedelta(minutes=rng.randint(0, 600))
+        offset = rng.choice((0, 60, 120, -300, 540))
+        utc = when - timedelta(minutes=offset)
+        make, model = CAMERAS[rng.randrange(len(CAMERAS))]
+        code, country, region, city = PLACES[rng.randrange(len(PLACES))]
+        gps = rng.random() < 0.7
+        width, height = (
+            (6000, 4000) if original[n] else (2000, 1500) if cluster[n] >= 0 else (4000, 3000)
+        )
+        yield (
+            asset_id,
+            f"{asset_id:064x}",
+            2_000_000 + n % 1000,
+            "jpeg",
+            "image/jpeg",
+            width,
+            height,
+            1,
+            when.replace(tzinfo=None).isoformat(),
+            offset,
+            micros(utc),
+            "exif_original",
+            make,
+            model,
+            48.85 if gps else None,
+            2.35 if gps else None,
+            code,
+            country,
+            region,
+            city,
+            micros(utc),
+            f"{hashes[n]:016x}",
+            now,
+            now,
+        )
+
+
+ASSET_COLUMNS = (
+    "id, content_hash, size, format, mime, width, height, orientation, taken_local, "
+    "taken_offset_minutes, taken_utc, taken_source, make, model, gps_latitude, "
+    "gps_longitude, country_code, country, region, city, taken_order, phash, created_at, "
+    "updated_at"
+)
+FILE_COLUMNS = "id, source_id, path, size, mtime_ns, inode, state, asset_id, created_at, updated_at"
+JOB_COLUMNS = (
+    "seq, id, job_type, state, priority, params, request_hash, waiting_for, attempts, "
+    "max_attempts, interruptions, run_after, fencing_token, version, created_at, updated_at, "
+    "finished_at"
+)
+
+
+def file_rows(size: int, first_id: int = 1, first_file: int = 1, seed: int = 0):
+    rng = random.Random(seed + 2)
+    now = micros(datetime.now(UTC))
+    file_id = first_file
+    for n in range(size):
+        asset_id = first_id + n
+        copies = ["present"]
+        roll = rng.random()
+        if roll < 0.03:
+            copies.append("present")
+        elif roll < 0.04:
+            copies.append("missing")
+        for copy, state in enumerate(copies):
+            yield (file_id, 1, f"p/{asset_id:08d}-{copy}.jpg", 2_000_000, now, file_id, state,
+                   asset_id, now, now)  # fmt: skip
+            file_id += 1
+
+
+def job_rows(count: int):
+    now = micros(datetime.now(UTC))
+    for seq in range(1, count + 1):
+        state = "failed" if seq % 50 == 0 else "succeeded"
+        yield (seq, str(uuid.UUID(int=seq)), JOB_TYPES[seq % len(JOB_TYPES)], state, 0, "{}",
+               "x", 0, 1, 3, 0, now, 1, 1, now, now, now)  # fmt: skip
+
+
+def bulk_load(url: str, table: str, columns: str, rows) -> None:
+    engine = create_engine(url)
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        if engine.dialect.name == "postgresql":
+            with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            marks = ", ".join("?" * len(columns.split(",")))
+            batch = []
+            for row in rows:
+                batch.append(row)
+                if len(batch) == 50_000:
+                    cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", batch)
+                    batch.clear()
+            if batch:
+                cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", batch)
+        raw.commit()
+    finally:
+        raw.close()
+        engine.dispose()
+
+
+def fix_sequences(url: str) -> None:
+    engine = create_engine(url)
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            for table, column in (("assets", "id"), ("files", "id"), ("jobs", "seq")):
+                conn.execute(
+                    text(
+                        f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                        f"(SELECT max({column}) FROM {table}))"
+                    )
+                )
+            conn.execute(text("ANALYZE"))
+    engine.dispose()
+
+
+def analyze(url: str) -> None:
+    """PostgreSQL's statistics gathered (SQLite's are not: the app never asks)."""
+    engine = create_engine(url)
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            conn.execute(text("ANALYZE"))
+    engine.dispose()
+
+
+def build(url: str, size: int, seed: int, jobs: bool = True) -> tuple[list[int], list[int]]:
+    from photo_pipeline.db import open_database
+
+    open_database(url).kw["bind"].dispose()
+    hashes, cluster, original = planted_hashes(size, seed)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO sources (id, path, added_at) VALUES (1, '/bench', 0)"))
+    engine.dispose()
+    bulk_load(url, "assets", ASSET_COLUMNS, asset_rows(size, hashes, original, cluster, seed=seed))
+    bulk_load(url, "files", FILE_COLUMNS, file_rows(size, seed=seed))
+    if jobs:
+        bulk_load(url, "jobs", JOB_COLUMNS, job_rows(max(size // 10, 100)))
+    fix_sequences(url)
+    return hashes, cluster
+
+
+def add_assets(url: str, size: int, count: int, hashes: list[int], seed: int) -> None:
+    """``count`` new assets after the ``size`` there are: a tenth planted copies of
+    the catalogue's first hashes, the rest random."""
+    rng = random.Random(seed + 3)
+    new = [
+        flip(hashes[rng.randrange(len(hashes))], rng.randint(0, 4), rng) if n < count // 10
+        else rng.getrandbits(64)
+        for n in range(count)
+    ]  # fmt: skip
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        last_file = conn.execute(text("SELECT max(id) FROM files")).scalar()
+    engine.dispose()
+    flags = [False] * count
+    rows = asset_rows(count, new, flags, [-1] * count, first_id=size + 1, seed=seed + 9, age=0)
+    bulk_load(url, "assets", ASSET_COLUMNS, rows)
+    files = file_rows(count, first_id=size + 1, first_file=last_file + 1, seed=seed)
+    bulk_load(url, "files", FILE_COLUMNS, files)
+    fix_sequences(url)
+
+
+# ── one database per size ──────────────────────────────────────────────────────
+def database_url(kind: str, workdir: Path, size: int) -> tuple[str, Callable[[], None] | None]:
+    if kind == "sqlite":
+        return f"sqlite:///{workdir / f'library-{size}.sqlite3'}", None
+    schema = f"bench_scale_{size}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+
+    def drop() -> None:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+    return url.render_as_string(hide_password=False), drop
