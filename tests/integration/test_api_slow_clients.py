@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.api_server import free_port
 from tests.support.cli_processes import environment, wait_until
 
 TOKEN = "slow-client-test-" + "k" * 40  # long enough for any bind address
@@ -32,15 +33,9 @@ def _rss_kib(pid: int) -> int:
     raise AssertionError(f"no VmRSS for process {pid}")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     def __init__(self, tmp_path: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.log_path = tmp_path / "serve.log"
         env = environment(f"sqlite:///{tmp_path / 'library.sqlite3'}", tmp_path / "home")
         env["PHOTO_PIPELINE_TOKEN"] = TOKEN
@@ -196,7 +191,7 @@ def test_binding_beyond_loopback_needs_a_strong_token_and_warns(tmp_path):
     base = [sys.executable, "-m", "photo_pipeline", "serve", "--workers-embedded", "0"]
     env = environment(f"sqlite:///{tmp_path / 'library.sqlite3'}", tmp_path / "home")
     weak = subprocess.run(
-        [*base, "--host", "0.0.0.0", "--port", str(_free_port())],
+        [*base, "--host", "0.0.0.0", "--port", str(free_port())],
         env={**env, "PHOTO_PIPELINE_TOKEN": "hunter2"},
         capture_output=True,
         text=True,
@@ -205,7 +200,7 @@ def test_binding_beyond_loopback_needs_a_strong_token_and_warns(tmp_path):
     assert weak.returncode == 2
     assert "0.0.0.0" in weak.stderr and "128 bits" in weak.stderr
     # A generated token is strong: the server starts, and warns naming the address.
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "exposed.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(

@@ -5,7 +5,6 @@ run again. Kill points come from polling the jobs, never from sleeps."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
+from tests.support.api_server import free_port
 from tests.support.cli_processes import environment, run_command, wait_until
 
 KILLS = 5
@@ -46,12 +46,6 @@ class Serve:
             return False
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_an_import_survives_five_kills_of_serve(session_factory, db_url, tmp_path):
     root = tmp_path / "photos"
     for n in range(PHOTOS):
@@ -62,7 +56,7 @@ def test_an_import_survives_five_kills_of_serve(session_factory, db_url, tmp_pat
     assert queued.returncode == 0, queued.stderr
     service = JobService(session_factory)
     scan, render, similar = (service.get(j["id"]) for j in json.loads(queued.stdout))
-    port = _free_port()
+    port = free_port()
 
     # The scan renders the photos it reads (#18): it is the import's long job.
     def rendered() -> int:

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from photo_pipeline.pipeline.home import MARKER
-from tests.integration.test_outage import POSTGRES_ONLY, proxy  # noqa: F401  (fixture)
 from tests.support.cli_processes import environment, run_command
+from tests.support.tcp_proxy import POSTGRES_ONLY, proxy_fixture  # noqa: F401
 
 
 def test_a_worker_without_the_shared_home_refuses_to_start(db_url, tmp_path):
@@ -32,7 +32,7 @@ def test_a_worker_without_the_shared_home_refuses_to_start(db_url, tmp_path):
 
 
 @pytest.mark.parametrize("backend", POSTGRES_ONLY)
-def test_a_worker_started_before_its_database_waits_for_it(proxy, db_url, tmp_path):  # noqa: F811
+def test_a_worker_started_before_its_database_waits_for_it(proxy, db_url, tmp_path):
     """The database (behind a loopback proxy) is down when the worker starts."""
     url = proxy.url_for(db_url)
     proxy.down()

@@ -22,32 +22,18 @@ from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.workers import WorkerRegistry
 from tests.factories import photos
+from tests.support.api_server import free_port
 from tests.support.cli_processes import WorkerProcess, environment, run_command, wait_until
-from tests.support.tcp_proxy import TcpProxy
+from tests.support.tcp_proxy import POSTGRES_ONLY, proxy_fixture  # noqa: F401
 
-POSTGRES_ONLY = [pytest.param("postgresql", marks=pytest.mark.postgres)]
 TOKEN = "outage-test-token-0123456789abcdef"
-
-
-@pytest.fixture
-def proxy(db_url):
-    url = make_url(db_url)
-    tcp = TcpProxy(url.host or "127.0.0.1", url.port or 5432)
-    yield tcp
-    tcp.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServeProcess:
     """`photo-pipeline serve` with an embedded worker, its stderr in a file."""
 
     def __init__(self, db_url: str, home: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.log_path = home / f"serve-{self.port}.log"
         env = {**environment(db_url, home), "PHOTO_PIPELINE_TOKEN": TOKEN}
         command = [sys.executable, "-m", "photo_pipeline", "serve", "--port", str(self.port)]

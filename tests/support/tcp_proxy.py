@@ -1,13 +1,19 @@
 """A TCP forwarder on loopback that a test can take down and bring back: a database
-outage (connections cut, new ones refused) without touching the real server."""
+outage (connections cut, new ones refused) without touching the real server; the
+``proxy`` fixture (one in front of the test's database) and POSTGRES_ONLY, the backend
+parameter of the tests that cut it (SQLite has no connection to cut)."""
 
 from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Iterator
 from contextlib import suppress
 
+import pytest
 from sqlalchemy.engine import make_url
+
+POSTGRES_ONLY = [pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
 class TcpProxy:
@@ -87,3 +93,11 @@ def _close(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     with suppress(OSError):
         sock.close()
+
+
+@pytest.fixture(name="proxy")
+def proxy_fixture(db_url: str) -> Iterator[TcpProxy]:
+    url = make_url(db_url)
+    tcp = TcpProxy(url.host or "127.0.0.1", url.port or 5432)
+    yield tcp
+    tcp.close()
