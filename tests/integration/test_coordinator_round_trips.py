@@ -5,32 +5,13 @@ ended is replaced without an error."""
 
 from __future__ import annotations
 
-from collections import Counter
-from contextlib import contextmanager
-
 import pytest
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import create_engine, text
 
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import InvalidTransition, JobConflict, JobService, JobState
 from tests.conftest import PG_URL
-
-
-@contextmanager
-def statements(service: JobService):
-    """Count the SQL statements ``service`` sends (BEGIN/COMMIT are not statements
-    on PostgreSQL, where the driver sends them; in autocommit it sends none)."""
-    engine = service.session_factory.kw["bind"]
-    seen: Counter[str] = Counter()
-
-    def count(_conn, _cursor, statement, *_args) -> None:
-        seen[statement.split(None, 1)[0].upper()] += 1
-
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
+from tests.support.sql_statements import statements
 
 
 @pytest.fixture

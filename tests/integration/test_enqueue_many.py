@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from photo_pipeline.db.schema import job_events, job_items, jobs
 from photo_pipeline.jobs import InvalidArgument, JobBlocked, JobConflict, JobState
-from tests.integration.test_coordinator_round_trips import statements
+from tests.support.sql_statements import statements
 
 
 def count(session_factory, table) -> int:
