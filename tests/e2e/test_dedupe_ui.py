@@ -10,9 +10,9 @@ import pytest
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.sample import write_sample
 from tests.e2e.conftest import require_chromium, sign_in, wait_for_jobs
-from tests.integration.test_dedupe import sha256_tree
 from tests.support.api_server import running_server
 from tests.support.cli_processes import wait_until
+from tests.support.dedupe_library import sha256_tree
 
 pytestmark = pytest.mark.timeout(120)
 PHOTOS = 6  # write_sample adds exact copies of the first two in copies/

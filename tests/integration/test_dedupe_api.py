@@ -7,12 +7,12 @@ import pytest
 
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from tests.integration.test_dedupe import library, sha256_tree  # noqa: F401
 from tests.support.api_server import running_server
+from tests.support.dedupe_library import library_fixture, sha256_tree  # noqa: F401
 
 
 @pytest.fixture
-def api(db_url, tmp_path, library):  # noqa: F811
+def api(db_url, tmp_path, library):
     with running_server(db_url, tmp_path / "home") as server:
         yield server
 
@@ -23,7 +23,7 @@ def run_jobs(api) -> None:
     assert worker.run() == 0
 
 
-def test_plan_apply_and_undo_through_the_api(api, library):  # noqa: F811
+def test_plan_apply_and_undo_through_the_api(api, library):
     before = sha256_tree(library)
     with api.client() as http:
         plan = http.get("/api/dedupe/plan")
@@ -77,11 +77,7 @@ def test_plan_apply_and_undo_through_the_api(api, library):  # noqa: F811
         assert http.get(f"/api/jobs/{purge.json()['id']}").json()["state"] == "succeeded"
 
 
-def test_dedupe_moves_files_only_in_sources_inside_the_allowed_roots(
-    db_url,
-    tmp_path,
-    library,  # noqa: F811
-):
+def test_dedupe_moves_files_only_in_sources_inside_the_allowed_roots(db_url, tmp_path, library):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     with (

@@ -18,8 +18,8 @@ from photo_pipeline.pipeline import dedupe
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.organize import LibraryBusy
 from tests.factories import photos
-from tests.integration.test_dedupe import digests, sha256_tree
 from tests.support.cli_processes import run_command, wait_until
+from tests.support.dedupe_library import digests, sha256_tree
 from tests.support.photo_jobs import scan_folders
 
 CONTENTS = 90
