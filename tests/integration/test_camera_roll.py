@@ -13,41 +13,13 @@ import pytest
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import paths, render, scan, similar  # noqa: F401  (their job types)
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos, videos
 from tests.support.api_server import running_server
 from tests.support.camera_roll import LIVE_ID, copy_roll, roll_template_fixture  # noqa: F401
-
-
-def run_worker(service, session_factory) -> None:
-    config = WorkerConfig(burst=True, concurrency=2, executor="thread", poll_seconds=0.05)
-    Worker(service, WorkerRegistry(session_factory), registry, config).run()
-
-
-def catalogue_by_path(catalog: Catalog) -> dict[str, dict]:
-    """Each file's row (relative path) with its asset row under ``asset``."""
-    assets = {}
-    for asset in _all_assets(catalog):
-        assets[asset["id"]] = asset
-    rows = {}
-    for row in catalog.files():
-        row = dict(row)
-        row["asset"] = assets.get(row["asset_id"])
-        rows[paths.from_text(row["path"])] = row
-    return rows
-
-
-def _all_assets(catalog: Catalog) -> list[dict]:
-    from sqlalchemy import select
-
-    from photo_pipeline.db import read_session
-    from photo_pipeline.db.schema import assets
-
-    with read_session(catalog._session_factory) as session:
-        return [dict(r._mapping) for r in session.execute(select(assets))]
+from tests.support.import_jobs import catalogue_by_path, run_worker_two_threads
 
 
 def test_import_catalogues_every_media_file_and_ignores_the_rest(
@@ -58,7 +30,7 @@ def test_import_catalogues_every_media_file_and_ignores_the_rest(
     service = JobService(session_factory)
     catalog = Catalog(session_factory)
     [job] = import_folders(service, catalog, [root])
-    run_worker(service, session_factory)
+    run_worker_two_threads(service, session_factory)
     final = service.get(job["id"])
     assert final["state"] == JobState.SUCCEEDED
     progress = service.progress(job["id"])
@@ -119,7 +91,7 @@ def test_import_catalogues_every_media_file_and_ignores_the_rest(
     # A rescan reads nothing again (the ignored files included) and changes nothing.
     before = catalogue_by_path(catalog)
     [again] = import_folders(service, catalog, [root])
-    run_worker(service, session_factory)
+    run_worker_two_threads(service, session_factory)
     assert service.progress(again["id"])["total"] == 0
     after = catalogue_by_path(catalog)
     assert {p: (r["state"], r["asset_id"]) for p, r in after.items()} == {
@@ -201,7 +173,7 @@ def test_content_decides_what_is_media_not_the_name(session_factory, tmp_path):
     photos.text_as_jpeg(root / "text.jpg")
     service = JobService(session_factory)
     [job] = import_folders(service, Catalog(session_factory), [root])
-    run_worker(service, session_factory)
+    run_worker_two_threads(service, session_factory)
     assert service.get(job["id"])["state"] == JobState.SUCCEEDED
     failed = {
         i["item_key"].split(":", 1)[1]: i["error_code"]

@@ -14,7 +14,7 @@ from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import dated, photos, videos
 from tests.factories.dated import require_exiftool
-from tests.integration.test_camera_roll import catalogue_by_path, run_worker
+from tests.support.import_jobs import catalogue_by_path, run_worker_two_threads
 
 
 def utc(*args: int) -> datetime:
@@ -54,7 +54,7 @@ def test_import_dates_files_by_their_hidden_dates(session_factory, tmp_path) -> 
     service = JobService(session_factory)
     catalog = Catalog(session_factory)
     [job] = import_folders(service, catalog, [root])
-    run_worker(service, session_factory)
+    run_worker_two_threads(service, session_factory)
     assert service.get(job["id"])["state"] == JobState.SUCCEEDED
     assert service.progress(job["id"])["by_state"].get("failed", 0) == 0
 
@@ -83,7 +83,7 @@ def test_a_video_of_each_kind_keeps_the_fast_readers_date(session_factory, tmp_p
     service = JobService(session_factory)
     catalog = Catalog(session_factory)
     import_folders(service, catalog, [root])
-    run_worker(service, session_factory)
+    run_worker_two_threads(service, session_factory)
     rows = catalogue_by_path(catalog)
     assert {path: row["asset"]["taken_source"] for path, row in rows.items()} == {
         "IMG_0001.MOV": "quicktime_local",

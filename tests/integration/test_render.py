@@ -4,7 +4,6 @@ fails its item only, near duplicates are grouped with the right keeper."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import subprocess
@@ -14,11 +13,7 @@ from pathlib import Path
 from PIL import Image
 
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
-from photo_pipeline.config import Settings
-from photo_pipeline.jobs import JobService, JobState, RetryPolicy
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.jobs.workers import WorkerRegistry
+from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.media.render import RenderSettings
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
@@ -27,28 +22,13 @@ from photo_pipeline.pipeline.renditions import Renditions, rendition_file
 from photo_pipeline.pipeline.similar import near_duplicate_groups
 from tests.factories import photos
 from tests.support.cli_processes import environment
+from tests.support.import_jobs import (
+    SMALL,
+    import_and_run,
+    run_worker_retrying_at_once,
+    settings_for,
+)
 from tests.unit.test_phash import scene, write_near_copies
-
-SMALL = {"thumbnail_size": 64, "preview_size": 160}
-
-
-def settings_for(home: Path, db_url: str, **overrides) -> Settings:
-    base = Settings(home=home, database_url=db_url, rendition_format="webp", **SMALL)
-    return dataclasses.replace(base, **overrides)
-
-
-def run_worker(session_factory) -> None:
-    # recovered jobs run again at once: these tests are not about backoff
-    service = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
-    config = WorkerConfig(burst=True, concurrency=2, executor="thread", poll_seconds=0.05)
-    Worker(service, WorkerRegistry(session_factory), registry, config).run()
-
-
-def import_and_run(session_factory, folder: Path, settings: Settings) -> list[dict]:
-    service = JobService(session_factory)
-    jobs = import_folders(service, Catalog(session_factory), [folder], follow_up=settings)
-    run_worker(session_factory)
-    return [service.get(job["id"]) for job in jobs]
 
 
 def failed_items(service: JobService, job_id: str) -> dict[str, str]:
@@ -116,7 +96,7 @@ def test_rerun_renders_only_what_is_missing_or_stale(session_factory, db_url, tm
 
     def render_again(render_settings: RenderSettings, *, force: bool = False) -> dict:
         job = enqueue_render(service, home, render_settings, force=force).job
-        run_worker(session_factory)
+        run_worker_retrying_at_once(session_factory)
         final = service.get(job["id"])
         assert final["state"] == JobState.SUCCEEDED
         return service.progress(job["id"])
@@ -127,7 +107,7 @@ def test_rerun_renders_only_what_is_missing_or_stale(session_factory, db_url, tm
 
     photos.jpeg(root / "new.jpg", size=(200, 150), seed=50)
     import_folders(service, Catalog(session_factory), [root])
-    run_worker(session_factory)
+    run_worker_retrying_at_once(session_factory)
     assert render_again(webp)["total"] == 1  # only the new photo
 
     assert render_again(webp, force=True)["total"] == 5
@@ -147,12 +127,12 @@ def test_bad_input_fails_only_its_item(session_factory, db_url, tmp_path):
     doomed = photos.jpeg(root / "disappears.jpg", size=(200, 150), seed=8)
     service = JobService(session_factory)
     import_folders(service, Catalog(session_factory), [root])
-    run_worker(session_factory)  # catalogued while intact
+    run_worker_retrying_at_once(session_factory)  # catalogued while intact
     good.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])  # then damaged
     doomed.unlink()
 
     job = enqueue_render(service, home, RenderSettings(**SMALL)).job
-    run_worker(session_factory)
+    run_worker_retrying_at_once(session_factory)
 
     assert service.get(job["id"])["state"] == JobState.SUCCEEDED
     assert failed_items(service, job["id"]) == {

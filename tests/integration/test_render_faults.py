@@ -11,7 +11,7 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline.render import enqueue_render, render_settings
 from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
-from tests.integration.test_render import import_and_run, run_worker, settings_for
+from tests.support.import_jobs import import_and_run, run_worker_retrying_at_once, settings_for
 from tests.support.photo_jobs import tiny_filesystem  # noqa: F401  (fixture)
 
 
@@ -44,7 +44,7 @@ def test_a_full_disk_fails_renditions_not_the_job(
     # Space again: a render renders what is missing, and only that.
     subprocess.run(["mount", "-o", "remount,size=4m", str(home)], check=True)
     again = enqueue_render(service, home, render_settings(settings)).job
-    run_worker(session_factory)
+    run_worker_retrying_at_once(session_factory)
     assert service.get(again["id"])["state"] == JobState.SUCCEEDED
     assert service.progress(again["id"])["by_state"] == {"succeeded": codes.count("disk_full")}
     assert len({r["asset_id"] for r in Renditions(session_factory).all()}) == 12

@@ -15,8 +15,8 @@ from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.render import enqueue_render
 from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
-from tests.integration.test_render import run_worker
 from tests.support.cli_processes import WorkerProcess, wait_until
+from tests.support.import_jobs import run_worker_retrying_at_once
 
 PHOTOS = 60
 
@@ -32,7 +32,7 @@ def test_kill_9_during_render_then_resume(session_factory, db_url, tmp_path):
         photos.jpeg(root / f"{n:03d}.jpg", size=(640, 480), seed=n)
     service = JobService(session_factory)
     import_folders(service, Catalog(session_factory), [root])
-    run_worker(session_factory)  # the scan, in this process
+    run_worker_retrying_at_once(session_factory)  # the scan, in this process
     job = enqueue_render(service, home, RenderSettings(thumbnail_size=128, preview_size=480)).job
 
     worker = WorkerProcess(
@@ -67,7 +67,8 @@ def test_kill_9_during_render_then_resume(session_factory, db_url, tmp_path):
     }
     assert len(inodes_before) == 2 * len(done_before)
 
-    run_worker(session_factory)  # finds the dead worker, recovers and resumes its job
+    # Finds the dead worker, recovers and resumes its job.
+    run_worker_retrying_at_once(session_factory)
 
     final = service.get(job["id"])
     # The crash refunded its attempt and counted an interruption instead.

@@ -25,8 +25,8 @@ from photo_pipeline.pipeline.render import enqueue_render, render_item_within
 from photo_pipeline.pipeline.rendition_store import RenderOutcome, publish
 from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
-from tests.integration.test_render import run_worker, settings_for
 from tests.support.cli_processes import WorkerProcess, wait_until
+from tests.support.import_jobs import run_worker_retrying_at_once, settings_for
 
 PHOTOS = 30
 SETTINGS = RenderSettings(thumbnail_size=128, preview_size=480)
@@ -124,7 +124,8 @@ def test_a_crash_mid_batch_of_a_scan_leaves_no_row_without_its_file(
         row["asset_id"] for row in recorded
     }
 
-    run_worker(session_factory)  # finds the dead worker, recovers and resumes the chain
+    # Finds the dead worker, recovers and resumes the chain.
+    run_worker_retrying_at_once(session_factory)
 
     assert [service.get(j["id"])["state"] for j in (scan, *chain)] == [JobState.SUCCEEDED] * 3
     final = rows.all()
@@ -147,9 +148,10 @@ def test_a_crash_mid_batch_of_a_forced_render_leaves_every_row_its_whole_file(
         photos.jpeg(root / f"{n:03d}.jpg", size=(640, 480), seed=n)
     service = JobService(session_factory)
     import_folders(service, Catalog(session_factory), [root])
-    run_worker(session_factory)  # catalogued, not rendered
+    run_worker_retrying_at_once(session_factory)  # catalogued, not rendered
     enqueue_render(service, home, SETTINGS)
-    run_worker(session_factory)  # rendered once: every asset has its rows and files
+    # Rendered once: every asset has its rows and files.
+    run_worker_retrying_at_once(session_factory)
     rows = Renditions(session_factory)
     inodes = {row["path"]: (home / row["path"]).stat().st_ino for row in rows.all()}
     assert len(inodes) == 2 * PHOTOS
@@ -169,7 +171,7 @@ def test_a_crash_mid_batch_of_a_forced_render_leaves_every_row_its_whole_file(
     for row in rows.all():
         assert_complete(home / row["path"], row["bytes"])
 
-    run_worker(session_factory)
+    run_worker_retrying_at_once(session_factory)
 
     assert service.get(job["id"])["state"] == JobState.SUCCEEDED
     final = rows.all()
@@ -190,7 +192,7 @@ def test_a_batch_publishes_what_it_can(session_factory, tmp_path):
         photos.jpeg(root / f"{n}.jpg", size=(320, 240), seed=n)
     service = JobService(session_factory)
     import_folders(service, Catalog(session_factory), [root])
-    run_worker(session_factory)
+    run_worker_retrying_at_once(session_factory)
     params = {"home": str(home), "settings": SETTINGS.to_params()}
     todo = Renditions(session_factory).to_render(SETTINGS.fingerprint())
     from photo_pipeline.pipeline.render import item_key

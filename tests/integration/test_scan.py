@@ -10,33 +10,14 @@ from pathlib import Path
 import pytest
 
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
-from photo_pipeline.jobs import JobService, JobState
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.jobs.workers import WorkerRegistry
+from photo_pipeline.jobs import JobService
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos
+from tests.support.import_jobs import run_import
 
 CAMERAS = [("Canon", "EOS R5"), ("NIKON CORPORATION", "NIKON Z 6"), ("Apple", "iPhone 14 Pro")]
-
-
-def run_import(session_factory, folder: Path) -> dict:
-    service = JobService(session_factory)
-    [job] = import_folders(service, Catalog(session_factory), [folder])
-    config = WorkerConfig(burst=True, concurrency=2, executor="thread", poll_seconds=0.05)
-    Worker(service, WorkerRegistry(session_factory), registry, config).run()
-    final = service.get(job["id"])
-    assert final["state"] == JobState.SUCCEEDED
-    return {
-        "job": final,
-        "progress": service.progress(job["id"]),
-        "failed": {
-            i["item_key"].split(":", 1)[1]: i["error_code"]
-            for i in service.items(job["id"], states=["failed"])
-        },
-    }
 
 
 def fingerprint(root: Path) -> dict[str, tuple[int, int, str]]:

@@ -10,8 +10,8 @@ from photo_pipeline.jobs import JobService
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos
-from tests.integration.test_scan import run_import
 from tests.support.cli_processes import WorkerProcess, run_command, wait_until
+from tests.support.import_jobs import run_import
 
 
 def catalogue(factory) -> set[tuple]:

@@ -17,7 +17,7 @@ from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
-from tests.integration.test_render import import_and_run, run_worker, settings_for
+from tests.support.import_jobs import import_and_run, run_worker_retrying_at_once, settings_for
 
 
 def test_a_truncated_jpeg_fails_its_item_in_the_render_decode_and_is_never_listed(
@@ -78,7 +78,7 @@ def test_content_already_rendered_is_not_rendered_again(session_factory, db_url,
 
     service = JobService(session_factory)
     jobs = import_folders(service, Catalog(session_factory), [second], follow_up=settings)
-    run_worker(session_factory)
+    run_worker_retrying_at_once(session_factory)
 
     assert all(service.get(j["id"])["state"] == JobState.SUCCEEDED for j in jobs)
     after = {p: p.stat().st_ino for p in (home / "renditions").rglob("*") if p.is_file()}

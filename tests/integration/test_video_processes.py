@@ -12,9 +12,8 @@ from photo_pipeline.pipeline import render, scan, similar  # noqa: F401  (their 
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos, videos
-from tests.integration.test_camera_roll import catalogue_by_path
-from tests.integration.test_scan import run_import
 from tests.support.cli_processes import WorkerProcess, run_command, wait_until
+from tests.support.import_jobs import catalogue_by_path, run_import
 
 KILLS = 10
 
