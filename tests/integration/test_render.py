@@ -21,6 +21,7 @@ from photo_pipeline.pipeline.render import enqueue_render
 from photo_pipeline.pipeline.renditions import Renditions, rendition_file
 from photo_pipeline.pipeline.similar import near_duplicate_groups
 from tests.factories import photos
+from tests.factories.near_copies import scene, write_near_copies
 from tests.support.cli_processes import environment
 from tests.support.import_jobs import (
     SMALL,
@@ -28,7 +29,6 @@ from tests.support.import_jobs import (
     run_worker_retrying_at_once,
     settings_for,
 )
-from tests.unit.test_phash import scene, write_near_copies
 
 
 def failed_items(service: JobService, job_id: str) -> dict[str, str]:
