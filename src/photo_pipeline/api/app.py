@@ -60,10 +60,12 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await hub.start()
-        with _embedded_worker(lib, embedded_workers, memory_budget) as worker:
-            app.state.embedded_worker = worker
-            yield
-        await hub.stop()
+        try:
+            with _embedded_worker(lib, embedded_workers, memory_budget) as worker:
+                app.state.embedded_worker = worker
+                yield
+        finally:  # also when the worker's stop raised: no reader left behind
+            await hub.stop()
 
     app = FastAPI(
         title="photo-pipeline",
