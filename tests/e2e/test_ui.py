@@ -227,7 +227,7 @@ def test_the_asset_view_names_the_district_the_place_filter_finds(page, library_
     expect(page.get_by_role("dialog").locator(".place")).to_have_text(place)
 
 
-def test_a_large_library_keeps_only_the_tiles_near_the_viewport(page, empty_server):
+def test_a_large_library_keeps_only_the_tiles_near_the_viewport(empty_server, page):
     total = 3000
 
     def fake_assets(route):  # the list only: thousands of assets without importing them

@@ -37,7 +37,7 @@ def video_server(tmp_path):
         yield server
 
 
-def test_video_and_live_badges_and_playback(page, video_server, shots):
+def test_video_and_live_badges_and_playback(video_server, page, shots):
     sign_in(page, video_server, "/library")
     tiles = page.locator(".gallery .tile")
     expect(tiles).to_have_count(3)  # the Live Photo is one tile
