@@ -269,22 +269,21 @@ def replay(
     stored = {k: v for k, v in found["params"].items() if k not in ignored}
     asked = {k: v for k, v in params.items() if k not in ignored}
     if found["job_type"] != job_type or stored != asked:
-        raise JobConflict(
-            "idempotency_conflict",
-            f"idempotency key {idempotency_key!r} was used for a different request "
-            f"(job {found['id']})",
-        )
+        raise _key_taken(idempotency_key, found["id"])
     return Enqueued(found, False)
 
 
 def same_request(existing: Row[Any], request_hash: str) -> JobSnapshot:
     if existing.request_hash != request_hash:
-        raise JobConflict(
-            "idempotency_conflict",
-            f"idempotency key {existing.idempotency_key!r} was used for a different request "
-            f"(job {existing.id})",
-        )
+        raise _key_taken(existing.idempotency_key, existing.id)
     return snapshot(existing)
+
+
+def _key_taken(idempotency_key: str, job_id: str) -> JobConflict:
+    return JobConflict(
+        "idempotency_conflict",
+        f"idempotency key {idempotency_key!r} was used for a different request (job {job_id})",
+    )
 
 
 def _by_idempotency_keys(session: Session, keys: list[str | None]) -> dict[str, Row[Any]]:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, files, sources
-from photo_pipeline.jobs import Enqueued, JobService, LockHeld
+from photo_pipeline.jobs import Enqueued, JobService
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
@@ -48,15 +48,7 @@ def start_verify(
     replayed = service.replay(idempotency_key, JOB_TYPE, {})
     if replayed is not None:
         return replayed
-    try:
-        return service.submit(
-            JOB_TYPE,
-            lock=locks.LIBRARY_LOCK,
-            idempotency_key=idempotency_key,
-            max_attempts=max_attempts,
-        )
-    except LockHeld as exc:
-        raise locks.library_busy(service) from exc
+    return locks.enqueue_library_job(service, JOB_TYPE, {}, idempotency_key, max_attempts)
 
 
 def _expected(session_factory: sessionmaker[Session]) -> tuple[dict[str, str], dict[str, str]]:
