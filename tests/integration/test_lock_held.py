@@ -40,3 +40,15 @@ def test_enqueue_or_join_rejoins_only_the_same_request(session_factory):
     assert refused.value.blocking_jobs == [first.job["id"]]
     with pytest.raises(locks.LibraryBusy):  # without joining, the same request is refused
         locks.enqueue_library_job(service, "organize", {"destination": "/a"})
+
+
+def test_a_verify_asked_again_rejoins_the_active_one_and_nothing_else(session_factory):
+    service = JobService(session_factory)
+    first = verify.start_verify(service)
+    again = verify.start_verify(service, rejoin=True)
+    assert (again.job["id"], again.created) == (first.job["id"], False)
+    service.cancel(first.job["id"])
+    holder = service.enqueue("organize", lock=organize.LIBRARY_LOCK)
+    with pytest.raises(organize.LibraryBusy) as refused:
+        verify.start_verify(service, rejoin=True)
+    assert refused.value.blocking_jobs == [holder["id"]]

@@ -132,8 +132,6 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
     """Hash every original again; report changed (bit rot) or missing files.
     With --wait, exits 5 when any file changed, went missing or cannot be read (its
     item failed), 1 when the job itself did not succeed."""
-    from photo_pipeline.pipeline import organize as organizing
-    from photo_pipeline.pipeline.verify import JOB_TYPE as VERIFY
     from photo_pipeline.pipeline.verify import start_verify, verify_report
 
     lib = library()
@@ -156,12 +154,6 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
             for finding in report[kind]:
                 console.print(f"  {kind} {finding['path']}", highlight=False, soft_wrap=True)
 
-    try:
-        job = start_verify(lib.service).job
-    except organizing.LibraryBusy:
-        # A verify still active (its command was killed) is rejoined.
-        active = organizing.library_job_of(lib.service, VERIFY, {})
-        if active is None:
-            raise
-        job = active
+    # A verify still active (its command was killed) is rejoined.
+    job = start_verify(lib.service, rejoin=True).job
     finish_job(job, wait=wait, as_json=as_json, show=show)

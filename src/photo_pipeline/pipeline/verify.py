@@ -39,16 +39,21 @@ _ADD_CHUNK = 1000
 
 
 def start_verify(
-    service: JobService, *, idempotency_key: str | None = None, max_attempts: int = 3
+    service: JobService,
+    *,
+    idempotency_key: str | None = None,
+    max_attempts: int = 3,
+    rejoin: bool = False,
 ) -> Enqueued:
     """Queue a ``verify`` of every present catalogued photo. It takes the library
     lock (a file being moved by organize is not missing); ``LibraryBusy`` names the
     job holding it. A replay of ``idempotency_key`` returns its job, also while that
-    job holds the lock."""
+    job holds the lock; ``rejoin`` returns an active verify holding it."""
     replayed = service.replay(idempotency_key, JOB_TYPE, {})
     if replayed is not None:
         return replayed
-    return locks.enqueue_library_job(service, JOB_TYPE, {}, idempotency_key, max_attempts)
+    enqueue = locks.enqueue_or_join if rejoin else locks.enqueue_library_job
+    return enqueue(service, JOB_TYPE, {}, idempotency_key, max_attempts)
 
 
 def _expected(session_factory: sessionmaker[Session]) -> tuple[dict[str, str], dict[str, str]]:
