@@ -9,6 +9,7 @@ So a worker that lost its lease cannot overwrite what its successor recorded.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -21,6 +22,7 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import jobs
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import LeaseLost, RowWriter
+from photo_pipeline.pipeline import paths
 
 
 class JournalRow(Protocol):
@@ -29,6 +31,22 @@ class JournalRow(Protocol):
 
 
 EntryT = TypeVar("EntryT", bound=JournalRow)
+
+
+class SourceEntry:
+    """What an entry (a dataclass declaring these fields) knows of the file it moves
+    from: its item key in the job, and its path."""
+
+    seq: int
+    source_root: str
+    source_path: str  # stored form (pipeline.paths)
+
+    @property
+    def item_key(self) -> str:
+        return f"{self.seq}:{paths.display(self.source_path)}"[:2000]
+
+    def source(self) -> str:
+        return os.path.join(self.source_root, paths.from_text(self.source_path))
 
 
 class FencedJournal(Generic[EntryT]):

@@ -19,14 +19,14 @@ from photo_pipeline.jobs import utc_now
 from photo_pipeline.pipeline import parked, paths
 from photo_pipeline.pipeline.dedupe.start import PURGE_JOB_TYPE, UNDO_JOB_TYPE, quarantine_folder
 from photo_pipeline.pipeline.dedupe_plan import GroupPlan, bundle_stem
-from photo_pipeline.pipeline.fenced_journal import FencedJournal
+from photo_pipeline.pipeline.fenced_journal import FencedJournal, SourceEntry
 
 PLANNED, QUARANTINED, SKIPPED = "planned", "quarantined", "skipped"
 RESTORED, PURGED = "restored", "purged"
 
 
 @dataclass(frozen=True)
-class Entry:
+class Entry(SourceEntry):
     """One journal row, with the roots executing it needs."""
 
     id: int
@@ -44,13 +44,6 @@ class Entry:
     keeper_path: str
     keeper_hash: str
     state: str
-
-    @property
-    def item_key(self) -> str:
-        return f"{self.seq}:{paths.display(self.source_path)}"[:2000]
-
-    def source(self) -> str:
-        return os.path.join(self.source_root, paths.from_text(self.source_path))
 
     @property
     def bundle(self) -> tuple[int, str, str]:

@@ -18,14 +18,14 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import organize_entries, sources
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.pipeline import paths
-from photo_pipeline.pipeline.fenced_journal import FencedJournal
+from photo_pipeline.pipeline.fenced_journal import FencedJournal, SourceEntry
 from photo_pipeline.pipeline.organize.plan import PlanEntry
 
 PLANNED, DONE, FAILED, SKIPPED, UNDONE = "planned", "done", "failed", "skipped", "undone"
 
 
 @dataclass(frozen=True)
-class Entry:
+class Entry(SourceEntry):
     """One journal row, with what executing it needs."""
 
     id: int
@@ -39,13 +39,6 @@ class Entry:
     dest_path: str
     content_hash: str
     state: str
-
-    @property
-    def item_key(self) -> str:
-        return f"{self.seq}:{paths.display(self.source_path)}"[:2000]
-
-    def source(self) -> str:
-        return os.path.join(self.source_root, paths.from_text(self.source_path))
 
     def dest(self, destination: str) -> str:
         return os.path.join(destination, paths.from_text(self.dest_path))
