@@ -50,6 +50,28 @@ def in_thread(server: uvicorn.Server) -> Iterator[None]:
     finally:
         server.should_exit = True
         thread.join(30)
+        if thread.is_alive():
+            raise RuntimeError(f"the server did not stop within 30 s:\n{_stuck(server, thread)}")
+
+
+def _stuck(server: uvicorn.Server, thread: threading.Thread) -> str:
+    """What holds a server's stop: its open connections and tasks, and the stacks of
+    its thread and of every other thread but this one (its executor's among them)."""
+    import sys
+    import traceback
+
+    names = {t.ident: t.name for t in threading.enumerate()}
+    stacks = [
+        f"--- thread {names.get(ident, ident)}{' (the server)' if ident == thread.ident else ''}\n"
+        + "".join(traceback.format_stack(frame))
+        for ident, frame in sys._current_frames().items()
+        if ident != threading.get_ident()
+    ]
+    state = server.server_state
+    return (
+        f"open connections: {len(state.connections)}; "
+        f"tasks: {[repr(task) for task in state.tasks]}\n" + "\n".join(stacks)
+    )
 
 
 @contextmanager

@@ -60,19 +60,21 @@ class EventHub:
             self._tasks.append(asyncio.create_task(self._listen(loop), name="event-listen"))
 
     async def stop(self) -> None:
+        # The flag as well as the cancel: Python 3.11's ``wait_for`` drops a cancel
+        # that lands in the turn its wait ends (a wake-up beside the stop).
         self._stop_listening.set()
+        self._wake.set()
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:
+            await asyncio.wait(self._tasks)
 
     def wake(self) -> None:
         self._wake.set()
 
     # ── the one reader ─────────────────────────────────────────────────────────
     async def _follow(self) -> None:
-        while True:
+        while not self._stop_listening.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._poll_seconds)
             self._wake.clear()
