@@ -166,10 +166,12 @@ def _read(
         # when they lie under different sources: under one, every copy is alike.
         several = len({r.source_id for r in rows}) > 1
         organized = organized_destinations(session) if several else []
-        decisions = {
-            r.group_key: {str(k) for k in r.keep}
-            for r in session.execute(select(duplicate_decisions))
-        }
+        decided = select(duplicate_decisions)
+        if only is not None and not near:
+            # A page: only its exact groups' decisions, not every one ever recorded.
+            keys = {f"exact:{r.asset_id}" for r in rows if r.asset_id is not None}
+            decided = decided.where(duplicate_decisions.c.group_key.in_(sorted(keys)))
+        decisions = {r.group_key: {str(k) for k in r.keep} for r in session.execute(decided)}
         near_groups: dict[int, list[int]] = {}
         if near:
             for group_id, asset_id in session.execute(
