@@ -4,9 +4,7 @@ wants one, and the coordinator opened on a URL."""
 
 from __future__ import annotations
 
-import os
 import tempfile
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,25 +13,10 @@ import psycopg
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from tests.support.databases import PG_URL, scratch_schema
 
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
-
-PG_URL = os.environ.get(
-    "PHOTO_PIPELINE_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-
-
-def postgres_error() -> str | None:
-    """None when the benchmark PostgreSQL answers, else why not."""
-    try:
-        engine = create_engine(PG_URL, connect_args={"connect_timeout": 5})
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        engine.dispose()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return None
 
 
 @contextmanager
@@ -43,17 +26,8 @@ def fresh_database(backend: str) -> Iterator[str]:
         with tempfile.TemporaryDirectory(prefix="pp_bench_") as tmp:
             yield f"sqlite:///{tmp}/library.sqlite3"
         return
-    schema = f"bench_{uuid.uuid4().hex[:16]}"
-    admin = create_engine(PG_URL)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with scratch_schema("bench") as url:
+        yield url
 
 
 def libpq_url(database: str) -> str:

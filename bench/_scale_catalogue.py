@@ -8,11 +8,12 @@ import os
 import random
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from tests.support.databases import scratch_schema
 
 PG_URL = os.environ.get(
     "PHOTO_PIPELINE_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -237,15 +238,6 @@ def add_assets(url: str, size: int, count: int, hashes: list[int], seed: int) ->
 def database_url(kind: str, workdir: Path, size: int) -> tuple[str, Callable[[], None] | None]:
     if kind == "sqlite":
         return f"sqlite:///{workdir / f'library-{size}.sqlite3'}", None
-    schema = f"bench_scale_{size}_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_URL)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-
-    def drop() -> None:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
-
-    return url.render_as_string(hide_password=False), drop
+    stack = ExitStack()
+    url = stack.enter_context(scratch_schema(f"bench_scale_{size}", PG_URL))
+    return url, stack.close

@@ -28,16 +28,13 @@ from importlib import metadata
 
 import sqlalchemy
 from sqlalchemy.engine import make_url
+from tests.support.databases import PG_URL, postgres_error
 
 from bench._coordinator_batches import enqueue_section, items_section
 from bench._coordinator_latency import latency_section, wakeup_section
 from bench._coordinator_sizes import FULL, QUICK, Sizes
 from bench._coordinator_throughput import throughput_section
-from bench._databases import (
-    PG_URL,
-    postgres_error,
-    postgres_version,
-)
+from bench._databases import postgres_version
 
 
 def versions() -> str:

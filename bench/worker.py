@@ -29,8 +29,9 @@ from typing import Any
 import PIL
 import sqlalchemy
 from sqlalchemy.engine import make_url
+from tests.support.databases import PG_URL, postgres_error
 
-from bench._databases import PG_URL, postgres_error, postgres_version
+from bench._databases import postgres_version
 from bench._report import note
 from bench._worker_common import FULL, POOL, QUICK
 from bench._worker_images import image_section, machine_parallelism

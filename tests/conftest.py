@@ -4,35 +4,23 @@ schema), a controllable clock, and the coordinator on top."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from functools import cache
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
+from tests.support.databases import PG_URL, postgres_error, scratch_schema
 
-PG_URL = os.environ.get(
-    "PHOTO_PIPELINE_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
 @cache
 def _postgres_error() -> str | None:
-    try:
-        engine = create_engine(PG_URL, connect_args={"connect_timeout": 5})
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        engine.dispose()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return None
+    return postgres_error()
 
 
 def require_postgres() -> None:
@@ -52,17 +40,8 @@ def make_database_url(backend: str, tmp_path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'library.sqlite3'}"
         return
     require_postgres()
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    admin = create_engine(PG_URL)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with scratch_schema("t") as url:
+        yield url
 
 
 @pytest.fixture(params=BACKENDS)

@@ -10,7 +10,7 @@ from sqlalchemy import create_engine, text
 
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import InvalidTransition, JobConflict, JobService, JobState
-from tests.conftest import PG_URL
+from tests.support.databases import PG_URL
 from tests.support.sql_statements import statements
 
 

@@ -327,6 +327,22 @@ class DestinationState:
         return self._cache[relative]
 
 
+def _photo(row: Any, values: dict[str, Any] | None = None, *, resident: bool = False) -> Candidate:
+    """The candidate of a catalogued photo's row (of ``catalogue_candidates``'s query)."""
+    return Candidate(
+        row.id,
+        row.source_id,
+        row.root,
+        row.path,
+        row.content_hash,
+        row.asset_size,
+        True,
+        row.format,
+        values or {},
+        resident=resident,
+    )
+
+
 def catalogue_candidates(
     session_factory: sessionmaker[Session], destination: str
 ) -> list[Candidate]:
@@ -366,19 +382,7 @@ def catalogue_candidates(
         name = os.path.basename(paths.from_text(row.path))
         if row.root == destination:
             if row.state == PRESENT and row.content_hash is not None:
-                candidates.append(
-                    Candidate(
-                        row.id,
-                        row.source_id,
-                        row.root,
-                        row.path,
-                        row.content_hash,
-                        row.asset_size,
-                        True,
-                        row.format,
-                        resident=True,
-                    )
-                )
+                candidates.append(_photo(row, resident=True))
             continue
         if row.state == PRESENT and row.content_hash is not None:
             if row.live_of is not None:
@@ -393,19 +397,7 @@ def catalogue_candidates(
                 "country": getattr(row, "country", None),
                 "city": getattr(row, "city", None),
             }
-            candidates.append(
-                Candidate(
-                    row.id,
-                    row.source_id,
-                    row.root,
-                    row.path,
-                    row.content_hash,
-                    row.asset_size,
-                    True,
-                    row.format,
-                    values,
-                )
-            )
+            candidates.append(_photo(row, values))
             stills.setdefault(row.asset_id, []).append(candidates[-1])
         elif os.path.splitext(name)[1].lower() in SIDECAR_EXTENSIONS:
             absolute = os.path.join(row.root, paths.from_text(row.path))
