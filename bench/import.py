@@ -131,6 +131,8 @@ def child(what: str, folder: Path, home: Path) -> dict[str, Any]:
     settings = Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)})
     lib = open_library(settings)
     config = WorkerConfig(burst=True, concurrency=os.cpu_count() or 1, poll_seconds=0.2)
+    for job_type in ("scan", "render", "similar"):
+        registry.get(job_type)  # their modules (and decoders) imported, as the bare pool's
     started, cpu = time.perf_counter(), cpu_seconds(resource.RUSAGE_SELF)
     if what == "import":
         jobs = import_folders(lib.service, lib.catalog, [folder], follow_up=settings)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.sample import write_sample
 from tests.support.api_server import running_server
+from tests.support.photo_jobs import run_library_jobs
 
 
 @pytest.fixture
@@ -22,14 +21,8 @@ def api(db_url, tmp_path):
         write_sample(tmp_path / "photos", 6)
         lib = server.library
         import_folders(lib.service, lib.catalog, [tmp_path / "photos"], follow_up=lib.settings)
-        run_worker(server)
+        run_library_jobs(server.library)
         yield server
-
-
-def run_worker(api) -> None:
-    lib = api.library
-    worker = Worker(lib.service, lib.workers, registry, WorkerConfig(burst=True, concurrency=1))
-    assert worker.run() == 0
 
 
 def requests(tmp_path) -> dict[str, tuple[dict, dict | None]]:
@@ -60,7 +53,7 @@ def test_a_replay_returns_the_job_after_it_ran_and_another_request_is_refused(
     with api.client() as http:
         first = http.post("/api/jobs", json={"type": job_type, "params": params}, headers=key)
         assert first.status_code == 201, first.text
-        run_worker(api)
+        run_library_jobs(api.library)
         assert http.get(f"/api/jobs/{first.json()['id']}").json()["state"] == "succeeded"
         again = http.post("/api/jobs", json={"type": job_type, "params": params}, headers=key)
         assert (again.status_code, again.json()["id"]) == (200, first.json()["id"]), again.text

@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from tests.support.api_server import running_server
 from tests.support.dedupe_library import library_fixture, sha256_tree  # noqa: F401
+from tests.support.photo_jobs import run_library_jobs
 
 
 @pytest.fixture
 def api(db_url, tmp_path, library):
     with running_server(db_url, tmp_path / "home") as server:
         yield server
-
-
-def run_jobs(api) -> None:
-    lib = api.library
-    worker = Worker(lib.service, lib.workers, registry, WorkerConfig(burst=True))
-    assert worker.run() == 0
 
 
 def test_plan_apply_and_undo_through_the_api(api, library):
@@ -45,7 +38,7 @@ def test_plan_apply_and_undo_through_the_api(api, library):
         started = http.post("/api/jobs", json={"type": "dedupe", "params": {}})
         assert started.status_code == 201, started.text
         job = started.json()
-        run_jobs(api)
+        run_library_jobs(api.library)
         assert http.get(f"/api/jobs/{job['id']}").json()["state"] == "succeeded"
         assert http.get("/api/duplicates").json()["exact"] == []
         assert len(sha256_tree(library)) == len(before) - 13
@@ -56,7 +49,7 @@ def test_plan_apply_and_undo_through_the_api(api, library):
             "/api/jobs", json={"type": "dedupe_undo", "params": {"job_id": job["id"]}}
         )
         assert again.status_code == 200 and again.json()["id"] == undo.json()["id"]
-        run_jobs(api)
+        run_library_jobs(api.library)
         assert sha256_tree(library) == before
         assert {g["keeper"] for g in http.get("/api/duplicates").json()["exact"]} == keepers
 
@@ -73,7 +66,7 @@ def test_plan_apply_and_undo_through_the_api(api, library):
             "/api/jobs", json={"type": "dedupe_purge", "params": {"older_than_days": 30}}
         )
         assert purge.status_code == 201, purge.text
-        run_jobs(api)
+        run_library_jobs(api.library)
         assert http.get(f"/api/jobs/{purge.json()['id']}").json()["state"] == "succeeded"
 
 
@@ -92,7 +85,7 @@ def test_dedupe_moves_files_only_in_sources_inside_the_allowed_roots(db_url, tmp
     # while its sources lie outside the roots either.
     with running_server(db_url, tmp_path / "home") as api, api.client() as http:
         job = http.post("/api/jobs", json={"type": "dedupe", "params": {}}).json()
-        run_jobs(api)
+        run_library_jobs(api.library)
     with (
         running_server(db_url, tmp_path / "home", allowed_roots=(elsewhere,)) as api,
         api.client() as http,

@@ -8,12 +8,11 @@ import pytest
 from sqlalchemy import update
 
 from photo_pipeline.db.schema import assets
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.places import start_backfill
 from tests.factories import photos
 from tests.support.api_server import running_server
+from tests.support.photo_jobs import run_library_jobs
 
 # file name -> (latitude, longitude), (country code, region, city, district)
 TRIP = {
@@ -36,11 +35,6 @@ def api(db_url, tmp_path):
         yield server
 
 
-def run_worker(lib) -> None:
-    worker = Worker(lib.service, lib.workers, registry, WorkerConfig(burst=True, concurrency=1))
-    assert worker.run() == 0
-
-
 def import_trip(api, root) -> dict[str, int]:
     """Import the trip; returns asset id by file name."""
     for n, (name, ((lat, lon), _)) in enumerate(TRIP.items()):
@@ -48,7 +42,7 @@ def import_trip(api, root) -> dict[str, int]:
                     offset=None, subsec=None, gps=(lat, lon, 10.0))  # fmt: skip
     lib = api.library
     import_folders(lib.service, lib.catalog, [root])
-    run_worker(lib)
+    run_library_jobs(lib)
     return {f["path"]: f["asset_id"] for f in lib.catalog.files()}
 
 
@@ -95,7 +89,7 @@ def test_backfill_stores_the_district_too(api, tmp_path):
             )
         )  # fmt: skip
     start_backfill(lib.service)
-    run_worker(lib)
+    run_library_jobs(lib)
     stored = places_of(lib)
     assert {name: stored[ids[name]] for name in TRIP} == {
         name: want for name, (_, want) in TRIP.items()
@@ -113,10 +107,10 @@ def test_refresh_renames_the_places_of_a_library_catalogued_before(api, tmp_path
                 update(assets).where(assets.c.id == ids[name]).values(city=district, district=None)
             )
     assert start_backfill(lib.service).job["params"] == {}
-    run_worker(lib)  # a plain backfill leaves resolved assets alone
+    run_library_jobs(lib)  # a plain backfill leaves resolved assets alone
     assert places_of(lib)[ids["mitte.jpg"]] == ("DE", "State of Berlin", "Mitte", None)
     job = start_backfill(lib.service, refresh=True).job
-    run_worker(lib)
+    run_library_jobs(lib)
     assert lib.service.progress(job["id"])["total"] == len(TRIP)  # every asset with GPS
     after = {a["id"]: a for a in lib.catalog.assets()}
     stored = {name: tuple(after[ids[name]][key] for key in PLACE) for name in TRIP}

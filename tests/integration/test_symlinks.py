@@ -19,9 +19,6 @@ import pytest
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.config import Settings
 from photo_pipeline.jobs import JobService, JobState, RetryPolicy
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.media import MediaError, hash_file, read_metadata
 from photo_pipeline.pipeline import organize, paths, roots
 from photo_pipeline.pipeline.catalog import Catalog
@@ -30,6 +27,7 @@ from photo_pipeline.pipeline.render import enqueue_render, render_settings
 from photo_pipeline.pipeline.renditions import Renditions
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 from tests.factories import photos
+from tests.support import photo_jobs
 from tests.support.api_server import running_server
 from tests.support.file_opens import watch_opens
 
@@ -39,8 +37,7 @@ OUTSIDE = "symlink_outside_roots"
 
 def run_worker(session_factory) -> None:
     service = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
-    config = WorkerConfig(burst=True, concurrency=2, executor="thread", poll_seconds=0.05)
-    Worker(service, WorkerRegistry(session_factory), registry, config).run()
+    photo_jobs.run_worker(session_factory, concurrency=2, service=service)
 
 
 def settings(tmp_path: Path, db_url: str) -> Settings:

@@ -12,13 +12,11 @@ from sqlalchemy import select
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db.schema import assets, timeshift_entries
 from photo_pipeline.jobs import JobBlocked, JobService, JobState
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import timeshift
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos
+from tests.support.photo_jobs import run_worker
 
 PARIS = (48.8566, 2.3522, 35.0)
 
@@ -34,12 +32,6 @@ LIBRARY = {
     "phone-in.jpg": ("iPhone 14 Pro", "2024:03:31 12:00:00", "+02:00", PARIS),
 }
 IN_WINDOW = {"r5-in-1.jpg", "r5-in-dst.jpg", "r5-in-offset.jpg"}
-
-
-def run_jobs(session_factory) -> None:
-    service = JobService(session_factory)
-    config = WorkerConfig(burst=True, concurrency=1, executor="thread", poll_seconds=0.05)
-    Worker(service, WorkerRegistry(session_factory), registry, config).run()
 
 
 def snapshot(session_factory) -> dict[str, dict]:
@@ -60,7 +52,7 @@ def library(session_factory, tmp_path) -> JobService:
                     model=model, taken=taken, offset=offset, gps=gps)  # fmt: skip
     service = JobService(session_factory)
     import_folders(service, Catalog(session_factory), [root])
-    run_jobs(session_factory)
+    run_worker(session_factory)
     return service
 
 
@@ -77,7 +69,7 @@ def test_shift_changes_only_that_camera_in_the_window_and_undo_restores_it(
     job = timeshift.start_timeshift(
         library, camera="eos r5", by="+2h15m", since="2024-03-30", until="2024-03-31"
     ).job
-    run_jobs(session_factory)
+    run_worker(session_factory)
     assert library.get(job["id"])["state"] == JobState.SUCCEEDED
     after = snapshot(session_factory)
 
@@ -103,7 +95,7 @@ def test_shift_changes_only_that_camera_in_the_window_and_undo_restores_it(
     assert fixed["taken_utc"] == datetime(2024, 3, 31, 12, 15, tzinfo=UTC)
 
     undo = timeshift.start_undo(library, job["id"]).job
-    run_jobs(session_factory)
+    run_worker(session_factory)
     assert library.get(undo["id"])["state"] == JobState.SUCCEEDED
     assert snapshot(session_factory) == before
     with pytest.raises(timeshift.NotATimeshift) as nothing:
@@ -127,20 +119,20 @@ def test_undo_refuses_assets_changed_after_the_shift(library, session_factory):
     before = snapshot(session_factory)
     assert before["phone-in.jpg"]["tz_name"] == "Europe/Paris"  # +02:00 agrees with Paris
     first = timeshift.start_timeshift(library, camera="iPhone 14 Pro", by="-12h").job
-    run_jobs(session_factory)
+    run_worker(session_factory)
     # at midnight Paris was still at +01:00: the camera's +02:00 no longer names it
     assert snapshot(session_factory)["phone-in.jpg"]["tz_name"] == "UTC+02:00"
     second = timeshift.start_timeshift(library, camera="iPhone 14 Pro", by="-3m").job
-    run_jobs(session_factory)
+    run_worker(session_factory)
     out_of_order = timeshift.start_undo(library, first["id"]).job
-    run_jobs(session_factory)
+    run_worker(session_factory)
     failed = library.items(out_of_order["id"], states=["failed"])
     assert [item["error_code"] for item in failed] == ["changed_since_shift"]
     # undone newest first, both restore exactly
     timeshift.start_undo(library, second["id"])
-    run_jobs(session_factory)
+    run_worker(session_factory)
     again = timeshift.start_undo(library, first["id"]).job
-    run_jobs(session_factory)
+    run_worker(session_factory)
     assert library.get(again["id"])["state"] == JobState.SUCCEEDED
     assert snapshot(session_factory) == before
 

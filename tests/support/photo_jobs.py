@@ -19,14 +19,27 @@ from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, hash_file
 from photo_pipeline.pipeline import organize, scan
 from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.library import Library
 from tests.factories import photos
 
 TEMPLATE = "{taken:%Y}/{taken:%Y-%m-%d}/{original_name}.{ext}"
 
 
-def run_worker(session_factory, *types: str) -> None:
-    config = WorkerConfig(job_types=types, burst=True, executor="thread", poll_seconds=0.05)
-    Worker(JobService(session_factory), WorkerRegistry(session_factory), registry, config).run()
+def run_worker(
+    session_factory, *types: str, concurrency: int = 1, service: JobService | None = None
+) -> None:
+    """Run the queued jobs (of ``types``; none named: every type) to the end in this
+    process, on ``service`` (by default the coordinator as configured)."""
+    config = WorkerConfig(
+        job_types=types, burst=True, concurrency=concurrency, executor="thread", poll_seconds=0.05
+    )
+    service = service or JobService(session_factory)
+    assert Worker(service, WorkerRegistry(session_factory), registry, config).run() == 0
+
+
+def run_library_jobs(lib: Library) -> None:
+    """``run_worker`` on a library's database and coordinator."""
+    run_worker(lib.sessions, service=lib.service)
 
 
 def scan_folders(session_factory, *folders: Path) -> None:
