@@ -52,15 +52,17 @@ def test_reading_commands_load_no_decoder(args, tmp_path):
 @pytest.mark.parametrize("args", [["--help"], ["job", "--help"], ["organize", "--help"]])
 def test_help_loads_neither_the_database_layer_nor_the_coordinator(args, tmp_path):
     env = {**os.environ, "PHOTO_PIPELINE_HOME": str(tmp_path / "home")}
-    heavy = ("sqlalchemy", "photo_pipeline.db", "photo_pipeline.jobs", *DECODERS)
+    heavy = ("sqlalchemy", "pydantic", "photo_pipeline.db", "photo_pipeline.jobs", *DECODERS)
     assert loaded(args, heavy, env) == []
 
 
 # What listing and showing jobs leave alone: they need the coordinator and its
 # queries, not the catalogue, the media modules, the worker runtime, the progress
-# bars, the PostgreSQL driver (on SQLite) or Alembic (bench/startup.py times them).
+# bars, the PostgreSQL driver (on SQLite), Alembic or pydantic (the API's, which
+# typer 0.29 also loads at every start; bench/startup.py times them).
 NOT_FOR_READING_JOBS = (
     "psycopg",
+    "pydantic",
     "alembic",
     "rich.progress",
     "photo_pipeline.media",
