@@ -45,7 +45,10 @@ class BodyLimits:
                 # Only waits for the disconnect now (e.g. a stream's listener): no deadline.
                 return await receive()
             try:
-                message = await asyncio.wait_for(receive(), self.read_timeout)
+                # asyncio.timeout, not wait_for: in Python 3.11 wait_for drops a cancel
+                # of this request that lands as the part arrives.
+                async with asyncio.timeout(self.read_timeout):
+                    message = await receive()
             except TimeoutError:
                 # FastAPI re-raises HTTPException from body reading as is.
                 raise HTTPException(
