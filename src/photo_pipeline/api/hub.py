@@ -60,8 +60,8 @@ class EventHub:
             self._tasks.append(asyncio.create_task(self._listen(loop), name="event-listen"))
 
     async def stop(self) -> None:
-        # The flag as well as the cancel: Python 3.11's ``wait_for`` drops a cancel
-        # that lands in the turn its wait ends (a wake-up beside the stop).
+        # The flag as well as the cancel: a cancel can be lost (Python 3.11's
+        # ``wait_for`` dropped one that landed in the turn its wait ended).
         self._stop_listening.set()
         self._wake.set()
         for task in self._tasks:
@@ -76,7 +76,8 @@ class EventHub:
     async def _follow(self) -> None:
         while not self._stop_listening.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._poll_seconds)
+                async with asyncio.timeout(self._poll_seconds):
+                    await self._wake.wait()
             self._wake.clear()
             try:
                 while await self._read_more():
