@@ -16,8 +16,6 @@ MARKER = "%bytes:"
 
 def to_text(relative: str) -> str:
     """The storable form of a relative path as ``os`` returns it (surrogate-escaped)."""
-    if relative.isascii() and not relative.startswith(MARKER):
-        return relative  # the common case, without the encoding attempt
     try:
         relative.encode("utf-8")
     except UnicodeEncodeError:

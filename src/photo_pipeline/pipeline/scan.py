@@ -178,11 +178,11 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
     """Compare the tree with the catalogue: new or changed files become items,
     vanished ones are marked missing. Safe to repeat after a crash."""
     known = catalog.known_files(source["id"])
-    seen = 0
+    listed = 0  # files the walk found
     changed: list[str] = []
     for relative, fingerprint in walk(source["path"]):
         stored = paths.to_text(relative)
-        seen += 1
+        listed += 1
         before = known.pop(stored, None)  # what stays in ``known`` was not seen
         if before is None or before.state == MISSING or before[:3] != fingerprint:
             changed.append(f"{source['id']}:{stored}")
@@ -194,7 +194,7 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
     ctx.log.info(
         "source %s: %d files, %d to read, %d gone",
         source["path"],
-        seen,
+        listed,
         len(changed),
         len(gone),
     )
@@ -209,16 +209,13 @@ def walk(root: str) -> Iterator[tuple[str, tuple[int, int, int] | None]]:
     while stack:
         folder = stack.pop()
         try:
-            with os.scandir(os.path.join(root, folder) if folder else root) as listing:
-                entries = sorted((entry.name, entry) for entry in listing)
+            entries = list(os.scandir(os.path.join(root, folder) if folder else root))
         except OSError:
             continue  # an unreadable folder: nothing below it can be listed
-        prefix = folder + os.sep if folder else ""
-        # Per file, the least Python: a no-change rescan is this loop (bench/scale.py).
-        for name, entry in entries:
-            if name[0] == ".":
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name.startswith("."):
                 continue
-            relative = prefix + name
+            relative = os.path.join(folder, entry.name) if folder else entry.name
             if entry.is_dir(follow_symlinks=False):
                 stack.append(relative)
                 continue
