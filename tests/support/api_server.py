@@ -4,7 +4,9 @@ process), with an httpx client that sends the token."""
 from __future__ import annotations
 
 import socket
+import sys
 import threading
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -57,9 +59,6 @@ def in_thread(server: uvicorn.Server) -> Iterator[None]:
 def _stuck(server: uvicorn.Server, thread: threading.Thread) -> str:
     """What holds a server's stop: its open connections and tasks, and the stacks of
     its thread and of every other thread but this one (its executor's among them)."""
-    import sys
-    import traceback
-
     names = {t.ident: t.name for t in threading.enumerate()}
     stacks = [
         f"--- thread {names.get(ident, ident)}{' (the server)' if ident == thread.ident else ''}\n"
