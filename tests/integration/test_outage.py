@@ -159,7 +159,7 @@ def test_worker_serve_and_import_wait_ride_out_an_outage(proxy, db_url, tmp_path
         wait_until(lambda: "database unavailable" in worker.log(), "the worker to notice", 30)
         wait_until(lambda: "database unavailable" in serve.log(), "serve to notice", 30)
         wait_until(lambda: "database unavailable" in import_log.read_text(), "import to notice", 30)
-        assert worker.proc.poll() is None and serve.proc.poll() is None
+        assert worker.proc.poll() is None and serve.proc.poll() is None, (worker.log(), serve.log())
         assert importer.poll() is None
         wait_until(lambda: time.monotonic() > back_after, "the outage to last 4 s")
         assert worker.proc.poll() is None and serve.proc.poll() is None
