@@ -115,6 +115,25 @@ def test_terminated_connections_are_replaced_or_reported_as_unavailable(db_url, 
 
 
 @pytest.mark.parametrize("backend", POSTGRES_ONLY)
+def test_a_claim_that_cannot_reconnect_reports_the_database_unavailable(proxy, db_url):
+    # The claim runs on the pool's raw connection (jobs.store.run_one): the pool
+    # finds its connection closed by the outage, and connecting again is refused.
+    # That must read as the outage a worker waits out, not as a driver error that
+    # ends the worker (it did: exit 1 in test_worker_serve_and_import_wait...).
+    factory = open_database(proxy.url_for(db_url))
+    service = JobService(factory, recover_every=None)  # the claim's own statement only
+    try:
+        service.enqueue("t")
+        proxy.down()
+        with pytest.raises(DatabaseUnavailable):
+            service.claim(["t"], "worker-1")
+        proxy.up()
+        assert service.claim(["t"], "worker-1") is not None  # the pool recovers
+    finally:
+        factory.kw["bind"].dispose()
+
+
+@pytest.mark.parametrize("backend", POSTGRES_ONLY)
 def test_worker_serve_and_import_wait_ride_out_an_outage(proxy, db_url, tmp_path):
     url = proxy.url_for(db_url)
     home = tmp_path / "home"

@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,21 @@ def succeeded(service: JobService, job_id: str) -> int:
     return service.progress(job_id)["by_state"].get("succeeded", 0)
 
 
+@contextmanager
+def logs_on_failure(home: Path, network: HostNetwork) -> Iterator[None]:
+    """Add the workers' and the database's logs to a failure: a worker's side of the
+    story is all there is to tell why it did not take a job over."""
+    try:
+        yield
+    except AssertionError as failure:
+        told = [failure.args[0] if failure.args else ""]
+        for log in [*sorted(home.glob("*.log")), network.data / "server.log"]:
+            if log.exists() and log.name != "work.log":
+                told.append(f"--- {log.name} (last 60 lines) ---")
+                told.extend(log.read_text(errors="replace").splitlines()[-60:])
+        raise AssertionError("\n".join(str(line) for line in told)) from None
+
+
 def finished_by_one(service: JobService, job_id: str, home: Path) -> None:
     assert service.get(job_id)["state"] == JobState.SUCCEEDED
     assert service.progress(job_id)["by_state"] == {"succeeded": ITEMS}
@@ -87,39 +103,16 @@ def finished_by_one(service: JobService, job_id: str, home: Path) -> None:
 
 def test_a_partitioned_host_loses_its_job_and_is_fenced_out(network, service, tmp_path):
     job, home = setup(service, tmp_path)
-    first, second = network.hosts
-    a = start_worker(network, first, home, "a.log")
-    wait_until(lambda: succeeded(service, job["id"]) >= 30, "the first host's progress")
-    owner = service.get(job["id"])["lease_owner"]
-    b = start_worker(network, second, home, "b.log")
-    listed = {w["id"]: w for w in WorkerRegistry(service.session_factory).list()}
-    assert [j["id"] for j in listed[owner]["current_jobs"]] == [job["id"]]
+    with logs_on_failure(home, network):
+        first, second = network.hosts
+        a = start_worker(network, first, home, "a.log")
+        wait_until(lambda: succeeded(service, job["id"]) >= 30, "the first host's progress")
+        owner = service.get(job["id"])["lease_owner"]
+        b = start_worker(network, second, home, "b.log")
+        listed = {w["id"]: w for w in WorkerRegistry(service.session_factory).list()}
+        assert [j["id"] for j in listed[owner]["current_jobs"]] == [job["id"]]
 
-    first.link(up=False)  # pull the cable mid-job
-    wait_until(
-        lambda: service.get(job["id"])["lease_owner"] not in (None, owner),
-        "the second host to take the job over",
-    )
-    wait_until(lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish")
-    first.link(up=True)
-    wait_until(lambda: "lease lost" in (home / "a.log").read_text(), "the first host to give up")
-    assert a.poll() is None, "the first worker crashed instead of carrying on"
-    finished_by_one(service, job["id"], home)
-    assert service.get(job["id"])["fencing_token"] >= 2
-    for process in (a, b):
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
-
-
-def test_a_frozen_host_is_fenced_out_when_it_wakes(network, service, tmp_path):
-    job, home = setup(service, tmp_path)
-    first, second = network.hosts
-    a = start_worker(network, first, home, "a.log")
-    wait_until(lambda: succeeded(service, job["id"]) >= 30, "the first host's progress")
-    owner = service.get(job["id"])["lease_owner"]
-    b = start_worker(network, second, home, "b.log")
-    a.send_signal(signal.SIGSTOP)
-    try:
+        first.link(up=False)  # pull the cable mid-job
         wait_until(
             lambda: service.get(job["id"])["lease_owner"] not in (None, owner),
             "the second host to take the job over",
@@ -127,38 +120,74 @@ def test_a_frozen_host_is_fenced_out_when_it_wakes(network, service, tmp_path):
         wait_until(
             lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish"
         )
-    finally:
-        a.send_signal(signal.SIGCONT)
-    wait_until(lambda: "lease lost" in (home / "a.log").read_text(), "the frozen host to give up")
-    finished_by_one(service, job["id"], home)
-    for process in (a, b):
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
+        first.link(up=True)
+        wait_until(
+            lambda: "lease lost" in (home / "a.log").read_text(), "the first host to give up"
+        )
+        assert a.poll() is None, "the first worker crashed instead of carrying on"
+        finished_by_one(service, job["id"], home)
+        assert service.get(job["id"])["fencing_token"] >= 2
+        for process in (a, b):
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0
+
+
+def test_a_frozen_host_is_fenced_out_when_it_wakes(network, service, tmp_path):
+    job, home = setup(service, tmp_path)
+    with logs_on_failure(home, network):
+        first, second = network.hosts
+        a = start_worker(network, first, home, "a.log")
+        wait_until(lambda: succeeded(service, job["id"]) >= 30, "the first host's progress")
+        owner = service.get(job["id"])["lease_owner"]
+        b = start_worker(network, second, home, "b.log")
+        a.send_signal(signal.SIGSTOP)
+        try:
+            wait_until(
+                lambda: service.get(job["id"])["lease_owner"] not in (None, owner),
+                "the second host to take the job over",
+            )
+            wait_until(
+                lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish"
+            )
+        finally:
+            a.send_signal(signal.SIGCONT)
+        wait_until(
+            lambda: "lease lost" in (home / "a.log").read_text(), "the frozen host to give up"
+        )
+        finished_by_one(service, job["id"], home)
+        for process in (a, b):
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0
 
 
 def test_workers_ride_out_a_database_restart(network, service, tmp_path):
     job, home = setup(service, tmp_path)
-    first, second = network.hosts
-    a = start_worker(network, first, home, "a.log")
-    b = start_worker(network, second, home, "b.log")
-    wait_until(lambda: succeeded(service, job["id"]) >= 30, "progress before the restart")
-    network.stop_database()
-    stopped = time.monotonic()
-    # Both workers keep trying while it is down (no crash, no exit) ...
-    wait_until(
-        lambda: all("database unavailable" in (home / f).read_text() for f in ("a.log", "b.log")),
-        "both workers to notice the outage",
-    )
-    # The outage lasts about 20 s, as a real restart can: that is the scenario, not a wait
-    # for anything to happen.
-    time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - stopped)))
-    assert a.poll() is None and b.poll() is None, "a worker exited during the outage"
-    for log in ("a.log", "b.log"):  # backoff, not a crash loop: a line per outage, not per try
-        assert (home / log).read_text().count("database unavailable") <= 3, log
-    network.start_database()
-    # ... and the job finishes once it is back.
-    wait_until(lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish")
-    finished_by_one(service, job["id"], home)
-    for process in (a, b):
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
+    with logs_on_failure(home, network):
+        first, second = network.hosts
+        a = start_worker(network, first, home, "a.log")
+        b = start_worker(network, second, home, "b.log")
+        wait_until(lambda: succeeded(service, job["id"]) >= 30, "progress before the restart")
+        network.stop_database()
+        stopped = time.monotonic()
+        # Both workers keep trying while it is down (no crash, no exit) ...
+        wait_until(
+            lambda: all(
+                "database unavailable" in (home / f).read_text() for f in ("a.log", "b.log")
+            ),
+            "both workers to notice the outage",
+        )
+        # The outage lasts about 20 s, as a real restart can: that is the scenario, not a wait
+        # for anything to happen.
+        time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - stopped)))
+        assert a.poll() is None and b.poll() is None, "a worker exited during the outage"
+        for log in ("a.log", "b.log"):  # backoff, not a crash loop: a line per outage, not per try
+            assert (home / log).read_text().count("database unavailable") <= 3, log
+        network.start_database()
+        # ... and the job finishes once it is back.
+        wait_until(
+            lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish"
+        )
+        finished_by_one(service, job["id"], home)
+        for process in (a, b):
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from sqlalchemy import Index, UniqueConstraint
+from sqlalchemy import Engine, Index, PoolProxiedConnection, UniqueConstraint
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 
@@ -78,6 +78,16 @@ def unreachable(context: ExceptionContext) -> None:
     )
     if lost:
         raise DatabaseUnavailable("database_unavailable", _one_line(context.original_exception))
+
+
+def raw_connection(engine: Engine) -> PoolProxiedConnection:
+    """The pool's driver connection, for code that runs statements on the driver
+    itself. Connecting there passes no ``handle_error`` hook, so a refused connection
+    is reported as ``DatabaseUnavailable`` here, as ``unreachable`` does elsewhere."""
+    try:
+        return engine.raw_connection()
+    except engine.dialect.loaded_dbapi.Error as exc:
+        raise DatabaseUnavailable("database_unavailable", _one_line(exc)) from exc
 
 
 def _one_line(exc: BaseException) -> str:

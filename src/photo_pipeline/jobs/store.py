@@ -15,6 +15,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db.dialect import engine_of, is_postgresql
+from photo_pipeline.db.errors import raw_connection
 from photo_pipeline.jobs.clock import Clock, TrustedClock
 from photo_pipeline.jobs.transitions import Transitions
 
@@ -56,7 +57,7 @@ class JobStore:
         hooks = self.engine.dispatch.before_cursor_execute
         if hooks:  # statement hooks still see it (tests and bench/coordinator.py count)
             hooks(None, None, sql, params, None, False)
-        pooled = self.engine.raw_connection()
+        pooled = raw_connection(self.engine)
         try:
             driver: psycopg.Connection[Any] = pooled.driver_connection  # type: ignore[assignment]
             driver.autocommit = True
