@@ -2,7 +2,10 @@
 have hit other queues."""
 
 import pytest
+from psycopg import pq
+from sqlalchemy import text
 
+from photo_pipeline.db import read_session
 from photo_pipeline.jobs import JobConflict, JobState
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.service import JobService
@@ -270,3 +273,54 @@ def test_jobs_of_a_worker_marked_dead_by_someone_else_are_recovered(
     assert WorkerRegistry(session_factory, clock=clock).find_dead_on_this_host() == ["gone-worker"]
     assert service.recover_stale() == [job["id"]]
     assert service.get(job["id"])["error_code"] == "worker_died"
+
+
+def _frozen_mid_pipeline(pgconn) -> None:
+    pgconn.enter_pipeline_mode()
+    pgconn.send_query_params(b"SELECT 1", None)  # and no Sync: stopped inside executemany
+
+
+def _frozen_mid_copy(pgconn) -> None:
+    pgconn.send_query(b"COPY frozen_scratch FROM STDIN")
+    pgconn.flush()
+    while pgconn.is_busy():  # the server's answer: send the data now
+        pgconn.consume_input()
+    assert pgconn.get_result().status == pq.ExecStatus.COPY_IN
+    pgconn.put_copy_data(b"1\n")  # and no end of data: stopped inside a COPY
+
+
+@pytest.mark.parametrize("backend", [pytest.param("postgresql", marks=pytest.mark.postgres)])
+@pytest.mark.parametrize("stopped", [_frozen_mid_pipeline, _frozen_mid_copy])
+def test_a_client_frozen_inside_a_transaction_cannot_keep_its_job(service, clock, stopped):
+    """A worker process stopped (SIGSTOP, a paused VM) while its transaction holds the
+    job's row: recovery skips locked rows, and PostgreSQL's idle-in-transaction timeout
+    does not end a session stopped inside a pipeline or a COPY (it is *active*,
+    waiting to read). The job would never be recovered; its holder is ended instead."""
+    from photo_pipeline.jobs.recovery import STUCK_CLIENT_SECONDS
+    from tests.support.cli_processes import wait_until
+
+    job = running_job(service, lease=10, worker="frozen-worker")
+    pooled = service.session_factory.kw["bind"].raw_connection()  # the schema's search_path
+    frozen = pooled.driver_connection
+    holder = frozen.info.backend_pid
+    try:
+        frozen.execute("CREATE TEMP TABLE frozen_scratch (v int)")
+        frozen.execute("SELECT 1 FROM jobs WHERE id = %s FOR UPDATE", (job["id"],))
+        stopped(frozen.pgconn)
+        frozen.pgconn.flush()
+        clock.advance(seconds=11)
+        # Recovery skips the row while it is locked; once the holder has been silent
+        # for STUCK_CLIENT_SECONDS, it is ended and the job comes back.
+        wait_until(
+            lambda: service.recover_stale() == [job["id"]],
+            "recovery to end the frozen holder and take the job back",
+            timeout=30 * STUCK_CLIENT_SECONDS,
+        )
+        assert service.get(job["id"])["state"] == S.RETRY_QUEUED
+        with read_session(service.session_factory) as session:
+            alive = session.scalar(
+                text(f"SELECT count(*) FROM pg_stat_activity WHERE pid = {holder}")
+            )
+        assert alive == 0, "the frozen holder's session was not ended"
+    finally:
+        pooled.invalidate()

@@ -8,9 +8,10 @@ import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import ColumnElement, column, delete, func, literal_column, or_, select, table
+from sqlalchemy.exc import ProgrammingError
 
-from photo_pipeline.db import write_session
+from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.schema import job_events, jobs, workers
 from photo_pipeline.jobs.clock import TrustedClock
@@ -20,6 +21,15 @@ from photo_pipeline.jobs.states import FINISHED_STATES, LEASED_STATES, JobState,
 from photo_pipeline.jobs.store import JobStore
 
 _RECOVERY_BATCH = 200
+# A transaction that has waited this long for its client while holding the row of a
+# job whose lease is void belongs to a client that froze or was cut off.
+STUCK_CLIENT_SECONDS = 2
+_INSUFFICIENT_PRIVILEGE = "42501"
+_activity = table(
+    "pg_stat_activity",
+    *(column(name) for name in ("pid", "backend_xid", "datname", "state", "wait_event")),
+    column("state_change"),
+)
 
 
 class RecoverySchedule:
@@ -56,6 +66,8 @@ def recover_stale(
         jobs.c.lease_owner.in_(list(dead_workers)),
         jobs.c.lease_owner.in_(select(workers.c.id).where(workers.c.state == WorkerState.DEAD)),
     )
+    if store.is_postgresql:
+        _end_stuck_holders(store, given, owner_dead)
     recovered: list[str] = []
     while True:
         with write_session(store.session_factory) as session:
@@ -89,6 +101,43 @@ def recover_stale(
         if len(stale) < _RECOVERY_BATCH:
             break
     return recovered
+
+
+def _end_stuck_holders(
+    store: JobStore, given: datetime | None, owner_dead: ColumnElement[bool]
+) -> None:
+    """PostgreSQL: end the sessions whose transaction holds the row of a job whose
+    lease is void and has waited at least ``STUCK_CLIENT_SECONDS`` for its client.
+
+    Recovery skips locked rows, and the server ends a transaction left idle by a
+    frozen or cut-off client (db.engine), but not one stopped inside a multi-message
+    exchange: a pipelined ``executemany`` or a ``COPY`` leaves the session *active*,
+    waiting to read, with no timeout of PostgreSQL before 17 applying, and the job
+    could never be recovered. The holder is found by the row's ``xmax`` (its
+    transaction id); ending it is the fencing the lease's expiry already decided."""
+    holder = _activity.c
+    stuck = (
+        select(func.pg_terminate_backend(holder.pid, 5000))
+        .select_from(jobs.join(_activity, holder.backend_xid == literal_column("jobs.xmax")))
+        .where(
+            holder.datname == func.current_database(),
+            holder.pid != func.pg_backend_pid(),
+            holder.state != "idle",
+            holder.wait_event == "ClientRead",
+            holder.state_change
+            < func.clock_timestamp() - literal_column(f"interval '{STUCK_CLIENT_SECONDS} s'"),
+        )
+    )
+    try:
+        with read_session(store.session_factory) as session:
+            now = given or store.clock.now(session)
+            abandoned = or_(jobs.c.lease_expires_at < now, owner_dead)
+            session.execute(stuck.where(jobs.c.state.in_(LEASED_STATES), abandoned))
+    except ProgrammingError as exc:
+        # Another role's session: only that role (or a superuser) may end it; the
+        # server's idle timeout is left to do what it can.
+        if getattr(exc.orig, "sqlstate", None) != _INSUFFICIENT_PRIVILEGE:
+            raise
 
 
 def prune(store: JobStore, *, older_than: timedelta, now: datetime | None) -> dict[str, int]:
