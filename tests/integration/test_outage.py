@@ -200,6 +200,7 @@ def test_worker_serve_and_import_wait_ride_out_an_outage(proxy, db_url, tmp_path
             proxy.up()
         if importer is not None and importer.poll() is None:
             importer.kill()
+            importer.wait()
         if worker.proc.poll() is None:
             worker.kill()
         serve.stop()
