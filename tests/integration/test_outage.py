@@ -74,14 +74,15 @@ def test_commands_exit_4_in_one_line_while_the_database_is_down(proxy, db_url, t
 
 def _terminate(db_url: str, application_name: str) -> int:
     """pg_terminate_backend on this test's own connections only (other tests share the
-    server), as a server restart would end them."""
+    server), as a server restart would end them. Each is waited for until it has gone,
+    so that its goodbye is on the client's socket before the test goes on."""
     admin = create_engine(db_url)
     try:
         with admin.begin() as conn:
             return len(
                 conn.execute(
                     text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
                         "WHERE datname = current_database() AND pid <> pg_backend_pid() "
                         "AND application_name = :name"
                     ),

@@ -13,8 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
-from photo_pipeline.db import open_database
+from photo_pipeline.db import open_database, read_session
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.workers import WorkerRegistry
 from tests.multihost._netns import Host, HostNetwork
@@ -99,6 +100,56 @@ def finished_by_one(service: JobService, job_id: str, home: Path) -> None:
     assert service.progress(job_id)["by_state"] == {"succeeded": ITEMS}
     worked = {line.split()[1] for line in (home / "work.log").read_text().splitlines()}
     assert worked == {f"photo-{n:04d}" for n in range(ITEMS)}, "an item was never worked on"
+
+
+# A client on a host: one statement that runs for minutes, then what became of it.
+LONG_STATEMENT = """
+import sys, time
+from sqlalchemy import text
+from photo_pipeline.db import open_database, read_session
+from photo_pipeline.db.errors import DatabaseUnavailable
+factory = open_database(sys.argv[1])
+started = time.monotonic()
+try:
+    with read_session(factory) as session:
+        session.execute(text("SELECT pg_sleep(600)"))
+except DatabaseUnavailable as exc:
+    print(exc.code, f"after {time.monotonic() - started:.0f} s", flush=True)
+"""
+
+
+def test_a_client_whose_database_vanished_gives_up_instead_of_waiting_for_ever(
+    network, service, tmp_path
+):
+    """No reset comes from a database host that is powered off or cut off: without
+    keepalives a statement waiting for its answer (and the worker running it) would
+    wait for ever, even after the database came back elsewhere."""
+    host = network.hosts[0]
+    log = tmp_path / "client.log"
+    client = host.spawn(
+        [sys.executable, "-c", LONG_STATEMENT, network.host_url],
+        worker_env(network, tmp_path),
+        log,
+    )
+
+    def statement_running() -> bool:
+        with read_session(service.session_factory) as session:
+            return bool(
+                session.scalar(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity "
+                        "WHERE state = 'active' AND query LIKE 'SELECT pg_sleep(600)%'"
+                    )
+                )
+            )
+
+    wait_until(statement_running, "the client's statement to run on the server")
+    host.link(up=False)  # silence: no answer, no reset
+    try:
+        assert client.wait(timeout=120) == 0, log.read_text()
+    finally:
+        host.link(up=True)
+    assert log.read_text().startswith("database_unavailable after"), log.read_text()
 
 
 def test_a_partitioned_host_loses_its_job_and_is_fenced_out(network, service, tmp_path):

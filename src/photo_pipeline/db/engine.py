@@ -25,6 +25,22 @@ SQLITE_BUSY_TIMEOUT_MS = 60_000
 # that froze or was cut off mid-transaction, and its row locks would keep every other
 # worker from recovering its job (SKIP LOCKED).
 PG_IDLE_IN_TRANSACTION_MS = 20_000
+# libpq's connection settings unless the URL sets them. A database host that went
+# away without a word (powered off, cut off by a partition, its address moved to a
+# failover) sends no reset, and by default a client waits for its answer or its
+# connection for ever (keepalives start after two hours). With these the kernel gives
+# up within about 15 s of silence (5 s idle, then 3 unanswered probes 3 s apart), of
+# unacknowledged data, or of an unanswered connect: the caller sees
+# DatabaseUnavailable and retries, as after a restart. A busy server still answers:
+# its kernel acknowledges the probes.
+PG_CONNECTION_DEFAULTS = {
+    "connect_timeout": "10",
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "3",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "15000",
+}
 # Session execution option naming a write transaction (BEGIN IMMEDIATE on SQLite).
 _WRITE = "photo_pipeline_write"
 
@@ -37,6 +53,10 @@ def create_database_engine(url: str, **kwargs: Any) -> Engine:
     elif parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
+        # In the URL, so that the LISTEN connections made from it get them too.
+        parsed = parsed.update_query_dict(
+            {k: v for k, v in PG_CONNECTION_DEFAULTS.items() if k not in parsed.query}
+        )
         engine = _postgres_engine(create_engine(parsed, **kwargs))
     else:
         raise ValueError(f"unsupported database URL {url!r}: use sqlite:/// or postgresql://")

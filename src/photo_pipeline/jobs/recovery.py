@@ -30,6 +30,7 @@ _activity = table(
     *(column(name) for name in ("pid", "backend_xid", "datname", "state", "wait_event")),
     column("state_change"),
 )
+_locks = table("pg_locks", column("pid"), column("relation"), column("granted"))
 
 
 class RecoverySchedule:
@@ -114,8 +115,20 @@ def _end_stuck_holders(
     exchange: a pipelined ``executemany`` or a ``COPY`` leaves the session *active*,
     waiting to read, with no timeout of PostgreSQL before 17 applying, and the job
     could never be recovered. The holder is found by the row's ``xmax`` (its
-    transaction id); ending it is the fencing the lease's expiry already decided."""
+    transaction id); ending it is the fencing the lease's expiry already decided. An
+    ``xmax`` that is a multixact (several lockers) is not a transaction id: the holder
+    must also hold a lock on this ``jobs`` table, so a chance equal number elsewhere
+    ends nobody."""
     holder = _activity.c
+    holds_jobs = (
+        select(_locks.c.pid)
+        .where(
+            _locks.c.pid == holder.pid,
+            _locks.c.relation == literal_column("'jobs'::regclass"),
+            _locks.c.granted,
+        )
+        .exists()
+    )
     stuck = (
         select(func.pg_terminate_backend(holder.pid, 5000))
         .select_from(jobs.join(_activity, holder.backend_xid == literal_column("jobs.xmax")))
@@ -124,6 +137,7 @@ def _end_stuck_holders(
             holder.pid != func.pg_backend_pid(),
             holder.state != "idle",
             holder.wait_event == "ClientRead",
+            holds_jobs,
             holder.state_change
             < func.clock_timestamp() - literal_column(f"interval '{STUCK_CLIENT_SECONDS} s'"),
         )
