@@ -1,6 +1,7 @@
 """Workers on two hosts (network namespaces) sharing one PostgreSQL queue: a host cut
-off mid-job, a frozen host, and a database restart. Every item ends done once, and a
-worker that lost its job is fenced out when it comes back."""
+off mid-job, a frozen host, a database host that vanished, and a database restart.
+Every item ends done once, and a worker that lost its job is fenced out when it comes
+back."""
 
 from __future__ import annotations
 
@@ -152,7 +153,12 @@ def test_a_client_whose_database_vanished_gives_up_instead_of_waiting_for_ever(
     assert log.read_text().startswith("database_unavailable after"), log.read_text()
 
 
-def test_a_partitioned_host_loses_its_job_and_is_fenced_out(network, service, tmp_path):
+@pytest.mark.parametrize("interruption", ["partition", "freeze"])
+def test_a_host_cut_off_or_frozen_mid_job_loses_it_and_is_fenced_out(
+    network, service, tmp_path, interruption
+):
+    """The cable pulled, or the process stopped (SIGSTOP, a paused VM), mid-job: the
+    other host takes the job over and finishes it; the first, back, gives it up."""
     job, home = setup(service, tmp_path)
     with logs_on_failure(home, network):
         first, second = network.hosts
@@ -163,35 +169,10 @@ def test_a_partitioned_host_loses_its_job_and_is_fenced_out(network, service, tm
         listed = {w["id"]: w for w in WorkerRegistry(service.session_factory).list()}
         assert [j["id"] for j in listed[owner]["current_jobs"]] == [job["id"]]
 
-        first.link(up=False)  # pull the cable mid-job
-        wait_until(
-            lambda: service.get(job["id"])["lease_owner"] not in (None, owner),
-            "the second host to take the job over",
-        )
-        wait_until(
-            lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish"
-        )
-        first.link(up=True)
-        wait_until(
-            lambda: "lease lost" in (home / "a.log").read_text(), "the first host to give up"
-        )
-        assert a.poll() is None, "the first worker crashed instead of carrying on"
-        finished_by_one(service, job["id"], home)
-        assert service.get(job["id"])["fencing_token"] >= 2
-        for process in (a, b):
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=60) == 0
-
-
-def test_a_frozen_host_is_fenced_out_when_it_wakes(network, service, tmp_path):
-    job, home = setup(service, tmp_path)
-    with logs_on_failure(home, network):
-        first, second = network.hosts
-        a = start_worker(network, first, home, "a.log")
-        wait_until(lambda: succeeded(service, job["id"]) >= 30, "the first host's progress")
-        owner = service.get(job["id"])["lease_owner"]
-        b = start_worker(network, second, home, "b.log")
-        a.send_signal(signal.SIGSTOP)
+        if interruption == "partition":
+            first.link(up=False)
+        else:
+            a.send_signal(signal.SIGSTOP)
         try:
             wait_until(
                 lambda: service.get(job["id"])["lease_owner"] not in (None, owner),
@@ -201,11 +182,16 @@ def test_a_frozen_host_is_fenced_out_when_it_wakes(network, service, tmp_path):
                 lambda: service.get(job["id"])["state"] == JobState.SUCCEEDED, "the job to finish"
             )
         finally:
-            a.send_signal(signal.SIGCONT)
+            if interruption == "partition":
+                first.link(up=True)
+            else:
+                a.send_signal(signal.SIGCONT)
         wait_until(
-            lambda: "lease lost" in (home / "a.log").read_text(), "the frozen host to give up"
+            lambda: "lease lost" in (home / "a.log").read_text(), "the first host to give up"
         )
+        assert a.poll() is None, "the first worker crashed instead of carrying on"
         finished_by_one(service, job["id"], home)
+        assert service.get(job["id"])["fencing_token"] >= 2
         for process in (a, b):
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=60) == 0
