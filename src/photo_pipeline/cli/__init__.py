@@ -24,6 +24,7 @@ from photo_pipeline.cli.common import (
     close_library,
     err_console,
 )
+from photo_pipeline.db.write_gate import install_stop_between_writes
 from photo_pipeline.errors import PhotoPipelineError
 
 __all__ = ["app", "main"]
@@ -34,6 +35,7 @@ def main() -> None:
     # Once per process, however often main runs (the tests call it in-process).
     atexit.unregister(_before_exit)
     atexit.register(_before_exit)
+    install_stop_between_writes()  # Ctrl-Z never stops us holding the database's locks
     try:
         app()
     except PhotoPipelineError as exc:

@@ -17,6 +17,7 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db.errors import unreachable
+from photo_pipeline.db.write_gate import WRITES
 
 # Writers wait this long for SQLite's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
@@ -155,7 +156,7 @@ def closed_by_server(dbapi_connection: Any) -> bool:
 @contextmanager
 def write_session(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session in one write transaction, committed on success, rolled back on error."""
-    with factory() as session, session.begin():
+    with WRITES.write(), factory() as session, session.begin():
         session.connection(execution_options={_WRITE: True})
         yield session
 
