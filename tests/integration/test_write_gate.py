@@ -17,7 +17,7 @@ WRITER = """
 import sys, time
 from pathlib import Path
 from photo_pipeline.db import open_database, write_session
-from photo_pipeline.db.write_gate import install_stop_between_writes
+from photo_pipeline.write_gate import install_stop_between_writes
 
 install_stop_between_writes()
 factory = open_database(sys.argv[1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from photo_pipeline.db.write_gate import WriteGate
+from photo_pipeline.write_gate import WriteGate
 from tests.support.cli_processes import wait_until
 
 

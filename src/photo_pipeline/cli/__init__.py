@@ -24,8 +24,8 @@ from photo_pipeline.cli.common import (
     close_library,
     err_console,
 )
-from photo_pipeline.db.write_gate import install_stop_between_writes
 from photo_pipeline.errors import PhotoPipelineError
+from photo_pipeline.write_gate import install_stop_between_writes
 
 __all__ = ["app", "main"]
 

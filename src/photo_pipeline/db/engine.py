@@ -17,7 +17,7 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db.errors import unreachable
-from photo_pipeline.db.write_gate import WRITES
+from photo_pipeline.write_gate import WRITES
 
 # Writers wait this long for SQLite's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 60_000

@@ -1,4 +1,5 @@
-"""Stop the process between write transactions, not inside one.
+"""Stop the process between database write transactions, not inside one (a module of
+its own, outside `db`, so that a command installs it without loading SQLAlchemy).
 
 Ctrl-Z (SIGTSTP) stops a process wherever it is. Stopped inside a write transaction
 it keeps the database's write lock (SQLite) or its rows' locks (PostgreSQL) for as
