@@ -87,8 +87,11 @@ _installed = threading.Lock()
 
 
 def install_stop_between_writes() -> None:
-    """Make SIGTSTP stop this process between write transactions; once per process,
-    from the main thread."""
+    """Make SIGTSTP stop this process between write transactions; once per process.
+    Only the main thread may set a signal handler: elsewhere (a command run in a
+    thread, as tests do) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return
     if not _installed.acquire(blocking=False):
         return
     read_end, write_end = os.pipe()
