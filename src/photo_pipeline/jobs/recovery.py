@@ -130,7 +130,9 @@ def _end_stuck_holders(
         .exists()
     )
     stuck = (
-        select(func.pg_terminate_backend(holder.pid, 5000))
+        # Without a timeout (PostgreSQL 13 has none): the holder's locks go as it
+        # exits, an instant later, so the sweep after this one recovers its job.
+        select(func.pg_terminate_backend(holder.pid))
         .select_from(jobs.join(_activity, holder.backend_xid == literal_column("jobs.xmax")))
         .where(
             holder.datname == func.current_database(),
