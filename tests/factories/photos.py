@@ -324,6 +324,23 @@ def arw(
     )
 
 
+def maker_raw(
+    path: Path | str,
+    *,
+    make: str,
+    model: str,
+    size: tuple[int, int] = (96, 64),
+    seed: int = 0,
+    **exif: Any,
+) -> Path:
+    """An uncompressed Bayer TIFF made by ``make``: LibRaw opens it, so it reads as
+    that maker's TIFF-based RAW (SRW, 3FR, ERF, MEF, MOS, DCR, ...)."""
+    target = _target(path, f"IMG_{seed:04d}.raw")
+    return _cfa_tiff(
+        target, size=size, seed=seed, raw_tags={}, exif={**exif, "make": make, "model": model}
+    )
+
+
 def cr2(
     path: Path | str,
     *,

@@ -44,6 +44,7 @@ def test_public_api() -> None:
     assert {
         ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".heic", ".heif", ".avif",
         ".dng", ".cr2", ".nef", ".arw", ".cr3", ".raf", ".orf", ".rw2", ".pef",
+        ".nrw", ".srf", ".sr2", ".rwl", ".srw", ".3fr", ".erf", ".mef", ".mos", ".dcr", ".kdc",
         ".mp4", ".mov", ".m4v", ".3gp", ".3g2", ".mts", ".m2ts", ".ts", ".avi", ".mkv", ".webm",
     } == media.SUPPORTED_EXTENSIONS  # fmt: skip
     assert MediaError.status == 422
@@ -142,7 +143,7 @@ def test_nikon_tiff_that_is_not_raw_is_a_tiff(tmp_path) -> None:
 
 
 def test_bayer_tiff_of_another_maker_is_unsupported(tmp_path) -> None:
-    path = photos.nef(tmp_path / "odd.tif", make="Hasselblad", model="X2D")
+    path = photos.nef(tmp_path / "odd.tif", make="Acme Imaging", model="Sensor One")
     with pytest.raises(MediaError) as caught:
         read_metadata(path)
     assert caught.value.code == "unsupported_format"

@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from photo_pipeline.media import CaptureTime, MediaError, read_metadata
+from photo_pipeline.media import SUPPORTED_EXTENSIONS, CaptureTime, MediaError, read_metadata
+from photo_pipeline.media.formats import MIME_TYPES
 from photo_pipeline.media.render import RenderSettings, render_file
 from tests.factories import photos
 
 SMALL = RenderSettings(thumbnail_size=32, preview_size=64)
+GPS = (52.5163, 13.3777, 34.0)
 TAKEN = CaptureTime(datetime(2023, 7, 14, 10, 15, 30, 123000), 120, "exif_original")
 
 
@@ -103,6 +105,47 @@ def test_pef_renders_by_developing_half_size(tmp_path) -> None:
     # no embedded preview: LibRaw develops the Bayer data at half size
     result = render_file(photos.pef(tmp_path, size=(96, 64)), SMALL)
     assert [(r.width, r.height) for r in result.renditions] == [(32, 21), (48, 32)]
+
+
+# make, model, file extension, the format read
+MAKER_RAWS = [
+    ("SAMSUNG", "NX1", "srw", "srw"),
+    ("Hasselblad", "X2D 100C", "3fr", "3fr"),
+    ("SEIKO EPSON CORP.", "R-D1", "erf", "erf"),
+    ("Mamiya", "ZD", "mef", "mef"),
+    ("EASTMAN KODAK COMPANY", "DCS Pro 14N", "dcr", "dcr"),
+    ("NIKON", "COOLPIX P7800", "nrw", "nef"),
+    # LibRaw decodes these models' data its own way, which a synthetic Bayer TIFF is not
+    # (rendering them is left to real files): their headers are read all the same.
+    ("Kodak", "P712", "kdc", "dcr"),
+    ("Leaf", "Aptus 75", "mos", "mos"),
+    ("SONY", "DSC-R1", "sr2", "arw"),
+]
+
+
+@pytest.mark.parametrize(("make", "model", "extension", "fmt"), MAKER_RAWS)
+def test_tiff_raws_of_more_makers_are_recognised(tmp_path, make, model, extension, fmt) -> None:
+    path = photos.maker_raw(tmp_path / f"IMG_0001.{extension}", make=make, model=model, gps=GPS)
+    assert path.suffix in SUPPORTED_EXTENSIONS  # the scan looks at it
+    meta = read_metadata(path)
+    assert (meta.kind, meta.format, meta.mime) == ("photo", fmt, MIME_TYPES[fmt])
+    assert (meta.make, meta.model, meta.width, meta.height) == (make, model, 96, 64)
+    assert meta.gps_latitude == pytest.approx(GPS[0], abs=1e-4)
+
+
+@pytest.mark.parametrize(("make", "model", "extension", "fmt"), MAKER_RAWS[:6])
+def test_tiff_raws_of_more_makers_render(tmp_path, make, model, extension, fmt) -> None:
+    path = photos.maker_raw(tmp_path / f"IMG_0001.{extension}", make=make, model=model)
+    result = render_file(path, SMALL)  # no embedded preview: developed at half size
+    assert [(r.width, r.height) for r in result.renditions] == [(32, 21), (48, 32)]
+
+
+def test_a_scanners_tiff_from_a_raw_maker_stays_a_tiff(tmp_path) -> None:
+    # Kodak made scanners too: an RGB TIFF with its name is no RAW.
+    path = photos.tiff(
+        tmp_path / "scan.tif", size=(40, 30), make="EASTMAN KODAK COMPANY", model="i2900"
+    )
+    assert read_metadata(path).format == "tiff"
 
 
 @pytest.mark.parametrize("factory", [photos.orf, photos.rw2, photos.cr3])

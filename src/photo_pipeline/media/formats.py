@@ -3,7 +3,8 @@
 ``sniff(header)`` names the format of the first :data:`HEADER_SIZE` bytes of a file:
 
 * photos: ``jpeg png webp heif avif tiff cr2 cr3 raf orf rw2`` (``tiff`` and ``cr2`` are
-  told apart from DNG/NEF/ARW/PEF later, by their tags: see ``media.raw``);
+  told apart from DNG and the makers' TIFF RAWs, NEF, ARW, PEF, SRW, 3FR, ERF, MEF,
+  MOS and DCR, later, by their tags: see ``media.raw``);
 * videos: ``mp4 mov m4v 3gp mpegts m2ts avi mkv webm``;
 * anything else: ``other:<what>`` (``other:unknown`` when nothing matched).
 
@@ -19,6 +20,9 @@ from __future__ import annotations
 PHOTO_EXTENSIONS: frozenset[str] = frozenset(
     {".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".heic", ".heif", ".avif"}
     | {".dng", ".cr2", ".nef", ".arw", ".cr3", ".raf", ".orf", ".rw2", ".pef"}
+    # RAWs of other makers (and other names of the above: Nikon's compacts, Sony's
+    # older cameras, Leica's RW2): TIFF containers told apart by their maker.
+    | {".nrw", ".srf", ".sr2", ".rwl", ".srw", ".3fr", ".erf", ".mef", ".mos", ".dcr", ".kdc"}
 )
 VIDEO_EXTENSIONS: frozenset[str] = frozenset(
     {".mp4", ".mov", ".m4v", ".3gp", ".3g2", ".mts", ".m2ts", ".ts", ".avi", ".mkv", ".webm"}
@@ -41,6 +45,12 @@ MIME_TYPES: dict[str, str] = {
     "orf": "image/x-olympus-orf",
     "rw2": "image/x-panasonic-rw2",
     "pef": "image/x-pentax-pef",
+    "srw": "image/x-samsung-srw",
+    "3fr": "image/x-hasselblad-3fr",
+    "erf": "image/x-epson-erf",
+    "mef": "image/x-mamiya-mef",
+    "mos": "image/x-leaf-mos",
+    "dcr": "image/x-kodak-dcr",
     "mp4": "video/mp4",
     "mov": "video/quicktime",
     "m4v": "video/x-m4v",
@@ -52,7 +62,9 @@ MIME_TYPES: dict[str, str] = {
     "webm": "video/webm",
 }
 
-RAW_FORMATS = frozenset({"dng", "cr2", "nef", "arw", "cr3", "raf", "orf", "rw2", "pef"})
+# TIFF containers named by their maker's tag (media.raw).
+MAKER_TIFF_RAW_FORMATS = frozenset({"nef", "arw", "pef", "srw", "3fr", "erf", "mef", "mos", "dcr"})
+RAW_FORMATS = frozenset({"dng", "cr2", "cr3", "raf", "orf", "rw2"}) | MAKER_TIFF_RAW_FORMATS
 VIDEO_FORMATS = frozenset({"mp4", "mov", "m4v", "3gp", "mpegts", "m2ts", "avi", "mkv", "webm"})
 # RAWs whose container is no TIFF: recognised by their own magic bytes.
 NON_TIFF_RAW_FORMATS = frozenset({"cr3", "raf", "orf", "rw2"})

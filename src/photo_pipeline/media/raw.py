@@ -22,7 +22,7 @@ from PIL import ExifTags, Image
 
 from photo_pipeline.media.decode import Probe, check_pixels, data_within_file
 from photo_pipeline.media.errors import CORRUPT_FILE, UNSUPPORTED_FORMAT, MediaError
-from photo_pipeline.media.formats import MIME_TYPES
+from photo_pipeline.media.formats import MAKER_TIFF_RAW_FORMATS, MIME_TYPES
 from photo_pipeline.media.isobmff import CANON_UUID, find_box, read_payload
 from photo_pipeline.media.tags import (
     TagSet,
@@ -64,8 +64,8 @@ def probe_tiff_family(
             raise MediaError(UNSUPPORTED_FORMAT, f"{path}: camera RAW from {make} not supported")
         return None
     libraw = _open_libraw(path)
-    if libraw is None and raw_format in ("nef", "arw", "pef") and not _looks_raw(tags):
-        return None  # a Nikon/Sony TIFF that is no RAW (scanner, Coolpix): plain TIFF
+    if libraw is None and raw_format in MAKER_TIFF_RAW_FORMATS and not _looks_raw(tags):
+        return None  # a maker's TIFF that is no RAW (a scanner's, a Coolpix's): plain TIFF
     base = tags.base
     for offsets_tag, counts_tag in ((273, 279), (324, 325)):
         if not data_within_file(base.get(offsets_tag), base.get(counts_tag), file_size):
@@ -146,15 +146,27 @@ def _raw_format(kind: str, tags: TagSet) -> str | None:
     if DNG_VERSION in tags.base:
         return "dng"
     make = (as_text(tags.base.get(Base.Make)) or "").upper()
-    # NEF and ARW are plain TIFF containers: the maker, then the raw data's shape (or LibRaw
-    # accepting the file) tell them from a TIFF that the maker's scanner or software wrote
-    if make.startswith("NIKON"):
-        return "nef"
-    if make.startswith("SONY"):
-        return "arw"
-    if make.startswith(("PENTAX", "RICOH")):
-        return "pef"
-    return None
+    # These RAWs are plain TIFF containers: the maker, then the raw data's shape (or
+    # LibRaw accepting the file) tell them from a TIFF that the maker's scanner or
+    # software wrote (probe_tiff_family).
+    return next((fmt for prefix, fmt in _MAKERS if make.startswith(prefix)), None)
+
+
+# Maker tag prefix (upper case) -> format. Nikon's NRW and Sony's SR2/SRF read as NEF
+# and ARW: the same containers, and a format is named by content, not by file name.
+_MAKERS = (
+    ("NIKON", "nef"),
+    ("SONY", "arw"),
+    ("PENTAX", "pef"),
+    ("RICOH", "pef"),
+    ("SAMSUNG", "srw"),
+    ("HASSELBLAD", "3fr"),
+    ("SEIKO EPSON", "erf"),
+    ("MAMIYA", "mef"),
+    ("LEAF", "mos"),
+    ("EASTMAN KODAK", "dcr"),
+    ("KODAK", "dcr"),
+)
 
 
 def _looks_raw(tags: TagSet) -> bool:
