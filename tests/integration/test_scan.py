@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from datetime import UTC, datetime
@@ -83,13 +84,15 @@ def build_mixed_folder(root: Path) -> dict:
         (photos.dng, "dng", 2),
         (photos.nef, "nef", 2),
         (photos.arw, "arw", 2),
+        (functools.partial(photos.maker_raw, make="SAMSUNG", model="NX1"), "srw", 1),
+        (functools.partial(photos.maker_raw, make="Hasselblad", model="X2D 100C"), "3fr", 1),
     ]
     seed = 2000
     for factory, ext, count in others:
         for n in range(count):
             seed += 1
             name = f"mixed/{ext}-{n}.{ext}"
-            kwargs = {} if ext in ("dng", "nef", "arw") else {"size": (40, 30)}
+            kwargs = {} if ext in ("dng", "nef", "arw", "srw", "3fr") else {"size": (40, 30)}
             factory(
                 root / name,
                 seed=seed,
