@@ -104,6 +104,11 @@ def install_stop_between_writes() -> None:
     def stop_on_signal() -> None:
         while os.read(read_end, 1):
             WRITES.stop_between_writes()
+            # Ctrl-Z pressed twice before the stop: one `fg` continues, not two.
+            os.set_blocking(read_end, False)
+            with suppress(BlockingIOError):
+                os.read(read_end, 64)
+            os.set_blocking(read_end, True)
 
     threading.Thread(target=stop_on_signal, name="sigtstp", daemon=True).start()
     signal.signal(signal.SIGTSTP, handle)
