@@ -248,6 +248,9 @@ class Worker:
                     wakeup.listen(self._service.database_url, self._types, self._on_runnable, stop)
                 except Exception as exc:  # the database went away: poll meanwhile
                     self._listening.clear()
+                    # The claim loop may be sleeping the long listening interval: it
+                    # looks now (and so notices an outage at once) and polls from here.
+                    self._wake.set()
                     self._log.debug("listener: %s", exc)
                 attempt += 1
                 stop.wait(RECONNECT.delay(attempt, self._rng).total_seconds())
