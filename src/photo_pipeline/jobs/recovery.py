@@ -8,12 +8,23 @@ import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, column, delete, func, literal_column, or_, select, table
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    column,
+    delete,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    table,
+)
 from sqlalchemy.exc import ProgrammingError
 
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.engine import changed_rows
-from photo_pipeline.db.schema import job_events, jobs, workers
+from photo_pipeline.db.schema import UTCDateTime, job_events, jobs, workers
 from photo_pipeline.jobs.clock import TrustedClock
 from photo_pipeline.jobs.errors import InvalidArgument
 from photo_pipeline.jobs.rows import job_with_facts
@@ -68,16 +79,16 @@ def recover_stale(
         jobs.c.lease_owner.in_(select(workers.c.id).where(workers.c.state == WorkerState.DEAD)),
     )
     if store.is_postgresql:
-        _end_stuck_holders(store, given, owner_dead)
+        at = store.clock.sql() if given is None else literal(given, UTCDateTime())
+        _end_stuck_holders(store, _abandoned(at, owner_dead))
     recovered: list[str] = []
     while True:
         with write_session(store.session_factory) as session:
             now = given or store.clock.now(session)
-            abandoned = or_(jobs.c.lease_expires_at < now, owner_dead)
             stale = session.execute(
                 job_with_facts()
                 .add_columns(owner_dead.label("owner_dead"))
-                .where(jobs.c.state.in_(LEASED_STATES), abandoned)
+                .where(_abandoned(now, owner_dead))
                 .order_by(jobs.c.lease_expires_at)
                 .limit(_RECOVERY_BATCH)
                 # Rows a live worker is writing right now are skipped, not waited for.
@@ -104,11 +115,16 @@ def recover_stale(
     return recovered
 
 
-def _end_stuck_holders(
-    store: JobStore, given: datetime | None, owner_dead: ColumnElement[bool]
-) -> None:
-    """PostgreSQL: end the sessions whose transaction holds the row of a job whose
-    lease is void and has waited at least ``STUCK_CLIENT_SECONDS`` for its client.
+def _abandoned(
+    now: datetime | ColumnElement[datetime], owner_dead: ColumnElement[bool]
+) -> ColumnElement[bool]:
+    """Leased jobs whose lease expired by ``now`` or whose worker is dead."""
+    return and_(jobs.c.state.in_(LEASED_STATES), or_(jobs.c.lease_expires_at < now, owner_dead))
+
+
+def _end_stuck_holders(store: JobStore, abandoned: ColumnElement[bool]) -> None:
+    """PostgreSQL: end the sessions whose transaction holds the row of an
+    ``abandoned`` job and has waited at least ``STUCK_CLIENT_SECONDS`` for its client.
 
     Recovery skips locked rows, and the server ends a transaction left idle by a
     frozen or cut-off client (db.engine), but not one stopped inside a multi-message
@@ -146,9 +162,7 @@ def _end_stuck_holders(
     )
     try:
         with read_session(store.session_factory) as session:
-            now = given or store.clock.now(session)
-            abandoned = or_(jobs.c.lease_expires_at < now, owner_dead)
-            session.execute(stuck.where(jobs.c.state.in_(LEASED_STATES), abandoned))
+            session.execute(stuck.where(abandoned))
     except ProgrammingError as exc:
         # Another role's session: only that role (or a superuser) may end it; the
         # server's idle timeout is left to do what it can.
