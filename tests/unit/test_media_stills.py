@@ -108,15 +108,18 @@ def test_pef_renders_by_developing_half_size(tmp_path) -> None:
 
 
 # make, model, file extension, the format read
-MAKER_RAWS = [
+RENDERED_MAKER_RAWS = [
     ("SAMSUNG", "NX1", "srw", "srw"),
     ("Hasselblad", "X2D 100C", "3fr", "3fr"),
     ("SEIKO EPSON CORP.", "R-D1", "erf", "erf"),
     ("Mamiya", "ZD", "mef", "mef"),
     ("EASTMAN KODAK COMPANY", "DCS Pro 14N", "dcr", "dcr"),
     ("NIKON", "COOLPIX P7800", "nrw", "nef"),
-    # LibRaw decodes these models' data its own way, which a synthetic Bayer TIFF is not
-    # (rendering them is left to real files): their headers are read all the same.
+]
+# LibRaw decodes these models' data its own way, which a synthetic Bayer TIFF is not
+# (rendering them is left to real files): their headers are read all the same.
+MAKER_RAWS = [
+    *RENDERED_MAKER_RAWS,
     ("Kodak", "P712", "kdc", "dcr"),
     ("Leaf", "Aptus 75", "mos", "mos"),
     ("SONY", "DSC-R1", "sr2", "arw"),
@@ -133,7 +136,7 @@ def test_tiff_raws_of_more_makers_are_recognised(tmp_path, make, model, extensio
     assert meta.gps_latitude == pytest.approx(GPS[0], abs=1e-4)
 
 
-@pytest.mark.parametrize(("make", "model", "extension", "fmt"), MAKER_RAWS[:6])
+@pytest.mark.parametrize(("make", "model", "extension", "fmt"), RENDERED_MAKER_RAWS)
 def test_tiff_raws_of_more_makers_render(tmp_path, make, model, extension, fmt) -> None:
     path = photos.maker_raw(tmp_path / f"IMG_0001.{extension}", make=make, model=model)
     result = render_file(path, SMALL)  # no embedded preview: developed at half size

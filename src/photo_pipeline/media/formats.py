@@ -20,8 +20,8 @@ from __future__ import annotations
 PHOTO_EXTENSIONS: frozenset[str] = frozenset(
     {".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".heic", ".heif", ".avif"}
     | {".dng", ".cr2", ".nef", ".arw", ".cr3", ".raf", ".orf", ".rw2", ".pef"}
-    # RAWs of other makers (and other names of the above: Nikon's compacts, Sony's
-    # older cameras, Leica's RW2): TIFF containers told apart by their maker.
+    # Other names of the above (Nikon's compacts, Sony's older cameras, Leica's RW2),
+    # and the TIFF RAWs of more makers, told apart by their maker tag (media.raw).
     | {".nrw", ".srf", ".sr2", ".rwl", ".srw", ".3fr", ".erf", ".mef", ".mos", ".dcr", ".kdc"}
 )
 VIDEO_EXTENSIONS: frozenset[str] = frozenset(
