@@ -13,6 +13,7 @@ _MAX_OFFSET_MINUTES = 14 * 60
 
 # Where a capture time came from, best first: a photo or video gets the first that it has.
 SOURCES = (
+    "xmp_sidecar",  # the user's word: an editor's sidecar beside the file (media.sidecar)
     "exif_original",
     "xmp_original",  # XMP exif:DateTimeOriginal (editors, and files whose EXIF was lost)
     "xmp_date_created",  # XMP photoshop:DateCreated (IPTC's date created)

@@ -62,6 +62,7 @@ from photo_pipeline.pipeline.rendition_store import (
     remove_files,
 )
 from photo_pipeline.pipeline.renditions import Renditions
+from photo_pipeline.pipeline.sidecars import with_sidecar_of
 
 JOB_TYPE = "scan"
 
@@ -267,13 +268,15 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
             checked: AbstractContextManager[None] = (
                 pixels_checked_by_caller() if render else nullcontext()
             )
+            time_limit = params.get("video_time_limit", DEFAULT_TIME_LIMIT)
             with checked:  # the render below decodes every pixel instead
                 metadata = read_metadata(
                     Path(original.path),
                     max_pixels=params.get("max_pixels", DEFAULT_MAX_PIXELS),
-                    time_limit=params.get("video_time_limit", DEFAULT_TIME_LIMIT),
+                    time_limit=time_limit,
                     isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
                 )
+            metadata = with_sidecar_of(path, metadata, allowed, time_limit)
             content_hash = hash_file(Path(original.path))
             if render and metadata.kind == "photo":
                 rendered = _render(original.path, content_hash, render)

@@ -1,0 +1,118 @@
+"""What an XMP sidecar says about its photo or video: when it was taken and where.
+
+Editors keep what the user changed about a RAW (or any file they will not rewrite) in
+an ``.xmp`` file beside it: darktable and digiKam as ``IMG_1.CR2.xmp``, Lightroom and
+Capture One as ``IMG_1.xmp``. A capture time corrected there, or a position placed on
+a map, is the user's word on that file: it outranks what the camera wrote
+(``capture_time.SOURCES``: ``xmp_sidecar`` first).
+
+Only the capture time (``exif:DateTimeOriginal``, else ``photoshop:DateCreated``) and
+the GPS position are taken; ``xmp:CreateDate``, ``ModifyDate`` and ``MetadataDate``
+say when a file was made or edited, not when the picture was. The sidecar is read
+with exiftool (``media.exiftool``); without it, sidecars are not read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+from dataclasses import dataclass
+
+from photo_pipeline.media.capture_time import CaptureTime
+from photo_pipeline.media.exiftool import ExiftoolError, ExiftoolPool, shared_pool
+from photo_pipeline.media.hidden_dates import hidden_capture_time
+from photo_pipeline.media.metadata import MediaMetadata
+
+log = logging.getLogger(__name__)
+
+SOURCE = "xmp_sidecar"
+# A sidecar is a few kB (a darktable history, some hundred); more is not one.
+MAX_SIDECAR_BYTES = 4 << 20
+_REQUEST = (
+    "-XMP-exif:DateTimeOriginal",
+    "-XMP-photoshop:DateCreated",
+    "-XMP-exif:GPSLatitude",
+    "-XMP-exif:GPSLongitude",
+    "-XMP-exif:GPSAltitude",
+    "-XMP-exif:GPSAltitudeRef",
+)
+_TAKEN_SOURCES = frozenset({"xmp_original", "xmp_date_created"})
+
+
+@dataclass(frozen=True)
+class SidecarFacts:
+    """The capture time and position a sidecar gives, each None when it has none."""
+
+    taken: CaptureTime | None = None
+    position: tuple[float, float, float | None] | None = None  # latitude, longitude, altitude
+
+    def __bool__(self) -> bool:
+        return self.taken is not None or self.position is not None
+
+
+def sidecar_names(name: str) -> tuple[str, ...]:
+    """The names a sidecar of the file ``name`` may have, most specific first:
+    ``IMG_1.CR2.xmp`` (this file's alone) before ``IMG_1.xmp`` (which a RAW and its
+    JPEG share); each in both cases of the extension."""
+    stem = os.path.splitext(name)[0]
+    names = (f"{base}.{ext}" for base in (name, stem) for ext in ("xmp", "XMP"))
+    return tuple(dict.fromkeys(names))  # once each (a name without extension is its stem)
+
+
+def read_sidecar(
+    path: str, time_limit: float, pool: ExiftoolPool | None = None
+) -> SidecarFacts | None:
+    """The facts of the XMP sidecar at ``path``, or None when it cannot be read
+    (no exiftool, not XMP, exiftool failed: a warning says so)."""
+    pool = pool or shared_pool()
+    try:
+        found = pool.read_tags(path, _REQUEST, time_limit)
+    except ExiftoolError as exc:
+        log.warning("%s: sidecar not read (%s)", path, exc)
+        return None
+    if found is None:
+        return None
+    taken = hidden_capture_time(found)
+    if taken is not None and taken.source in _TAKEN_SOURCES:
+        taken = CaptureTime(taken.local, taken.offset_minutes, SOURCE)
+    else:
+        taken = None
+    return SidecarFacts(taken, _position(found))
+
+
+def with_sidecar(metadata: MediaMetadata, facts: SidecarFacts) -> MediaMetadata:
+    """``metadata`` with what the sidecar says in place of the file's own."""
+    if facts.taken is not None:
+        metadata = dataclasses.replace(metadata, taken=facts.taken)
+    if facts.position is not None:
+        latitude, longitude, altitude = facts.position
+        metadata = dataclasses.replace(
+            metadata, gps_latitude=latitude, gps_longitude=longitude, gps_altitude=altitude
+        )
+    return metadata
+
+
+def _position(found: dict[str, object]) -> tuple[float, float, float | None] | None:
+    latitude = _number(found.get("XMP:XMP-exif:GPSLatitude"))
+    longitude = _number(found.get("XMP:XMP-exif:GPSLongitude"))
+    if latitude is None or longitude is None:
+        return None
+    if not (-90 <= latitude <= 90 and -180 <= longitude <= 180):
+        return None
+    altitude = _number(found.get("XMP:XMP-exif:GPSAltitude"))
+    if altitude is not None and _number(found.get("XMP:XMP-exif:GPSAltitudeRef")) == 1:
+        altitude = -altitude  # ref 1 = below sea level
+    return latitude, longitude, altitude
+
+
+def _number(value: object) -> float | None:
+    """A finite number from exiftool's ``-n`` output, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None

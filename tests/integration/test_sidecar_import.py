@@ -1,0 +1,96 @@
+"""An import of photos with XMP sidecars (darktable's ``NAME.EXT.xmp``, Lightroom's
+``STEM.xmp``) catalogues each with the capture time and position its sidecar gives, on
+both databases; a sidecar that does not read, or leads outside the roots, is passed
+over and the photo keeps its own."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+
+import pytest
+
+from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.pipeline import render, scan, similar  # noqa: F401  (their job types)
+from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.imports import import_folders
+from tests.factories import photos
+from tests.factories.dated import require_exiftool, xmp_packet
+from tests.support.import_jobs import catalogue_by_path, run_worker_two_threads
+
+OWN = ("exif_original", "2023-07-14T10:15:30.123000")  # what photos.jpeg writes
+
+
+def test_import_takes_the_date_and_place_an_editor_wrote_beside_the_photo(
+    session_factory, tmp_path
+) -> None:
+    require_exiftool()
+    card = tmp_path / "card"
+    photos.jpeg(card / "IMG_0001.JPG", size=(64, 48), seed=1)
+    # darktable's name; the user corrected the clock and placed the photo in Paris
+    (card / "IMG_0001.JPG.xmp").write_bytes(
+        xmp_packet(
+            exif_DateTimeOriginal="2019-04-05T12:34:56+02:00",
+            exif_GPSLatitude="48,51.3N",
+            exif_GPSLongitude="2,17.4E",
+        )
+    )
+    # Lightroom's name, in capitals: a position below sea level, no date
+    photos.jpeg(card / "IMG_0002.JPG", size=(64, 48), seed=2)
+    (card / "IMG_0002.XMP").write_bytes(
+        xmp_packet(
+            exif_GPSLatitude="31,30.0N",
+            exif_GPSLongitude="35,30.0E",
+            exif_GPSAltitude="4200/10",
+            exif_GPSAltitudeRef="1",
+        )
+    )
+    # a sidecar that is no XMP, and one that is a link out of the library's roots
+    photos.jpeg(card / "IMG_0003.JPG", size=(64, 48), seed=3)
+    (card / "IMG_0003.xmp").write_bytes(b"\x00\x01 not xmp at all")
+    photos.jpeg(card / "IMG_0004.JPG", size=(64, 48), seed=4)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.xmp").write_bytes(
+        xmp_packet(exif_DateTimeOriginal="2001-01-01T01:01:01+00:00")
+    )
+    os.symlink(elsewhere / "secret.xmp", card / "IMG_0004.xmp")
+    # a link that stays inside them is followed
+    photos.jpeg(card / "IMG_0006.JPG", size=(64, 48), seed=6)
+    (card / "edits").mkdir()
+    (card / "edits" / "shared.xmp").write_bytes(
+        xmp_packet(photoshop_DateCreated="2020-02-29T23:59:59")
+    )
+    os.symlink(card / "edits" / "shared.xmp", card / "IMG_0006.JPG.xmp")
+    # an editor's xmp:CreateDate is when a file was made, not when the photo was
+    photos.jpeg(card / "IMG_0005.JPG", size=(64, 48), seed=5)
+    (card / "IMG_0005.xmp").write_bytes(xmp_packet(xmp_CreateDate="2024-02-02T02:02:02"))
+
+    service = JobService(session_factory)
+    catalog = Catalog(session_factory)
+    [job] = import_folders(service, catalog, [card])
+    run_worker_two_threads(service, session_factory)
+    assert service.get(job["id"])["state"] == JobState.SUCCEEDED
+
+    rows = catalogue_by_path(catalog)
+    first = rows["IMG_0001.JPG"]["asset"]
+    assert (first["taken_source"], first["taken_local"]) == ("xmp_sidecar", "2019-04-05T12:34:56")
+    assert first["taken_utc"] == datetime(2019, 4, 5, 10, 34, 56, tzinfo=UTC)
+    assert (first["gps_latitude"], first["gps_longitude"]) == pytest.approx((48.855, 2.29))
+    assert first["country_code"] == "FR"
+
+    second = rows["IMG_0002.JPG"]["asset"]
+    assert (second["taken_source"], second["taken_local"]) == OWN
+    assert (second["gps_latitude"], second["gps_longitude"]) == pytest.approx((31.5, 35.5))
+    assert second["gps_altitude"] == pytest.approx(-420.0)
+
+    sixth = rows["IMG_0006.JPG"]["asset"]
+    assert (sixth["taken_source"], sixth["taken_local"]) == ("xmp_sidecar", "2020-02-29T23:59:59")
+
+    for name in ("IMG_0003.JPG", "IMG_0004.JPG", "IMG_0005.JPG"):
+        asset = rows[name]["asset"]
+        assert (asset["taken_source"], asset["taken_local"]) == OWN, name
+        assert asset["gps_latitude"] is None, name
+    # the sidecars themselves are no assets
+    assert rows["IMG_0002.XMP"]["asset"] is None
+    assert rows["IMG_0003.xmp"]["asset"] is None
