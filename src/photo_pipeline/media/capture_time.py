@@ -25,12 +25,13 @@ SOURCES = (
     "gps",
     "quicktime_utc",  # QuickTime/MP4 creation_time: UTC, the wall clock unknown
     "filename",
+    "takeout",  # a Google Takeout JSON's photoTakenTime (UTC; media.takeout)
     "mtime",
 )
 _RANK = {source: rank for rank, source in enumerate(SOURCES)}
 # Sources whose instant is UTC but say nothing of the local wall clock: the zone at the
 # GPS position (media.places) turns them into local time.
-UTC_CLOCK_SOURCES = frozenset({"gps", "quicktime_utc"})
+UTC_CLOCK_SOURCES = frozenset({"gps", "quicktime_utc", "takeout"})
 
 
 @dataclass(frozen=True)

@@ -15,17 +15,15 @@ with exiftool (``media.exiftool``); without it, sidecars are not read.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 import os
 from dataclasses import dataclass
 
 from photo_pipeline.media.capture_time import CaptureTime
+from photo_pipeline.media.errors import UNREADABLE_FILE, MediaError
 from photo_pipeline.media.exiftool import ExiftoolError, ExiftoolPool, shared_pool
 from photo_pipeline.media.hidden_dates import hidden_capture_time
 from photo_pipeline.media.metadata import MediaMetadata
-
-log = logging.getLogger(__name__)
 
 SOURCE = "xmp_sidecar"
 # A sidecar is a few kB (a darktable history, some hundred); more is not one.
@@ -40,13 +38,15 @@ _REQUEST = (
 )
 _TAKEN_SOURCES = frozenset({"xmp_original", "xmp_date_created"})
 
+Position = tuple[float, float, float | None]  # latitude, longitude, altitude (m)
+
 
 @dataclass(frozen=True)
 class SidecarFacts:
     """The capture time and position a sidecar gives, each None when it has none."""
 
     taken: CaptureTime | None = None
-    position: tuple[float, float, float | None] | None = None  # latitude, longitude, altitude
+    position: Position | None = None
 
     def __bool__(self) -> bool:
         return self.taken is not None or self.position is not None
@@ -64,14 +64,13 @@ def sidecar_names(name: str) -> tuple[str, ...]:
 def read_sidecar(
     path: str, time_limit: float, pool: ExiftoolPool | None = None
 ) -> SidecarFacts | None:
-    """The facts of the XMP sidecar at ``path``, or None when it cannot be read
-    (no exiftool, not XMP, exiftool failed: a warning says so)."""
+    """The facts of the XMP sidecar at ``path`` (none: not XMP), or None without
+    exiftool; MediaError (``unreadable_file``) when exiftool fails on it."""
     pool = pool or shared_pool()
     try:
         found = pool.read_tags(path, _REQUEST, time_limit)
     except ExiftoolError as exc:
-        log.warning("%s: sidecar not read (%s)", path, exc)
-        return None
+        raise MediaError(UNREADABLE_FILE, f"exiftool: {exc}") from exc
     if found is None:
         return None
     taken = hidden_capture_time(found)
@@ -94,21 +93,30 @@ def with_sidecar(metadata: MediaMetadata, facts: SidecarFacts) -> MediaMetadata:
     return metadata
 
 
-def _position(found: dict[str, object]) -> tuple[float, float, float | None] | None:
-    latitude = _number(found.get("XMP:XMP-exif:GPSLatitude"))
-    longitude = _number(found.get("XMP:XMP-exif:GPSLongitude"))
+def _position(found: dict[str, object]) -> Position | None:
+    altitude = finite_number(found.get("XMP:XMP-exif:GPSAltitude"))
+    if altitude is not None and finite_number(found.get("XMP:XMP-exif:GPSAltitudeRef")) == 1:
+        altitude = -altitude  # ref 1 = below sea level
+    return checked_position(
+        finite_number(found.get("XMP:XMP-exif:GPSLatitude")),
+        finite_number(found.get("XMP:XMP-exif:GPSLongitude")),
+        altitude,
+    )
+
+
+def checked_position(
+    latitude: float | None, longitude: float | None, altitude: float | None
+) -> Position | None:
+    """A position on Earth, or None when either coordinate is missing or out of range."""
     if latitude is None or longitude is None:
         return None
     if not (-90 <= latitude <= 90 and -180 <= longitude <= 180):
         return None
-    altitude = _number(found.get("XMP:XMP-exif:GPSAltitude"))
-    if altitude is not None and _number(found.get("XMP:XMP-exif:GPSAltitudeRef")) == 1:
-        altitude = -altitude  # ref 1 = below sea level
     return latitude, longitude, altitude
 
 
-def _number(value: object) -> float | None:
-    """A finite number from exiftool's ``-n`` output, else None."""
+def finite_number(value: object) -> float | None:
+    """A finite number from a number or its text (exiftool's ``-n``, JSON), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:

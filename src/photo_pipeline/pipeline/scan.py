@@ -62,7 +62,7 @@ from photo_pipeline.pipeline.rendition_store import (
     remove_files,
 )
 from photo_pipeline.pipeline.renditions import Renditions
-from photo_pipeline.pipeline.sidecars import with_sidecar_of
+from photo_pipeline.pipeline.sidecars import with_sidecars_of
 
 JOB_TYPE = "scan"
 
@@ -276,7 +276,7 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
                     time_limit=time_limit,
                     isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
                 )
-            metadata = with_sidecar_of(path, metadata, allowed, time_limit)
+            metadata = with_sidecars_of(path, metadata, allowed, time_limit)
             content_hash = hash_file(Path(original.path))
             if render and metadata.kind == "photo":
                 rendered = _render(original.path, content_hash, render)

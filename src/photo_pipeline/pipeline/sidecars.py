@@ -1,11 +1,17 @@
-"""A catalogued file's XMP sidecar, found beside it and read within the library's roots.
+"""A catalogued file's sidecars, found beside it and read within the library's roots.
 
-The sidecar's capture time and position replace the file's own (``media.sidecar``)
-when the scan reads the file. Like every fact of an asset, they are taken when its
-content is first catalogued: a sidecar added or edited later changes nothing
-(``timeshift`` changes dates). A sidecar that cannot be read, or whose real path leaves
-the roots (a symlink), is passed over with a warning: the file is catalogued from what
-it holds itself.
+Two kinds say when and where a photo or video was taken, read when the scan reads the
+file:
+
+* an editor's XMP sidecar (``media.sidecar``): its capture time and position replace
+  the file's own;
+* a Google Takeout JSON (``media.takeout``): its capture time replaces only the file's
+  mtime, its position fills a missing one.
+
+Like every fact of an asset, they are taken when its content is first catalogued: a
+sidecar added or edited later changes nothing (``timeshift`` changes dates). A sidecar
+that cannot be read, or whose real path leaves the roots (a symlink), is passed over
+with a warning: the file is catalogued from what it holds itself.
 """
 
 from __future__ import annotations
@@ -13,38 +19,79 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from photo_pipeline.media import MediaError, MediaMetadata
+from photo_pipeline.media.errors import UNSUPPORTED_FORMAT
 from photo_pipeline.media.sidecar import (
     MAX_SIDECAR_BYTES,
+    SidecarFacts,
     read_sidecar,
     sidecar_names,
     with_sidecar,
 )
+from photo_pipeline.media.takeout import MAX_JSON_BYTES, read_takeout, takeout_names, with_takeout
 from photo_pipeline.pipeline import roots
 
 log = logging.getLogger(__name__)
 
 
-def with_sidecar_of(
+def with_sidecars_of(
     path: str, metadata: MediaMetadata, allowed: Sequence[str], time_limit: float
 ) -> MediaMetadata:
-    """``metadata`` of the file at ``path`` with what its sidecar says, if it has one."""
+    """``metadata`` of the file at ``path`` with what its sidecars say."""
     folder, name = os.path.split(path)
-    for candidate in sidecar_names(name):
-        sidecar = os.path.join(folder, candidate)
+    xmp = _read_first(
+        folder,
+        sidecar_names(name),
+        allowed,
+        MAX_SIDECAR_BYTES,
+        lambda opened: read_sidecar(opened, time_limit),
+    )
+    if xmp:
+        metadata = with_sidecar(metadata, xmp)
+    takeout = _read_first(
+        folder,
+        takeout_names(name),
+        allowed,
+        MAX_JSON_BYTES,
+        _read_takeout,
+    )
+    if takeout:
+        metadata = with_takeout(metadata, takeout)
+    return metadata
+
+
+def _read_first(
+    folder: str,
+    names: Sequence[str],
+    allowed: Sequence[str],
+    max_bytes: int,
+    read: Callable[[str], SidecarFacts | None],
+) -> SidecarFacts | None:
+    """``read`` the first of ``names`` there is in ``folder`` (given the path of the
+    opened file), or None."""
+    for name in names:
+        sidecar = os.path.join(folder, name)
         if not os.path.lexists(sidecar):
             continue
         try:
             with roots.pinned(sidecar, allowed) as opened:
                 if not stat.S_ISREG(opened.stat.st_mode):
-                    raise MediaError("unsupported_format", "not a regular file")
-                if opened.stat.st_size > MAX_SIDECAR_BYTES:
-                    raise MediaError("too_large", f"{opened.stat.st_size} bytes")
-                facts = read_sidecar(opened.path, time_limit)
-        except (roots.PathOutsideRoots, MediaError) as exc:
+                    raise MediaError(UNSUPPORTED_FORMAT, "not a regular file")
+                if opened.stat.st_size > max_bytes:
+                    raise MediaError(UNSUPPORTED_FORMAT, f"{opened.stat.st_size} bytes: too big")
+                facts = read(opened.path)
+        except (roots.PathOutsideRoots, MediaError, OSError) as exc:
             log.warning("%s: sidecar not read (%s)", sidecar, exc)
-            return metadata
-        return metadata if not facts else with_sidecar(metadata, facts)
-    return metadata
+            return None
+        return facts
+    return None
+
+
+def _read_takeout(path: str) -> SidecarFacts:
+    facts = read_takeout(Path(path).read_bytes())
+    if facts is None:
+        raise MediaError(UNSUPPORTED_FORMAT, "not a Takeout JSON")
+    return facts

@@ -76,6 +76,7 @@ const SOURCES = {
   gps: "GPS time",
   quicktime_utc: "QuickTime creation time (UTC)",
   filename: "File name",
+  takeout: "Google Takeout JSON (UTC)",
   mtime: "File modification time",
 };
 export const takenSource = (source) => SOURCES[source] || source || "Unknown";

@@ -1,0 +1,96 @@
+"""What a Google Takeout JSON says about the photo or video beside it.
+
+A Google Photos export keeps a photo's capture time and position in a JSON file next
+to it (``photoTakenTime``: UTC seconds; ``geoData``: the position, edited or as the
+camera wrote it). Many exported photos have no date of their own left (screenshots,
+messaging apps' copies, edits), and every file's mtime is the day of the export: the
+JSON is then the only capture time there is. It ranks just above the mtime
+(``capture_time.SOURCES``: ``takeout``), a UTC time like GPS time (the zone at the
+position makes it local); its position is taken when the file has none.
+
+Takeout's names for the JSON (:func:`takeout_names`): ``IMG_1.JPG.json``, or
+``IMG_1.JPG.supplemental-metadata.json`` in newer exports, the part before ``.json``
+cut at 46 characters; a second ``IMG_1(1).JPG`` has ``IMG_1.JPG(1).json``; an edit
+``IMG_1-edited.JPG`` shares its original's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from photo_pipeline.media.capture_time import CaptureTime, best
+from photo_pipeline.media.metadata import MediaMetadata
+from photo_pipeline.media.sidecar import Position, SidecarFacts, checked_position, finite_number
+
+SOURCE = "takeout"
+MAX_JSON_BYTES = 1 << 20  # a few hundred bytes each
+_NAME_LIMIT = 46  # characters before ".json" (the whole name is at most 51)
+_SUPPLEMENTAL = ".supplemental-metadata"
+_COPY = re.compile(r"^(?P<base>.*)\((?P<number>\d+)\)(?P<extension>\.[^.()]*)$")
+_EDITED = re.compile(r"-edited(?=\.[^.]*$)", re.IGNORECASE)
+_LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+
+
+def takeout_names(name: str) -> tuple[str, ...]:
+    """The names Takeout may have given the JSON of the file ``name``, likeliest first."""
+    copy = ""
+    numbered = _COPY.match(name)
+    if numbered is not None:
+        name, copy = numbered["base"] + numbered["extension"], f"({numbered['number']})"
+    name = _EDITED.sub("", name)
+    stem = os.path.splitext(name)[0]
+    bases = (name + _SUPPLEMENTAL, name, stem)
+    return tuple(dict.fromkeys(f"{base[:_NAME_LIMIT]}{copy}.json" for base in bases if base))
+
+
+def read_takeout(data: bytes) -> SidecarFacts | None:
+    """The capture time and position of a Takeout JSON, or None when it is not one."""
+    try:
+        document = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    position = _position(document.get("geoData")) or _position(document.get("geoDataExif"))
+    return SidecarFacts(_taken(document.get("photoTakenTime")), position)
+
+
+def with_takeout(metadata: MediaMetadata, facts: SidecarFacts) -> MediaMetadata:
+    """``metadata`` with what the JSON adds: a capture time better than the file's
+    (its mtime), a position where it has none."""
+    taken = best(metadata.taken, facts.taken) or metadata.taken
+    if taken is not metadata.taken:
+        metadata = replace(metadata, taken=taken)
+    if metadata.gps_latitude is None and facts.position is not None:
+        latitude, longitude, altitude = facts.position
+        metadata = replace(
+            metadata, gps_latitude=latitude, gps_longitude=longitude, gps_altitude=altitude
+        )
+    return metadata
+
+
+def _taken(value: object) -> CaptureTime | None:
+    if not isinstance(value, dict):
+        return None
+    seconds = finite_number(value.get("timestamp"))
+    if seconds is None or not 0 < seconds <= _LAST_SECOND:
+        return None  # 0: Takeout's "unknown"
+    instant = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+    return CaptureTime(instant, 0, SOURCE)
+
+
+def _position(value: object) -> Position | None:
+    if not isinstance(value, dict):
+        return None
+    latitude, longitude = (
+        finite_number(value.get("latitude")),
+        finite_number(value.get("longitude")),
+    )
+    if latitude == 0 and longitude == 0:
+        return None  # Takeout's "no position"
+    altitude = finite_number(value.get("altitude")) or None  # 0: unknown as often as sea level
+    return checked_position(latitude, longitude, altitude)

@@ -1,0 +1,60 @@
+"""Google Takeout JSON: the names Takeout gives it, and what of it is believed."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from photo_pipeline.media.takeout import read_takeout, takeout_names
+
+
+def test_the_names_takeout_gives_the_json_of_a_photo() -> None:
+    assert takeout_names("IMG_1.JPG") == (
+        "IMG_1.JPG.supplemental-metadata.json",
+        "IMG_1.JPG.json",
+        "IMG_1.json",
+    )
+    # a second photo of one name, and an edit, by their original's name
+    assert takeout_names("IMG_1(2).JPG")[:2] == (
+        "IMG_1.JPG.supplemental-metadata(2).json",
+        "IMG_1.JPG(2).json",
+    )
+    assert takeout_names("IMG_1-edited.JPG")[1] == "IMG_1.JPG.json"
+    # cut at 46 characters before ".json"
+    stem = "x" * 40
+    assert takeout_names(f"{stem}.jpg") == (
+        f"{stem}.jpg.s.json",
+        f"{stem}.jpg.json",
+        f"{stem}.json",
+    )
+
+
+def document(**fields: object) -> bytes:
+    return json.dumps(fields).encode()
+
+
+def test_a_known_time_and_position_are_read() -> None:
+    facts = read_takeout(
+        document(
+            photoTakenTime={"timestamp": "1554467696"},
+            geoData={"latitude": 0.0, "longitude": 0.0},
+            geoDataExif={"latitude": -33.86, "longitude": 151.21, "altitude": 0.0},
+        )
+    )
+    assert facts is not None and facts.taken is not None
+    assert (facts.taken.local, facts.taken.offset_minutes) == (datetime(2019, 4, 5, 12, 34, 56), 0)
+    assert facts.position == (-33.86, 151.21, None)  # geoData empty: the camera's
+
+
+def test_unknowns_and_nonsense_are_no_facts() -> None:
+    for fields in (
+        {"photoTakenTime": {"timestamp": "0"}},
+        {"photoTakenTime": {"timestamp": True}},
+        {"photoTakenTime": {"timestamp": "NaN"}},
+        {"photoTakenTime": "2019-04-05"},
+        {"geoData": {"latitude": 91.0, "longitude": 2.0}},
+        {"geoData": {"latitude": "north", "longitude": 2.0}},
+    ):
+        assert not read_takeout(document(**fields)), fields
+    assert read_takeout(b"[1, 2]") is None
+    assert read_takeout(b"\xff\xfe not json") is None
