@@ -10,13 +10,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import render, scan, similar  # noqa: F401  (their job types)
 from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos
 from tests.factories.dated import require_exiftool, xmp_packet
-from tests.support.import_jobs import catalogue_by_path, run_worker_two_threads
+from tests.support.import_jobs import catalogue_by_path, run_import
 
 OWN = ("exif_original", "2023-07-14T10:15:30.123000")  # what photos.jpeg writes
 
@@ -66,13 +64,9 @@ def test_import_takes_the_date_and_place_an_editor_wrote_beside_the_photo(
     photos.jpeg(card / "IMG_0005.JPG", size=(64, 48), seed=5)
     (card / "IMG_0005.xmp").write_bytes(xmp_packet(xmp_CreateDate="2024-02-02T02:02:02"))
 
-    service = JobService(session_factory)
-    catalog = Catalog(session_factory)
-    [job] = import_folders(service, catalog, [card])
-    run_worker_two_threads(service, session_factory)
-    assert service.get(job["id"])["state"] == JobState.SUCCEEDED
+    run_import(session_factory, card)
 
-    rows = catalogue_by_path(catalog)
+    rows = catalogue_by_path(Catalog(session_factory))
     first = rows["IMG_0001.JPG"]["asset"]
     assert (first["taken_source"], first["taken_local"]) == ("xmp_sidecar", "2019-04-05T12:34:56")
     assert first["taken_utc"] == datetime(2019, 4, 5, 10, 34, 56, tzinfo=UTC)

@@ -10,12 +10,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import render, scan, similar  # noqa: F401  (their job types)
 from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos
-from tests.support.import_jobs import catalogue_by_path, run_worker_two_threads
+from tests.support.import_jobs import catalogue_by_path, run_import
 
 PARIS = {"latitude": 48.8584, "longitude": 2.2945, "altitude": 35.0}
 NOWHERE = {"latitude": 0.0, "longitude": 0.0, "altitude": 0.0}
@@ -58,12 +56,8 @@ def test_a_takeout_export_is_dated_and_placed_by_its_json(session_factory, tmp_p
     undated_jpeg(folder / "IMG_0008.JPG", 8)
     (folder / "IMG_0008.JPG.json").write_text("{not json")
 
-    service = JobService(session_factory)
-    catalog = Catalog(session_factory)
-    [job] = import_folders(service, catalog, [folder])
-    run_worker_two_threads(service, session_factory)
-    assert service.get(job["id"])["state"] == JobState.SUCCEEDED
-    rows = catalogue_by_path(catalog)
+    run_import(session_factory, folder)
+    rows = catalogue_by_path(Catalog(session_factory))
 
     def dated(name: str) -> tuple[str, str, datetime | None]:
         asset = rows[name]["asset"]
