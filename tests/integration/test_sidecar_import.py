@@ -10,11 +10,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from photo_pipeline.pipeline import render, scan, similar  # noqa: F401  (their job types)
+from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.pipeline import render, scan, similar, timeshift  # noqa: F401  (job types)
 from photo_pipeline.pipeline.catalog import Catalog
 from tests.factories import photos
 from tests.factories.dated import require_exiftool, xmp_packet
 from tests.support.import_jobs import catalogue_by_path, run_import
+from tests.support.photo_jobs import run_worker
 
 OWN = ("exif_original", "2023-07-14T10:15:30.123000")  # what photos.jpeg writes
 
@@ -88,3 +90,56 @@ def test_import_takes_the_date_and_place_an_editor_wrote_beside_the_photo(
     # the sidecars themselves are no assets
     assert rows["IMG_0002.XMP"]["asset"] is None
     assert rows["IMG_0003.xmp"]["asset"] is None
+
+
+def test_a_sidecar_written_edited_or_removed_later_is_followed_unless_the_date_was_shifted(
+    session_factory, tmp_path
+) -> None:
+    require_exiftool()
+    card = tmp_path / "card"
+    photos.jpeg(card / "IMG_0001.JPG", size=(64, 48), seed=1, model="EOS R5")
+    photos.jpeg(card / "IMG_0002.JPG", size=(64, 48), seed=2, model="X100V", make="Fujifilm")
+    run_import(session_factory, card)
+
+    def asset(name: str) -> dict:
+        row = catalogue_by_path(Catalog(session_factory))[name]["asset"]
+        return {key: row[key] for key in ("taken_source", "taken_local", "country_code")}
+
+    own = {"taken_source": OWN[0], "taken_local": OWN[1], "country_code": None}
+    assert asset("IMG_0001.JPG") == own
+
+    def write_sidecars(**properties: str) -> None:
+        for name in ("IMG_0001.JPG.xmp", "IMG_0002.JPG.xmp"):
+            (card / name).write_bytes(xmp_packet(**properties))
+
+    # geotagged and re-dated in an editor after the import
+    write_sidecars(
+        exif_DateTimeOriginal="2019-04-05T12:34:56+02:00",
+        exif_GPSLatitude="48,51.3N",
+        exif_GPSLongitude="2,17.4E",
+    )
+    run_import(session_factory, card)
+    redated = {"taken_source": "xmp_sidecar", "taken_local": "2019-04-05T12:34:56"}
+    assert asset("IMG_0001.JPG") == {**redated, "country_code": "FR"}
+
+    # the user shifts the Fujifilm's date: from then on it is theirs
+    service = JobService(session_factory)
+    shift = timeshift.start_timeshift(service, camera="X100V", by="+1h").job
+    run_worker(session_factory)
+    assert service.get(shift["id"])["state"] == JobState.SUCCEEDED
+    assert asset("IMG_0002.JPG")["taken_local"] == "2019-04-05T13:34:56"
+
+    write_sidecars(photoshop_DateCreated="2018-01-02T03:04:05")  # no position any more
+    run_import(session_factory, card)
+    assert asset("IMG_0001.JPG") == {
+        "taken_source": "xmp_sidecar",
+        "taken_local": "2018-01-02T03:04:05",
+        "country_code": None,
+    }
+    assert asset("IMG_0002.JPG")["taken_local"] == "2019-04-05T13:34:56"
+
+    for name in ("IMG_0001.JPG.xmp", "IMG_0002.JPG.xmp"):
+        (card / name).unlink()
+    run_import(session_factory, card)
+    assert asset("IMG_0001.JPG") == own
+    assert asset("IMG_0002.JPG")["taken_local"] == "2019-04-05T13:34:56"

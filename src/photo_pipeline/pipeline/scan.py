@@ -62,7 +62,11 @@ from photo_pipeline.pipeline.rendition_store import (
     remove_files,
 )
 from photo_pipeline.pipeline.renditions import Renditions
-from photo_pipeline.pipeline.sidecars import with_sidecars_of
+from photo_pipeline.pipeline.sidecars import (
+    beside_changed_sidecars,
+    may_be_sidecar,
+    with_sidecars_of,
+)
 
 JOB_TYPE = "scan"
 
@@ -96,10 +100,11 @@ def scan(ctx: JobContext) -> None:
     catalog = Catalog(ctx.session_factory)
     # A file symlink is read only when its target really lies in one of these.
     allowed = roots.library_roots(ctx.session_factory)
+    sidecars_changed: set[str] = set()  # items of files a sidecar beside changed
     for source in ctx.params["sources"]:
         if ctx.should_stop:
             return
-        _discover(ctx, catalog, source)
+        sidecars_changed |= _discover(ctx, catalog, source)
 
     found: list[FileReport] = []
     rendered: dict[str, RenderOutcome] = {}  # by content hash: a copy renders once
@@ -109,8 +114,10 @@ def scan(ctx: JobContext) -> None:
     renditions = Renditions(ctx.session_factory)
     orphans: list[str] = []  # files of committed batches that no row names any more
 
-    def keep(_key: str, inspected: Inspected) -> None:
+    def keep(key: str, inspected: Inspected) -> None:
         report, outcome = inspected.report, inspected.rendered
+        if key in sidecars_changed:
+            report = replace(report, sidecars=True)  # one was removed: the file's own again
         found.append(report)
         if outcome is not None and report.content_hash is not None:
             if report.content_hash in rendered:
@@ -175,21 +182,28 @@ def _with_asset_ids(session: Session, by_hash: dict[str, RenderOutcome]) -> list
     ]
 
 
-def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None:
+def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> set[str]:
     """Compare the tree with the catalogue: new or changed files become items,
-    vanished ones are marked missing. Safe to repeat after a crash."""
+    vanished ones are marked missing. Safe to repeat after a crash. Returns the items
+    of unchanged files read again because a sidecar beside them changed."""
     known = catalog.known_files(source["id"])
     listed = 0  # files the walk found
     changed: list[str] = []
+    sidecars: list[str] = []  # sidecars added, changed or removed (relative paths)
     for relative, fingerprint in walk(source["path"]):
         stored = paths.to_text(relative)
         listed += 1
         before = known.pop(stored, None)  # what stays in ``known`` was not seen
         if before is None or before.state == MISSING or before[:3] != fingerprint:
             changed.append(f"{source['id']}:{stored}")
+            if may_be_sidecar(relative):
+                sidecars.append(relative)
     gone = [p for p, file in known.items() if file.state != MISSING]
     if gone:
         catalog.mark_missing(source["id"], gone)
+    sidecars += [r for r in map(paths.from_text, gone) if may_be_sidecar(r)]
+    again = _beside(source, sidecars).difference(changed)
+    changed += sorted(again)
     for start in range(0, len(changed), _ADD_CHUNK):
         ctx.add_items(changed[start : start + _ADD_CHUNK])
     ctx.log.info(
@@ -199,6 +213,20 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
         len(changed),
         len(gone),
     )
+    return again
+
+
+def _beside(source: dict[str, Any], sidecars: list[str]) -> set[str]:
+    """The items of the files whose sidecars are among ``sidecars``."""
+    by_folder: dict[str, set[str]] = {}
+    for relative in sidecars:
+        folder, name = os.path.split(relative)
+        by_folder.setdefault(folder, set()).add(name)
+    return {
+        f"{source['id']}:{paths.to_text(os.path.join(folder, name))}"
+        for folder, names in by_folder.items()
+        for name in beside_changed_sidecars(os.path.join(source["path"], folder), names)
+    }
 
 
 def walk(root: str) -> Iterator[tuple[str, tuple[int, int, int] | None]]:
@@ -276,7 +304,7 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
                     time_limit=time_limit,
                     isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
                 )
-            metadata = with_sidecars_of(path, metadata, allowed, time_limit)
+            metadata, has_sidecars = with_sidecars_of(path, metadata, allowed, time_limit)
             content_hash = hash_file(Path(original.path))
             if render and metadata.kind == "photo":
                 rendered = _render(original.path, content_hash, render)
@@ -286,7 +314,7 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
         if exc.code == "file_vanished":
             return _vanished(base)
         return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
-    report = FileReport(**base, content_hash=content_hash, metadata=metadata)
+    report = FileReport(**base, content_hash=content_hash, metadata=metadata, sidecars=has_sidecars)
     return Inspected(report, rendered)
 
 

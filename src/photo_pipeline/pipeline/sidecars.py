@@ -8,8 +8,10 @@ file:
 * a Google Takeout JSON (``media.takeout``): its capture time replaces only the file's
   mtime, its position fills a missing one.
 
-Like every fact of an asset, they are taken when its content is first catalogued: a
-sidecar added or edited later changes nothing (``timeshift`` changes dates). A sidecar
+An asset otherwise keeps what was read when its content was first catalogued; a file
+with sidecars is different: when one beside it is added, edited or removed, the scan
+reads the file again (``beside_changed_sidecars``) and its asset takes what the file
+and its sidecars say now, unless the user shifted its date (``timeshift``). A sidecar
 that cannot be read, or whose real path leaves the roots (a symlink), is passed over
 with a warning: the file is catalogued from what it holds itself.
 """
@@ -39,8 +41,9 @@ log = logging.getLogger(__name__)
 
 def with_sidecars_of(
     path: str, metadata: MediaMetadata, allowed: Sequence[str], time_limit: float
-) -> MediaMetadata:
-    """``metadata`` of the file at ``path`` with what its sidecars say."""
+) -> tuple[MediaMetadata, bool]:
+    """``metadata`` of the file at ``path`` with what its sidecars say, and whether it
+    has any that read."""
     folder, name = os.path.split(path)
     xmp = _read_first(
         folder,
@@ -51,16 +54,31 @@ def with_sidecars_of(
     )
     if xmp:
         metadata = with_sidecar(metadata, xmp)
-    takeout = _read_first(
-        folder,
-        takeout_names(name),
-        allowed,
-        MAX_JSON_BYTES,
-        _read_takeout,
-    )
+    takeout = _read_first(folder, takeout_names(name), allowed, MAX_JSON_BYTES, _read_takeout)
     if takeout:
         metadata = with_takeout(metadata, takeout)
-    return metadata
+    return metadata, xmp is not None or takeout is not None
+
+
+def beside_changed_sidecars(folder: str, changed: set[str]) -> list[str]:
+    """The names of the files in ``folder`` whose sidecars are among ``changed``
+    (names of sidecars added, changed or removed), for the scan to read again."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    return [
+        entry.name
+        for entry in entries
+        if not entry.name.startswith(".")
+        and entry.name not in changed
+        and not changed.isdisjoint((*sidecar_names(entry.name), *takeout_names(entry.name)))
+    ]
+
+
+def may_be_sidecar(name: str) -> bool:
+    """Whether a file of this name may be some file's sidecar (XMP or Takeout JSON)."""
+    return name.lower().endswith((".xmp", ".json"))
 
 
 def _read_first(

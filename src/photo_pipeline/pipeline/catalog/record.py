@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, exists, select, update
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.engine import changed_rows
-from photo_pipeline.db.schema import assets, files
+from photo_pipeline.db.schema import assets, files, timeshift_entries
 from photo_pipeline.media.places import ZoneAndPlace, sort_instant
 from photo_pipeline.pipeline import live_photos
 from photo_pipeline.pipeline.catalog.states import FAILED, IGNORED, MISSING, PRESENT, SIDECAR
@@ -36,6 +36,9 @@ class FileReport:
     vanished: bool = False
     role: str = "media"  # media, sidecar (SIDECAR) or ignored (IGNORED): not media
     located: ZoneAndPlace | None = None  # zone and place (pipeline.places.locate_reports)
+    # It has sidecars, or one beside it changed: a file read again updates its asset
+    # (pipeline.sidecars), where otherwise an asset keeps what was first read.
+    sidecars: bool = False
 
 
 def record_reports(session: Session, reports: list[FileReport], now: datetime) -> None:
@@ -71,6 +74,8 @@ def _record_one(session: Session, report: FileReport, now: datetime) -> None:
         "updated_at": now,
     }
     if changed_rows(session, update(files).where(where).values(**values)):
+        if asset_id is not None and report.metadata is not None and report.sidecars:
+            _follow_sidecars(session, asset_id, report, report.metadata, now)
         _pair(session, asset_id, report)
         return
     if asset_id is not None:
@@ -112,8 +117,6 @@ def _asset_id(
     located: ZoneAndPlace | None = None,
 ) -> int:
     """The asset of this content, created on first sight."""
-    taken = md.taken if located is None else located.zone
-    place = located.place if located is not None else None
     session.execute(
         insert_for(session, assets)
         .values(
@@ -124,18 +127,6 @@ def _asset_id(
             width=md.width,
             height=md.height,
             orientation=md.orientation,
-            taken_local=taken.local.isoformat(),
-            taken_offset_minutes=taken.offset_minutes,
-            taken_utc=taken.utc,
-            taken_source=md.taken.source,
-            taken_order=sort_instant(taken.local, taken.utc),
-            tz_name=located.zone.tz_name if located else None,
-            tz_source=located.zone.tz_source if located else None,
-            country_code=place.country_code if place else None,
-            country=place.country if place else None,
-            region=place.region if place else None,
-            city=place.city if place else None,
-            district=place.district if place else None,
             make=md.make,
             model=md.model,
             lens=md.lens,
@@ -143,9 +134,6 @@ def _asset_id(
             f_number=md.f_number,
             exposure_seconds=md.exposure_seconds,
             iso=md.iso,
-            gps_latitude=md.gps_latitude,
-            gps_longitude=md.gps_longitude,
-            gps_altitude=md.gps_altitude,
             kind=md.kind,
             duration_seconds=md.duration,
             video_codec=md.video_codec,
@@ -154,6 +142,7 @@ def _asset_id(
             is_motion_photo=md.motion_video is not None,
             created_at=now,
             updated_at=now,
+            **_where_and_when(md, located),
         )
         .on_conflict_do_nothing(index_elements=["content_hash"])
     )
@@ -163,3 +152,43 @@ def _asset_id(
     if asset_id is None:  # inserted or already there, in this transaction
         raise RuntimeError(f"no asset row for {content_hash} after its insert")
     return asset_id
+
+
+def _where_and_when(md: PhotoMetadata, located: ZoneAndPlace | None) -> dict[str, Any]:
+    """An asset's capture time, zone, place and position, as read from its file."""
+    taken = md.taken if located is None else located.zone
+    place = located.place if located is not None else None
+    return {
+        "taken_local": taken.local.isoformat(),
+        "taken_offset_minutes": taken.offset_minutes,
+        "taken_utc": taken.utc,
+        "taken_source": md.taken.source,
+        "taken_order": sort_instant(taken.local, taken.utc),
+        "tz_name": located.zone.tz_name if located else None,
+        "tz_source": located.zone.tz_source if located else None,
+        "country_code": place.country_code if place else None,
+        "country": place.country if place else None,
+        "region": place.region if place else None,
+        "city": place.city if place else None,
+        "district": place.district if place else None,
+        "gps_latitude": md.gps_latitude,
+        "gps_longitude": md.gps_longitude,
+        "gps_altitude": md.gps_altitude,
+    }
+
+
+def _follow_sidecars(
+    session: Session, asset_id: int, report: FileReport, md: PhotoMetadata, now: datetime
+) -> None:
+    """A file read again whose sidecars count (``report.sidecars``: it has some, or
+    one beside it was added, changed or removed since its last read) gives its asset
+    the time and place it and its sidecars say now. A date the user shifted
+    (``timeshift``) is left as it is: theirs is the later word."""
+    shifted = exists().where(
+        timeshift_entries.c.asset_id == assets.c.id, timeshift_entries.c.undone_at.is_(None)
+    )
+    session.execute(
+        update(assets)
+        .where(assets.c.id == asset_id, ~shifted)
+        .values(updated_at=now, **_where_and_when(md, report.located))
+    )
