@@ -117,7 +117,7 @@ def scan(ctx: JobContext) -> None:
     def keep(key: str, inspected: Inspected) -> None:
         report, outcome = inspected.report, inspected.rendered
         if key in sidecars_changed:
-            report = replace(report, sidecars=True)  # one was removed: the file's own again
+            report = replace(report, sidecars=True)  # even one removed: its asset follows
         found.append(report)
         if outcome is not None and report.content_hash is not None:
             if report.content_hash in rendered:
