@@ -14,16 +14,16 @@ with exiftool (``media.exiftool``); without it, sidecars are not read.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from photo_pipeline.media.capture_time import CaptureTime
 from photo_pipeline.media.errors import UNREADABLE_FILE, MediaError
 from photo_pipeline.media.exiftool import ExiftoolError, ExiftoolPool, shared_pool
 from photo_pipeline.media.hidden_dates import hidden_capture_time
 from photo_pipeline.media.metadata import MediaMetadata
+from photo_pipeline.media.places import valid_position
 
 SOURCE = "xmp_sidecar"
 # A sidecar is a few kB (a darktable history, some hundred); more is not one.
@@ -84,10 +84,10 @@ def read_sidecar(
 def with_sidecar(metadata: MediaMetadata, facts: SidecarFacts) -> MediaMetadata:
     """``metadata`` with what the sidecar says in place of the file's own."""
     if facts.taken is not None:
-        metadata = dataclasses.replace(metadata, taken=facts.taken)
+        metadata = replace(metadata, taken=facts.taken)
     if facts.position is not None:
         latitude, longitude, altitude = facts.position
-        metadata = dataclasses.replace(
+        metadata = replace(
             metadata, gps_latitude=latitude, gps_longitude=longitude, gps_altitude=altitude
         )
     return metadata
@@ -107,12 +107,9 @@ def _position(found: dict[str, object]) -> Position | None:
 def checked_position(
     latitude: float | None, longitude: float | None, altitude: float | None
 ) -> Position | None:
-    """A position on Earth, or None when either coordinate is missing or out of range."""
-    if latitude is None or longitude is None:
-        return None
-    if not (-90 <= latitude <= 90 and -180 <= longitude <= 180):
-        return None
-    return latitude, longitude, altitude
+    """A real position (``places.valid_position``: in range, not 0, 0), or None."""
+    found = valid_position(latitude, longitude)
+    return None if found is None else (*found, altitude)
 
 
 def finite_number(value: object) -> float | None:

@@ -86,11 +86,7 @@ def _taken(value: object) -> CaptureTime | None:
 def _position(value: object) -> Position | None:
     if not isinstance(value, dict):
         return None
-    latitude, longitude = (
-        finite_number(value.get("latitude")),
-        finite_number(value.get("longitude")),
-    )
-    if latitude == 0 and longitude == 0:
-        return None  # Takeout's "no position"
     altitude = finite_number(value.get("altitude")) or None  # 0: unknown as often as sea level
-    return checked_position(latitude, longitude, altitude)
+    return checked_position(
+        finite_number(value.get("latitude")), finite_number(value.get("longitude")), altitude
+    )
