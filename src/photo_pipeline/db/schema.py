@@ -321,6 +321,8 @@ files = Table(
     Column("error_message", Text),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # The sidecars it was last read with ("name:size:mtime_ns;…", pipeline.sidecars)
+    Column("sidecars", Text),
     UniqueConstraint("source_id", "path"),
     # "Has a present file", "how many present files": answered from the index alone.
     Index("ix_files_asset_id_state", "asset_id", "state"),

@@ -100,11 +100,10 @@ def scan(ctx: JobContext) -> None:
     catalog = Catalog(ctx.session_factory)
     # A file symlink is read only when its target really lies in one of these.
     allowed = roots.library_roots(ctx.session_factory)
-    sidecars_changed: set[str] = set()  # items of files a sidecar beside changed
     for source in ctx.params["sources"]:
         if ctx.should_stop:
             return
-        sidecars_changed |= _discover(ctx, catalog, source)
+        _discover(ctx, catalog, source)
 
     found: list[FileReport] = []
     rendered: dict[str, RenderOutcome] = {}  # by content hash: a copy renders once
@@ -114,10 +113,8 @@ def scan(ctx: JobContext) -> None:
     renditions = Renditions(ctx.session_factory)
     orphans: list[str] = []  # files of committed batches that no row names any more
 
-    def keep(key: str, inspected: Inspected) -> None:
+    def keep(_key: str, inspected: Inspected) -> None:
         report, outcome = inspected.report, inspected.rendered
-        if key in sidecars_changed:
-            report = replace(report, sidecars=True)  # even one removed: its asset follows
         found.append(report)
         if outcome is not None and report.content_hash is not None:
             if report.content_hash in rendered:
@@ -182,10 +179,10 @@ def _with_asset_ids(session: Session, by_hash: dict[str, RenderOutcome]) -> list
     ]
 
 
-def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> set[str]:
-    """Compare the tree with the catalogue: new or changed files become items,
-    vanished ones are marked missing. Safe to repeat after a crash. Returns the items
-    of unchanged files read again because a sidecar beside them changed."""
+def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None:
+    """Compare the tree with the catalogue: new or changed files become items, and so
+    do files a sidecar beside changed; vanished ones are marked missing. Safe to
+    repeat after a crash."""
     known = catalog.known_files(source["id"])
     listed = 0  # files the walk found
     changed: list[str] = []
@@ -202,8 +199,7 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> set[
     if gone:
         catalog.mark_missing(source["id"], gone)
     sidecars += [r for r in map(paths.from_text, gone) if may_be_sidecar(r)]
-    again = _beside(source, sidecars).difference(changed)
-    changed += sorted(again)
+    changed += sorted(_beside(source, sidecars).difference(changed))
     for start in range(0, len(changed), _ADD_CHUNK):
         ctx.add_items(changed[start : start + _ADD_CHUNK])
     ctx.log.info(
@@ -213,7 +209,6 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> set[
         len(changed),
         len(gone),
     )
-    return again
 
 
 def _beside(source: dict[str, Any], sidecars: list[str]) -> set[str]:
@@ -304,7 +299,7 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
                     time_limit=time_limit,
                     isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
                 )
-            metadata, has_sidecars = with_sidecars_of(path, metadata, allowed, time_limit)
+            metadata, sidecars = with_sidecars_of(path, metadata, allowed, time_limit)
             content_hash = hash_file(Path(original.path))
             if render and metadata.kind == "photo":
                 rendered = _render(original.path, content_hash, render)
@@ -314,7 +309,7 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
         if exc.code == "file_vanished":
             return _vanished(base)
         return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
-    report = FileReport(**base, content_hash=content_hash, metadata=metadata, sidecars=has_sidecars)
+    report = FileReport(**base, content_hash=content_hash, metadata=metadata, sidecars=sidecars)
     return Inspected(report, rendered)
 
 

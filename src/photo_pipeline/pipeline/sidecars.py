@@ -10,8 +10,11 @@ file:
 
 An asset otherwise keeps what was read when its content was first catalogued; a file
 with sidecars is different: when one beside it is added, edited or removed, the scan
-reads the file again (``beside_changed_sidecars``) and its asset takes what the file
-and its sidecars say now, unless the user shifted its date (``timeshift``). A sidecar
+reads the file again (``beside_changed_sidecars``), and when the sidecars it reads
+differ from those it was last read with (their stamp, ``files.sidecars``) its asset
+takes what the file and its sidecars say now, unless the user shifted its date
+(``timeshift``). The stamp is stored with the file's row in the same transaction, so
+a scan killed in between reads the file again and still follows. A sidecar
 that cannot be read, or whose real path leaves the roots (a symlink), is passed over
 with a warning: the file is catalogued from what it holds itself.
 """
@@ -41,23 +44,27 @@ log = logging.getLogger(__name__)
 
 def with_sidecars_of(
     path: str, metadata: MediaMetadata, allowed: Sequence[str], time_limit: float
-) -> tuple[MediaMetadata, bool]:
-    """``metadata`` of the file at ``path`` with what its sidecars say, and whether it
-    has any that read."""
+) -> tuple[MediaMetadata, str | None]:
+    """``metadata`` of the file at ``path`` with what its sidecars say, and the stamp
+    of the sidecars read (``name:size:mtime_ns`` of each; None: none)."""
     folder, name = os.path.split(path)
+    stamps: list[str] = []
     xmp = _read_first(
         folder,
         sidecar_names(name),
         allowed,
         MAX_SIDECAR_BYTES,
         lambda opened: read_sidecar(opened, time_limit),
+        stamps,
     )
     if xmp:
         metadata = with_sidecar(metadata, xmp)
-    takeout = _read_first(folder, takeout_names(name), allowed, MAX_JSON_BYTES, _read_takeout)
+    takeout = _read_first(
+        folder, takeout_names(name), allowed, MAX_JSON_BYTES, _read_takeout, stamps
+    )
     if takeout:
         metadata = with_takeout(metadata, takeout)
-    return metadata, xmp is not None or takeout is not None
+    return metadata, ";".join(stamps) or None
 
 
 def beside_changed_sidecars(folder: str, changed: set[str]) -> list[str]:
@@ -87,23 +94,27 @@ def _read_first(
     allowed: Sequence[str],
     max_bytes: int,
     read: Callable[[str], SidecarFacts | None],
+    stamps: list[str],
 ) -> SidecarFacts | None:
     """``read`` the first of ``names`` there is in ``folder`` (given the path of the
-    opened file), or None."""
+    opened file), or None; the stamp of one read goes into ``stamps``."""
     for name in names:
         sidecar = os.path.join(folder, name)
         if not os.path.lexists(sidecar):
             continue
         try:
             with roots.pinned(sidecar, allowed) as opened:
-                if not stat.S_ISREG(opened.stat.st_mode):
+                info = opened.stat
+                if not stat.S_ISREG(info.st_mode):
                     raise MediaError(UNSUPPORTED_FORMAT, "not a regular file")
-                if opened.stat.st_size > max_bytes:
-                    raise MediaError(UNSUPPORTED_FORMAT, f"{opened.stat.st_size} bytes: too big")
+                if info.st_size > max_bytes:
+                    raise MediaError(UNSUPPORTED_FORMAT, f"{info.st_size} bytes: too big")
                 facts = read(opened.path)
         except (roots.PathOutsideRoots, MediaError, OSError) as exc:
             log.warning("%s: sidecar not read (%s)", sidecar, exc)
             return None
+        if facts is not None:
+            stamps.append(f"{name}:{info.st_size}:{info.st_mtime_ns}")
         return facts
     return None
 

@@ -36,9 +36,9 @@ class FileReport:
     vanished: bool = False
     role: str = "media"  # media, sidecar (SIDECAR) or ignored (IGNORED): not media
     located: ZoneAndPlace | None = None  # zone and place (pipeline.places.locate_reports)
-    # It has sidecars, or one beside it changed: a file read again updates its asset
-    # (pipeline.sidecars), where otherwise an asset keeps what was first read.
-    sidecars: bool = False
+    # The sidecars it was read with (pipeline.sidecars): when they differ from those of
+    # its last read, its asset follows them; otherwise an asset keeps what was first read.
+    sidecars: str | None = None
 
 
 def record_reports(session: Session, reports: list[FileReport], now: datetime) -> None:
@@ -72,10 +72,16 @@ def _record_one(session: Session, report: FileReport, now: datetime) -> None:
         "error_code": error[0] if error else None,
         "error_message": error[1] if error else None,
         "updated_at": now,
+        "sidecars": report.sidecars,
     }
-    if changed_rows(session, update(files).where(where).values(**values)):
-        if asset_id is not None and report.metadata is not None and report.sidecars:
+    if asset_id is not None and report.metadata is not None:
+        # Read again with other sidecars than last time (added, edited, removed).
+        other_sidecars = files.c.sidecars.is_distinct_from(report.sidecars)
+        if changed_rows(session, update(files).where(where, other_sidecars).values(**values)):
             _follow_sidecars(session, asset_id, report, report.metadata, now)
+            _pair(session, asset_id, report)
+            return
+    if changed_rows(session, update(files).where(where).values(**values)):
         _pair(session, asset_id, report)
         return
     if asset_id is not None:
@@ -180,10 +186,9 @@ def _where_and_when(md: PhotoMetadata, located: ZoneAndPlace | None) -> dict[str
 def _follow_sidecars(
     session: Session, asset_id: int, report: FileReport, md: PhotoMetadata, now: datetime
 ) -> None:
-    """A file read again whose sidecars count (``report.sidecars``: it has some, or
-    one beside it was added, changed or removed since its last read) gives its asset
-    the time and place it and its sidecars say now. A date the user shifted
-    (``timeshift``) is left as it is: theirs is the later word."""
+    """A file read again with other sidecars than last time gives its asset the time
+    and place it and its sidecars say now. A date the user shifted (``timeshift``) is
+    left as it is: theirs is the later word."""
     shifted = exists().where(
         timeshift_entries.c.asset_id == assets.c.id, timeshift_entries.c.undone_at.is_(None)
     )
