@@ -11,7 +11,6 @@ from sqlalchemy import and_, exists, select, update
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import insert_for
-from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.schema import assets, files, timeshift_entries
 from photo_pipeline.media.places import ZoneAndPlace, sort_instant
 from photo_pipeline.pipeline import live_photos
@@ -74,14 +73,13 @@ def _record_one(session: Session, report: FileReport, now: datetime) -> None:
         "updated_at": now,
         "sidecars": report.sidecars,
     }
-    if asset_id is not None and report.metadata is not None:
-        # Read again with other sidecars than last time (added, edited, removed).
-        other_sidecars = files.c.sidecars.is_distinct_from(report.sidecars)
-        if changed_rows(session, update(files).where(where, other_sidecars).values(**values)):
+    known = session.execute(select(files.c.id, files.c.sidecars).where(where)).first()
+    if known is not None:
+        session.execute(update(files).where(files.c.id == known.id).values(**values))
+        # Read again with other sidecars than last time (added, edited or removed)
+        followed = known.sidecars != report.sidecars
+        if followed and asset_id is not None and report.metadata is not None:
             _follow_sidecars(session, asset_id, report, report.metadata, now)
-            _pair(session, asset_id, report)
-            return
-    if changed_rows(session, update(files).where(where).values(**values)):
         _pair(session, asset_id, report)
         return
     if asset_id is not None:
