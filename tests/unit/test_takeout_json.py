@@ -19,6 +19,8 @@ def test_the_names_takeout_gives_the_json_of_a_photo() -> None:
         "IMG_1.JPG.supplemental-metadata(2).json",
         "IMG_1.JPG(2).json",
     )
+    # unless the parentheses are part of its name
+    assert "Party (2).jpg.json" in takeout_names("Party (2).jpg")
     assert takeout_names("IMG_1-edited.JPG")[1] == "IMG_1.JPG.json"
     # cut at 46 characters before ".json"
     stem = "x" * 40

@@ -36,15 +36,22 @@ _LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def takeout_names(name: str) -> tuple[str, ...]:
-    """The names Takeout may have given the JSON of the file ``name``, likeliest first."""
-    copy = ""
+    """The names Takeout may have given the JSON of the file ``name``, likeliest first
+    (``IMG_1(1).JPG`` is read as the second ``IMG_1.JPG``, then as a name of its own)."""
     numbered = _COPY.match(name)
-    if numbered is not None:
-        name, copy = numbered["base"] + numbered["extension"], f"({numbered['number']})"
+    names = (
+        []
+        if numbered is None
+        else _names(numbered["base"] + numbered["extension"], f"({numbered['number']})")
+    )
+    return tuple(dict.fromkeys([*names, *_names(name, "")]))
+
+
+def _names(name: str, copy: str) -> list[str]:
     name = _EDITED.sub("", name)
     stem = os.path.splitext(name)[0]
     bases = (name + _SUPPLEMENTAL, name, stem)
-    return tuple(dict.fromkeys(f"{base[:_NAME_LIMIT]}{copy}.json" for base in bases if base))
+    return [f"{base[:_NAME_LIMIT]}{copy}.json" for base in bases if base]
 
 
 def read_takeout(data: bytes) -> SidecarFacts | None:
