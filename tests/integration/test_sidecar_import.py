@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from photo_pipeline.jobs import JobService, JobState
-from photo_pipeline.pipeline import render, scan, similar, timeshift  # noqa: F401  (job types)
+from photo_pipeline.pipeline import paths, render, scan, similar, timeshift  # noqa: F401
 from photo_pipeline.pipeline.catalog import Catalog
 from tests.factories import photos
 from tests.factories.dated import require_exiftool, xmp_packet
@@ -143,3 +143,33 @@ def test_a_sidecar_written_edited_or_removed_later_is_followed_unless_the_date_w
     run_import(session_factory, card)
     assert asset("IMG_0001.JPG") == own
     assert asset("IMG_0002.JPG")["taken_local"] == "2019-04-05T13:34:56"
+
+
+def test_a_scan_stopped_after_its_discovery_still_follows_a_removed_sidecar(
+    session_factory, tmp_path
+) -> None:
+    require_exiftool()
+    card = tmp_path / "card"
+    photos.jpeg(card / "IMG_0001.JPG", size=(64, 48), seed=1)
+    sidecar = card / "IMG_0001.JPG.xmp"
+    sidecar.write_bytes(xmp_packet(exif_DateTimeOriginal="2019-04-05T12:34:56+02:00"))
+    run_import(session_factory, card)
+    catalog = Catalog(session_factory)
+    assert catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]["taken_source"] == "xmp_sidecar"
+
+    # What a scan killed right after its discovery leaves: the sidecar marked missing,
+    # the photo beside it queued to be read again. Its next run discovers nothing new.
+    sidecar.unlink()
+    source = catalog.add_source(card)
+    catalog.mark_missing(source["id"], [paths.to_text("IMG_0001.JPG.xmp")])
+    service = JobService(session_factory)
+    resumed = service.submit(
+        job_type=scan.JOB_TYPE,
+        lock=scan.lock_for(source["id"]),
+        params={"sources": [{"id": source["id"], "path": source["path"]}]},
+        items=[f"{source['id']}:{paths.to_text('IMG_0001.JPG')}"],
+    ).job
+    run_worker(session_factory)
+    assert service.get(resumed["id"])["state"] == JobState.SUCCEEDED
+    asset = catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]
+    assert (asset["taken_source"], asset["taken_local"]) == OWN
