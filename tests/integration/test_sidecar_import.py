@@ -173,3 +173,24 @@ def test_a_scan_stopped_after_its_discovery_still_follows_a_removed_sidecar(
     assert service.get(resumed["id"])["state"] == JobState.SUCCEEDED
     asset = catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]
     assert (asset["taken_source"], asset["taken_local"]) == OWN
+
+
+def test_a_sidecar_that_fails_to_read_leaves_the_asset_as_it_was(session_factory, tmp_path) -> None:
+    require_exiftool()
+    card = tmp_path / "card"
+    photo = photos.jpeg(card / "IMG_0001.JPG", size=(64, 48), seed=1)
+    sidecar = card / "IMG_0001.JPG.xmp"
+    sidecar.write_bytes(xmp_packet(exif_DateTimeOriginal="2019-04-05T12:34:56+02:00"))
+    run_import(session_factory, card)
+    catalog = Catalog(session_factory)
+    dated = ("xmp_sidecar", "2019-04-05T12:34:56")
+    asset = catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]
+    assert (asset["taken_source"], asset["taken_local"]) == dated
+
+    # the photo is read again (touched) while its sidecar does not read: a FIFO now
+    sidecar.unlink()
+    os.mkfifo(sidecar)
+    os.utime(photo, ns=(photo.stat().st_atime_ns, photo.stat().st_mtime_ns + 10**9))
+    run_import(session_factory, card)
+    asset = catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]
+    assert (asset["taken_source"], asset["taken_local"]) == dated

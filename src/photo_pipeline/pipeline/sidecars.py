@@ -38,6 +38,7 @@ from photo_pipeline.media.sidecar import (
 )
 from photo_pipeline.media.takeout import MAX_JSON_BYTES, read_takeout, takeout_names, with_takeout
 from photo_pipeline.pipeline import roots
+from photo_pipeline.pipeline.catalog.record import SIDECARS_UNREAD
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,8 @@ def with_sidecars_of(
     path: str, metadata: MediaMetadata, allowed: Sequence[str], time_limit: float
 ) -> tuple[MediaMetadata, str | None]:
     """``metadata`` of the file at ``path`` with what its sidecars say, and the stamp
-    of the sidecars read (``name:size:mtime_ns`` of each; None: none)."""
+    of the sidecars read (``name:size:mtime_ns`` of each; None: none; SIDECARS_UNREAD:
+    one is there but could not be read, exiftool missing included)."""
     folder, name = os.path.split(path)
     stamps: list[str] = []
     xmp = _read_first(
@@ -64,6 +66,8 @@ def with_sidecars_of(
     )
     if takeout:
         metadata = with_takeout(metadata, takeout)
+    if SIDECARS_UNREAD in stamps:
+        return metadata, SIDECARS_UNREAD
     return metadata, ";".join(stamps) or None
 
 
@@ -97,7 +101,8 @@ def _read_first(
     stamps: list[str],
 ) -> SidecarFacts | None:
     """``read`` the first of ``names`` there is in ``folder`` (given the path of the
-    opened file), or None; the stamp of one read goes into ``stamps``."""
+    opened file), or None; its stamp goes into ``stamps`` (SIDECARS_UNREAD: it is
+    there but did not read)."""
     for name in names:
         sidecar = os.path.join(folder, name)
         if not os.path.lexists(sidecar):
@@ -112,9 +117,10 @@ def _read_first(
                 facts = read(opened.path)
         except (roots.PathOutsideRoots, MediaError, OSError) as exc:
             log.warning("%s: sidecar not read (%s)", sidecar, exc)
-            return None
-        if facts is not None:
-            stamps.append(f"{name}:{info.st_size}:{info.st_mtime_ns}")
+            facts = None
+        stamps.append(
+            SIDECARS_UNREAD if facts is None else f"{name}:{info.st_size}:{info.st_mtime_ns}"
+        )
         return facts
     return None
 

@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # the decoders load on first use, not with the catalogue
     from photo_pipeline.media import PhotoMetadata
 
 
+SIDECARS_UNREAD = "?"
+
+
 @dataclass(frozen=True)
 class FileReport:
     """What inspecting one file found; made in a worker process, recorded here."""
@@ -37,6 +40,7 @@ class FileReport:
     located: ZoneAndPlace | None = None  # zone and place (pipeline.places.locate_reports)
     # The sidecars it was read with (pipeline.sidecars): when they differ from those of
     # its last read, its asset follows them; otherwise an asset keeps what was first read.
+    # SIDECARS_UNREAD: one could not be read this time (its asset is left as it is).
     sidecars: str | None = None
 
 
@@ -71,13 +75,16 @@ def _record_one(session: Session, report: FileReport, now: datetime) -> None:
         "error_code": error[0] if error else None,
         "error_message": error[1] if error else None,
         "updated_at": now,
-        "sidecars": report.sidecars,
+        "sidecars": None if report.sidecars == SIDECARS_UNREAD else report.sidecars,
     }
     known = session.execute(select(files.c.id, files.c.sidecars).where(where)).first()
     if known is not None:
-        session.execute(update(files).where(files.c.id == known.id).values(**values))
-        # Read again with other sidecars than last time (added, edited or removed)
+        # Read again with other sidecars than last time (added, edited or removed); one
+        # that failed to read (a time-out, say) changes neither the row nor the asset.
         followed = known.sidecars != report.sidecars
+        if report.sidecars == SIDECARS_UNREAD:
+            values["sidecars"], followed = known.sidecars, False
+        session.execute(update(files).where(files.c.id == known.id).values(**values))
         if followed and asset_id is not None and report.metadata is not None:
             _follow_sidecars(session, asset_id, report, report.metadata, now)
         _pair(session, asset_id, report)
