@@ -86,11 +86,13 @@ def with_sidecar(metadata: MediaMetadata, facts: SidecarFacts) -> MediaMetadata:
     if facts.taken is not None:
         metadata = replace(metadata, taken=facts.taken)
     if facts.position is not None:
-        latitude, longitude, altitude = facts.position
-        metadata = replace(
-            metadata, gps_latitude=latitude, gps_longitude=longitude, gps_altitude=altitude
-        )
+        metadata = with_position(metadata, facts.position)
     return metadata
+
+
+def with_position(metadata: MediaMetadata, position: Position) -> MediaMetadata:
+    latitude, longitude, altitude = position
+    return replace(metadata, gps_latitude=latitude, gps_longitude=longitude, gps_altitude=altitude)
 
 
 def _position(found: dict[str, object]) -> Position | None:

@@ -24,7 +24,13 @@ from datetime import UTC, datetime
 
 from photo_pipeline.media.capture_time import CaptureTime, best
 from photo_pipeline.media.metadata import MediaMetadata
-from photo_pipeline.media.sidecar import Position, SidecarFacts, checked_position, finite_number
+from photo_pipeline.media.sidecar import (
+    Position,
+    SidecarFacts,
+    checked_position,
+    finite_number,
+    with_position,
+)
 
 SOURCE = "takeout"
 MAX_JSON_BYTES = 1 << 20  # a few hundred bytes each
@@ -73,10 +79,7 @@ def with_takeout(metadata: MediaMetadata, facts: SidecarFacts) -> MediaMetadata:
     if taken is not metadata.taken:
         metadata = replace(metadata, taken=taken)
     if metadata.gps_latitude is None and facts.position is not None:
-        latitude, longitude, altitude = facts.position
-        metadata = replace(
-            metadata, gps_latitude=latitude, gps_longitude=longitude, gps_altitude=altitude
-        )
+        metadata = with_position(metadata, facts.position)
     return metadata
 
 

@@ -14,9 +14,10 @@ reads the file again (``beside_changed_sidecars``), and when the sidecars it rea
 differ from those it was last read with (their stamp, ``files.sidecars``) its asset
 takes what the file and its sidecars say now, unless the user shifted its date
 (``timeshift``). The stamp is stored with the file's row in the same transaction, so
-a scan killed in between reads the file again and still follows. A sidecar
-that cannot be read, or whose real path leaves the roots (a symlink), is passed over
-with a warning: the file is catalogued from what it holds itself.
+a scan killed in between reads the file again and still follows. A sidecar that is
+there but cannot be read (a time-out, no exiftool, a symlink whose real path leaves
+the roots) is passed over with a warning: a new file is catalogued from what it holds
+itself, and a catalogued one, with its asset, is left as it was.
 """
 
 from __future__ import annotations
