@@ -66,6 +66,7 @@ def _record_one(session: Session, report: FileReport, now: datetime) -> None:
         state, error = IGNORED, None
     elif report.role == SIDECAR:
         state, error = FAILED, (SIDECAR, "a sidecar file: it travels with its photo")
+    unread = report.sidecars == SIDECARS_UNREAD
     values = {
         "size": report.size,
         "mtime_ns": report.mtime_ns,
@@ -75,16 +76,16 @@ def _record_one(session: Session, report: FileReport, now: datetime) -> None:
         "error_code": error[0] if error else None,
         "error_message": error[1] if error else None,
         "updated_at": now,
-        "sidecars": None if report.sidecars == SIDECARS_UNREAD else report.sidecars,
+        "sidecars": None if unread else report.sidecars,
     }
     known = session.execute(select(files.c.id, files.c.sidecars).where(where)).first()
     if known is not None:
         # Read again with other sidecars than last time (added, edited or removed); one
         # that failed to read (a time-out, say) changes neither the row nor the asset.
-        followed = known.sidecars != report.sidecars
-        if report.sidecars == SIDECARS_UNREAD:
-            values["sidecars"], followed = known.sidecars, False
+        if unread:
+            values["sidecars"] = known.sidecars
         session.execute(update(files).where(files.c.id == known.id).values(**values))
+        followed = not unread and known.sidecars != report.sidecars
         if followed and asset_id is not None and report.metadata is not None:
             _follow_sidecars(session, asset_id, report, report.metadata, now)
         _pair(session, asset_id, report)
