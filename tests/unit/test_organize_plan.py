@@ -3,7 +3,9 @@ file goes where, from candidates, a template and what the destination holds."""
 
 from __future__ import annotations
 
-from photo_pipeline.pipeline.organize.plan import Candidate, build_plan
+from dataclasses import replace
+
+from photo_pipeline.pipeline.organize.plan import Candidate, build_plan, group_key
 from photo_pipeline.pipeline.organize.template import parse as parse_template
 
 
@@ -68,3 +70,28 @@ def test_content_the_destination_holds_under_another_name_is_a_duplicate():
         keep_duplicates=True,
     )  # fmt: skip
     assert [(e.action, e.dest_path) for e in plan] == [("copy", "2024/IMG_9.jpg")]
+
+
+def test_a_takeout_json_follows_the_photo_it_describes():
+    raw, jpeg = candidate("a/IMG_1.CR2", "raw", fmt="cr2"), candidate("a/IMG_1.JPG", "jpg")
+    json_of_jpeg = replace(
+        candidate("a/IMG_1.JPG.json", "j1", photo=False),
+        bundle=group_key(raw),
+        takeout_of=jpeg.path,
+    )
+    template = parse_template("{taken:%Y}/Trip {original_name}.{ext}")
+    plan = build_plan([raw, jpeg, json_of_jpeg], template, move=True, existing=lambda _: None)
+    assert [(e.kind, e.action, e.dest_path) for e in plan] == [
+        ("photo", "move", "2024/Trip IMG_1.cr2"),
+        ("companion", "move", "2024/Trip IMG_1.jpg"),
+        ("sidecar", "move", "2024/Trip IMG_1.jpg.json"),  # named after the JPEG
+    ]
+    # The JPEG's content is already in the destination: it stays, and so does its
+    # JSON, while the RAW moves.
+    held = {"2024/Trip IMG_1.jpg": "jpg"}
+    plan = build_plan([raw, jpeg, json_of_jpeg], template, move=True, existing=held.get)
+    assert [(e.kind, e.action, e.reason) for e in plan] == [
+        ("photo", "move", None),
+        ("companion", "skip", "exists"),
+        ("sidecar", "skip", "photo_skipped"),
+    ]

@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from photo_pipeline.media.takeout import read_takeout, takeout_names
+from photo_pipeline.media.takeout import (
+    read_takeout,
+    takeout_names,
+    takeout_owners,
+    takeout_renamed,
+)
 
 
 def test_the_names_takeout_gives_the_json_of_a_photo() -> None:
@@ -60,3 +65,32 @@ def test_unknowns_and_nonsense_are_no_facts() -> None:
         assert not read_takeout(document(**fields)), fields
     assert read_takeout(b"[1, 2]") is None
     assert read_takeout(b"\xff\xfe not json") is None
+
+
+def test_each_json_of_a_folder_describes_one_photo() -> None:
+    names = ["IMG_1-edited.JPG", "IMG_1.JPG", "IMG_2(1).JPG", "IMG_2.JPG", "IMG_3.JPG"]
+    present = {"IMG_1.JPG.json", "IMG_2.JPG(1).json", "IMG_2.JPG.json", "metadata.json"}
+    assert takeout_owners(names, present) == {
+        "IMG_1.JPG.json": "IMG_1.JPG",  # the original's, before its edit
+        "IMG_2.JPG(1).json": "IMG_2(1).JPG",
+        "IMG_2.JPG.json": "IMG_2.JPG",
+    }
+    # an edit alone has its original's JSON
+    assert takeout_owners(["IMG_1-edited.JPG"], present) == {"IMG_1.JPG.json": "IMG_1-edited.JPG"}
+
+
+def test_a_json_renamed_after_its_photo_is_found_beside_it_in_the_same_form() -> None:
+    cases = [
+        ("IMG_1.JPG.json", "IMG_1.JPG", "Trip 1.jpg", "Trip 1.jpg.json"),
+        ("IMG_1.json", "IMG_1.JPG", "Trip 1.jpg", "Trip 1.json"),
+        ("IMG_2.JPG(1).json", "IMG_2(1).JPG", "Trip 2.jpg", "Trip 2.jpg.json"),
+        (
+            "IMG_1.JPG.supplemental-metadata.json",
+            "IMG_1-edited.JPG",
+            "x" * 40 + ".jpg",
+            "x" * 40 + ".jpg.s.json",
+        ),
+    ]
+    for json_name, name, new_name, renamed in cases:
+        assert takeout_renamed(json_name, name, new_name) == renamed
+        assert takeout_owners([new_name], {renamed}) == {renamed: new_name}

@@ -11,7 +11,9 @@ position makes it local); its position is taken when the file has none.
 Takeout's names for the JSON (:func:`takeout_names`): ``IMG_1.JPG.json``, or
 ``IMG_1.JPG.supplemental-metadata.json`` in newer exports, the part before ``.json``
 cut at 46 characters; a second ``IMG_1(1).JPG`` has ``IMG_1.JPG(1).json``; an edit
-``IMG_1-edited.JPG`` shares its original's.
+``IMG_1-edited.JPG`` shares its original's. Organize carries a JSON along with the
+photo it describes (:func:`takeout_owners`), renamed in the same form after the photo's
+new name (:func:`takeout_renamed`), so that it is found beside it again.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Container, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -44,20 +47,47 @@ _LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 def takeout_names(name: str) -> tuple[str, ...]:
     """The names Takeout may have given the JSON of the file ``name``, likeliest first
     (``IMG_1(1).JPG`` is read as the second ``IMG_1.JPG``, then as a name of its own)."""
+    return tuple(dict.fromkeys(json_name for _, json_name in _forms(name)))
+
+
+def takeout_owners(names: Iterable[str], present: Container[str]) -> dict[str, str]:
+    """Which of the JSONs ``present`` in a folder describes which of its files
+    ``names``: the first of a file's :func:`takeout_names` that is there, as the scan
+    reads it. One JSON goes to one file, an original before its edits (``IMG_1.JPG``
+    before ``IMG_1-edited.JPG``, which read the same JSON)."""
+    owners: dict[str, str] = {}
+    for name in sorted(names, key=lambda n: (_EDITED.search(n) is not None, n)):
+        found = next((j for j in takeout_names(name) if j in present), None)
+        if found is not None:
+            owners.setdefault(found, name)
+    return owners
+
+
+def takeout_renamed(json_name: str, name: str, new_name: str) -> str:
+    """The name of ``json_name``, the JSON of the file ``name``, beside that file
+    renamed ``new_name``: in the same form (``.supplemental-metadata.json``, the whole
+    name, or the stem), so that :func:`takeout_names` finds it there first."""
+    form = next((f for f, j in _forms(name) if j == json_name), "name")
+    renamed = dict(_names(new_name, ""))
+    return renamed.get(form) or renamed["name"]
+
+
+def _forms(name: str) -> list[tuple[str, str]]:
+    """(form, JSON name) pairs for the file ``name``, likeliest first."""
     numbered = _COPY.match(name)
-    names = (
+    copies = (
         []
         if numbered is None
         else _names(numbered["base"] + numbered["extension"], f"({numbered['number']})")
     )
-    return tuple(dict.fromkeys([*names, *_names(name, "")]))
+    return [*copies, *_names(name, "")]
 
 
-def _names(name: str, copy: str) -> list[str]:
+def _names(name: str, copy: str) -> list[tuple[str, str]]:
     name = _EDITED.sub("", name)
     stem = os.path.splitext(name)[0]
-    bases = (name + _SUPPLEMENTAL, name, stem)
-    return [f"{base[:_NAME_LIMIT]}{copy}.json" for base in bases if base]
+    bases = (("supplemental", name + _SUPPLEMENTAL), ("name", name), ("stem", stem))
+    return [(form, f"{base[:_NAME_LIMIT]}{copy}.json") for form, base in bases if base]
 
 
 def read_takeout(data: bytes) -> SidecarFacts | None:

@@ -5,7 +5,8 @@ what the destination already holds (``Existing``): the dry run, the API and the 
 itself all call it, so they agree. Photos travel in groups: a RAW and its same-stem
 JPEG (companions), a Live Photo's still and its MOV (the MOV a companion, grouped with
 its still even when their names differ) and ``.xmp``/``.aae`` sidecars keep the photo's
-new name.
+new name; a Google Takeout JSON goes with the photo it describes, named after it
+(``media.takeout``), and stays with it when that photo is not placed.
 
 One content is placed once: a later copy (whatever its name) is skipped as a
 ``duplicate`` naming the copy that was placed, and so is content the destination
@@ -30,6 +31,7 @@ from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
 from photo_pipeline.media.formats import RAW_FORMATS
+from photo_pipeline.media.takeout import takeout_owners, takeout_renamed
 from photo_pipeline.pipeline import keeper, paths
 from photo_pipeline.pipeline.catalog import MISSING, PRESENT
 from photo_pipeline.pipeline.organize import transfer
@@ -59,6 +61,8 @@ class Candidate:
     # A Live Photo's motion part: the group key (source, folder, stem) of its still,
     # whatever its own name (pipeline.live_photos).
     bundle: tuple[int, str, str] | None = None
+    # A Google Takeout JSON: the path (stored form) of the photo it describes.
+    takeout_of: str | None = None
 
     @property
     def name(self) -> str:
@@ -248,13 +252,7 @@ def _place_group(
             members.append((kind, candidate, dest))
         if "conflict" in statuses:
             continue
-        if statuses[0] != "free":
-            # The photo stays where it is (its content is already there), and so do
-            # its sidecars: a move must not take them away from it.
-            statuses = [
-                "photo_skipped" if kind == "sidecar" and status == "free" else status
-                for (kind, _, _), status in zip(members, statuses, strict=True)
-            ]
+        statuses = _sidecars_stay(members, statuses)
         claimed.update(taken)
         for (kind, candidate, dest), status in zip(members, statuses, strict=True):
             if kind != "sidecar" and status in ("free", "exists"):
@@ -268,18 +266,45 @@ def _place_group(
     return [(kind, c, paths.from_text(c.path), "too_many_collisions") for kind, c in everyone]
 
 
+def _sidecars_stay(members: list[tuple[str, Candidate, str]], statuses: list[str]) -> list[str]:
+    """A photo that stays where it is (its content is already placed) keeps its
+    sidecars: a move must not take them away from it. A sidecar stays with the
+    group's photo, and a Takeout JSON also with the photo it describes."""
+    status_of = {
+        c.path: s for (k, c, _), s in zip(members, statuses, strict=True) if k != "sidecar"
+    }
+    kept = []
+    for (kind, candidate, _), status in zip(members, statuses, strict=True):
+        if kind == "sidecar" and status == "free":
+            owner = status_of.get(candidate.takeout_of or "", "free")
+            if statuses[0] != "free" or owner != "free":
+                status = "photo_skipped"
+        kept.append(status)
+    return kept
+
+
 def _member_names(group: _Group, primary: str) -> list[tuple[str, Candidate, str]]:
     """Names of a group's members next to its photo's: ``X.cr2``, ``X.jpg``, and
-    sidecars ``X.xmp``, or ``X.jpg.xmp`` for one that names its photo's extension."""
+    sidecars ``X.xmp``, or ``X.jpg.xmp`` for one that names its photo's extension, and
+    a Takeout JSON after the new name of the photo it describes (``X.jpg.json``)."""
     members = [("photo", group.primary, primary)]
     by_ext = {os.path.splitext(group.primary.name)[1].lower(): primary}
+    by_path = {group.primary.path: primary}
     for companion in group.companions:
         name = sibling_name(primary, "." + extension(companion.name, companion.file_format))
         members.append(("companion", companion, name))
         by_ext[os.path.splitext(companion.name)[1].lower()] = name
+        by_path[companion.path] = name
     for sidecar, suffix in group.sidecars:
         inner, own = os.path.splitext(suffix)
-        if inner and inner.lower() in by_ext:
+        owner = sidecar.takeout_of or ""
+        photo = by_path.get(owner)
+        if photo is not None:
+            owner = os.path.basename(paths.from_text(owner))
+            folder, _, new = photo.rpartition("/")
+            renamed = takeout_renamed(sidecar.name, owner, new)
+            name = f"{folder}/{renamed}" if folder else renamed
+        elif inner and inner.lower() in by_ext:
             name = sibling_name(by_ext[inner.lower()] + ".x", own)  # X.jpg + .xmp
         else:
             name = sibling_name(primary, suffix)
@@ -378,6 +403,7 @@ def catalogue_candidates(
         rows = session.execute(query).all()
     candidates = []
     motion_parts: dict[int, int] = {}  # candidate index -> its still's asset id
+    jsons: dict[tuple[int, str], dict[str, Any]] = {}  # (source, folder) -> name -> row
     for row in rows:
         name = os.path.basename(paths.from_text(row.path))
         if row.root == destination:
@@ -400,16 +426,12 @@ def catalogue_candidates(
             candidates.append(_photo(row, values))
             stills.setdefault(row.asset_id, []).append(candidates[-1])
         elif os.path.splitext(name)[1].lower() in SIDECAR_EXTENSIONS:
-            absolute = os.path.join(row.root, paths.from_text(row.path))
-            try:
-                digest = transfer.content_hash(absolute)
-                size = os.path.getsize(absolute)
-            except (ItemError, OSError):
-                continue  # unreadable or gone: left where it is
-            if digest is not None:
-                candidates.append(
-                    Candidate(row.id, row.source_id, row.root, row.path, digest, size, False)
-                )
+            sidecar = _sidecar(row)
+            if sidecar is not None:
+                candidates.append(sidecar)
+        elif name.endswith(".json"):
+            folder = os.path.dirname(paths.from_text(row.path))
+            jsons.setdefault((row.source_id, folder), {})[name] = row
     # A motion part travels with its still: the still's file in the motion part's own
     # folder if there is one, else its first.
     for index, still_id in motion_parts.items():
@@ -424,4 +446,39 @@ def catalogue_candidates(
         ]
         if same_folder or beside:
             candidates[index] = replace(motion, bundle=group_key((same_folder or beside)[0]))
-    return candidates
+    return candidates + _takeout_jsons(candidates, jsons)
+
+
+def _sidecar(row: Any, **fields: Any) -> Candidate | None:
+    """The candidate of a sidecar file's row, hashed now; None when it cannot be read
+    (it is left where it is)."""
+    absolute = os.path.join(row.root, paths.from_text(row.path))
+    try:
+        digest = transfer.content_hash(absolute)
+        size = os.path.getsize(absolute)
+    except (ItemError, OSError):
+        return None
+    if digest is None:
+        return None
+    return Candidate(row.id, row.source_id, row.root, row.path, digest, size, False, **fields)
+
+
+def _takeout_jsons(
+    candidates: list[Candidate], jsons: dict[tuple[int, str], dict[str, Any]]
+) -> list[Candidate]:
+    """The Takeout JSONs among ``jsons``, each in the group of the photo it describes."""
+    photos: dict[tuple[int, str], dict[str, Candidate]] = {}
+    for c in candidates:
+        if c.photo and not c.resident:
+            folder = os.path.dirname(paths.from_text(c.path))
+            photos.setdefault((c.source_id, folder), {})[c.name] = c
+    found = []
+    for key, rows in jsons.items():
+        beside = photos.get(key, {})
+        for json_name, photo_name in takeout_owners(beside, rows).items():
+            photo = beside[photo_name]
+            bundle = photo.bundle or group_key(photo)
+            sidecar = _sidecar(rows[json_name], bundle=bundle, takeout_of=photo.path)
+            if sidecar is not None:
+                found.append(sidecar)
+    return found
