@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import datetime
 
 from photo_pipeline.media.takeout import (
@@ -94,3 +95,21 @@ def test_a_json_renamed_after_its_photo_is_found_beside_it_in_the_same_form() ->
     for json_name, name, new_name, renamed in cases:
         assert takeout_renamed(json_name, name, new_name) == renamed
         assert takeout_owners([new_name], {renamed}) == {renamed: new_name}
+
+
+def test_an_edit_in_any_export_language_reads_its_original_json() -> None:
+    for edit in (
+        "IMG_1-bearbeitet.jpg",
+        unicodedata.normalize("NFD", "IMG_1-modifié.jpg"),  # as unzipped on macOS
+        unicodedata.normalize("NFC", "IMG_1-modifié.jpg"),
+        "IMG_1-ha editado.jpg",
+        "IMG_1-editat.jpg",
+        "IMG_1-編集済み.jpg",
+        "IMG_1-EFFECTS.jpg",
+    ):
+        assert takeout_names(edit)[1] == "IMG_1.jpg.json", edit
+    # a name that only looks like an edit's still finds a JSON of its own
+    assert takeout_owners(["party-mix.jpg"], {"party-mix.jpg.json"}) == {
+        "party-mix.jpg.json": "party-mix.jpg"
+    }
+    assert takeout_names("IMG_1-editedly.jpg")[1] == "IMG_1-editedly.jpg.json"
