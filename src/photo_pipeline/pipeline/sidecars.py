@@ -37,7 +37,8 @@ from photo_pipeline.media.sidecar import (
     sidecar_names,
     with_sidecar,
 )
-from photo_pipeline.media.takeout import MAX_JSON_BYTES, read_takeout, takeout_names, with_takeout
+from photo_pipeline.media.takeout import MAX_JSON_BYTES, read_takeout, with_takeout
+from photo_pipeline.media.takeout_names import takeout_names
 from photo_pipeline.pipeline import roots
 from photo_pipeline.pipeline.catalog.record import SIDECARS_UNREAD
 

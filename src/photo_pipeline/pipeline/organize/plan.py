@@ -31,7 +31,7 @@ from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
 from photo_pipeline.media.formats import RAW_FORMATS
-from photo_pipeline.media.takeout import takeout_owners, takeout_renamed
+from photo_pipeline.media.takeout_names import takeout_owners, takeout_renamed
 from photo_pipeline.pipeline import keeper, paths
 from photo_pipeline.pipeline.catalog import MISSING, PRESENT
 from photo_pipeline.pipeline.organize import transfer
