@@ -6,7 +6,7 @@ itself all call it, so they agree. Photos travel in groups: a RAW and its same-s
 JPEG (companions), a Live Photo's still and its MOV (the MOV a companion, grouped with
 its still even when their names differ) and ``.xmp``/``.aae`` sidecars keep the photo's
 new name; a Google Takeout JSON goes with the photo it describes, named after it
-(``media.takeout``), and stays with it when that photo is not placed.
+(``media.takeout_names``), and stays with it when that photo is not placed.
 
 One content is placed once: a later copy (whatever its name) is skipped as a
 ``duplicate`` naming the copy that was placed, and so is content the destination
@@ -297,12 +297,11 @@ def _member_names(group: _Group, primary: str) -> list[tuple[str, Candidate, str
         by_path[companion.path] = name
     for sidecar, suffix in group.sidecars:
         inner, own = os.path.splitext(suffix)
-        owner = sidecar.takeout_of or ""
-        photo = by_path.get(owner)
-        if photo is not None:
-            owner = os.path.basename(paths.from_text(owner))
-            folder, _, new = photo.rpartition("/")
-            renamed = takeout_renamed(sidecar.name, owner, new)
+        described = sidecar.takeout_of or ""
+        if described in by_path:
+            folder, _, new = by_path[described].rpartition("/")
+            old = os.path.basename(paths.from_text(described))
+            renamed = takeout_renamed(sidecar.name, old, new)
             name = f"{folder}/{renamed}" if folder else renamed
         elif inner and inner.lower() in by_ext:
             name = sibling_name(by_ext[inner.lower()] + ".x", own)  # X.jpg + .xmp
