@@ -43,11 +43,11 @@ def run_worker_retrying_at_once(session_factory) -> None:
     run_worker_two_threads(service, session_factory)
 
 
-def run_import(session_factory, folder: Path) -> dict:
+def run_import(session_factory, folder: Path, *, reread: bool = False) -> dict:
     """Import ``folder`` (its scan only) and run it: the finished job, its progress and
     its failed items (path -> error code)."""
     service = JobService(session_factory)
-    [job] = import_folders(service, Catalog(session_factory), [folder])
+    [job] = import_folders(service, Catalog(session_factory), [folder], reread=reread)
     run_worker_two_threads(service, session_factory)
     final = service.get(job["id"])
     assert final["state"] == JobState.SUCCEEDED

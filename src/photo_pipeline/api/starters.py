@@ -25,6 +25,11 @@ class Params(BaseModel):
 
 class ImportParams(Params):
     paths: list[str] = Field(min_length=1, max_length=50, description="Absolute folders.")
+    reread: bool = Field(
+        default=False,
+        description="Read every file again, not only new and changed ones, and refresh "
+        "each asset from what is read now (dates you shifted stay).",
+    )
 
 
 class RenderParams(Params):
@@ -62,7 +67,9 @@ class NoParams(Params):
 @job_type("import", ImportParams, "Scan folders, then render, then find near duplicates.")
 def start_import_job(lib: Library, params: ImportParams, key: str | None) -> Enqueued:
     folders = [confined_path(lib, raw, f"params.paths[{n}]") for n, raw in enumerate(params.paths)]
-    return start_import(lib.service, lib.catalog, folders, lib.settings, idempotency_key=key)
+    return start_import(
+        lib.service, lib.catalog, folders, lib.settings, idempotency_key=key, reread=params.reread
+    )
 
 
 @job_type("render", RenderParams, "Thumbnails and previews that are missing or stale.")

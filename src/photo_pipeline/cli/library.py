@@ -37,6 +37,15 @@ def _catalog() -> Catalog:
 @app.command("import")
 def import_(
     folders: Annotated[list[Path], typer.Argument(help="Folders of photos.")],
+    reread: Annotated[
+        bool,
+        typer.Option(
+            "--reread",
+            help="Read every file again, not only new and changed ones, and refresh each "
+            "asset's dates, places and camera details from what is read now (after an "
+            "upgrade that reads more). Dates you shifted stay.",
+        ),
+    ] = False,
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -51,6 +60,7 @@ def import_(
         folders,
         max_pixels=lib.settings.max_pixels,
         follow_up=lib.settings,  # render and similar after the scans
+        reread=reread,
     )
     finish_jobs(
         jobs,

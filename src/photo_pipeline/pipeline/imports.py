@@ -25,16 +25,20 @@ def import_folders(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     follow_up: Settings | None = None,
     idempotency_key: str | None = None,
+    reread: bool = False,
 ) -> list[JobSnapshot]:
     """Register ``folders`` and queue one scan per folder; a folder whose scan is
     already queued or running gets that job back instead of a second one.
 
     With ``follow_up`` (the library's settings), a ``render`` job waits for those
     scans and a ``similar`` job for the render; they are returned after the scans.
-    With ``idempotency_key``, repeating the same import returns the same jobs."""
+    With ``idempotency_key``, repeating the same import returns the same jobs. With
+    ``reread``, the scans read every file again and refresh its asset (``scan``)."""
     return [
         queued.job
-        for queued in _import(service, catalog, folders, max_pixels, follow_up, idempotency_key)
+        for queued in _import(
+            service, catalog, folders, max_pixels, follow_up, idempotency_key, reread
+        )
     ]
 
 
@@ -45,10 +49,13 @@ def start_import(
     settings: Settings,
     *,
     idempotency_key: str | None = None,
+    reread: bool = False,
 ) -> Enqueued:
     """The whole import chain (scan → render → similar) for one request: returns its
     last job, and whether this call created it (False: an idempotent replay)."""
-    return _import(service, catalog, folders, settings.max_pixels, settings, idempotency_key)[-1]
+    return _import(
+        service, catalog, folders, settings.max_pixels, settings, idempotency_key, reread
+    )[-1]
 
 
 def _scan_or_its_holder(service: JobService, request: dict[str, Any]) -> Enqueued:
@@ -61,6 +68,8 @@ def _scan_or_its_holder(service: JobService, request: dict[str, Any]) -> Enqueue
         held = service.get(holders[0]["id"])
         if held is None:  # it finished and was pruned meanwhile
             raise
+        if request["params"].get("reread") and not held["params"].get("reread"):
+            raise  # that scan reads only what changed: joining it would not reread
         return Enqueued(held, False)
 
 
@@ -71,6 +80,7 @@ def _import(
     max_pixels: int,
     follow_up: Settings | None,
     key: str | None,
+    reread: bool,
 ) -> list[Enqueued]:
     # Here, not at the top: the job modules load the decoders, and commands that
     # merely import this module (every CLI command, for --help) must start fast.
@@ -99,6 +109,7 @@ def _import(
                 "sources": [{"id": source["id"], "path": source["path"]}],
                 "max_pixels": max_pixels,
                 **renders_with,
+                **({"reread": True} if reread else {}),  # a plain import's request as before
             },
         }
         for source, scan_key in zip(

@@ -132,9 +132,12 @@ class Catalog:
         with write_session(self._session_factory) as session:
             self.record_in(session, reports)
 
-    def record_in(self, session: Session, reports: list[FileReport]) -> None:
-        """``record`` inside the caller's transaction (a scan's fenced item write)."""
-        record_reports(session, reports, self._clock())
+    def record_in(
+        self, session: Session, reports: list[FileReport], *, refresh: bool = False
+    ) -> None:
+        """``record`` inside the caller's transaction (a scan's fenced item write);
+        ``refresh`` as in ``record_reports``."""
+        record_reports(session, reports, self._clock(), refresh=refresh)
 
     # ── queries ────────────────────────────────────────────────────────────────
     def assets(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, exists, select, update
+from sqlalchemy import ColumnElement, and_, exists, select, update
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import insert_for
@@ -44,14 +44,18 @@ class FileReport:
     sidecars: str | None = None
 
 
-def record_reports(session: Session, reports: list[FileReport], now: datetime) -> None:
+def record_reports(
+    session: Session, reports: list[FileReport], now: datetime, *, refresh: bool = False
+) -> None:
     """Write the findings of ``reports`` in ``session``'s transaction. Re-recording a
-    report changes nothing (items may run twice after a crash)."""
+    report changes nothing (items may run twice after a crash). With ``refresh`` (a
+    scan that reads every file again: ``import --reread``), each asset read takes what
+    its file and sidecars say now, not what was first read (``_refresh_asset``)."""
     for report in reports:
-        _record_one(session, report, now)
+        _record_one(session, report, now, refresh)
 
 
-def _record_one(session: Session, report: FileReport, now: datetime) -> None:
+def _record_one(session: Session, report: FileReport, now: datetime, refresh: bool) -> None:
     where = and_(files.c.source_id == report.source_id, files.c.path == report.path)
     if report.vanished:
         session.execute(update(files).where(where).values(state=MISSING, updated_at=now))
@@ -67,6 +71,8 @@ def _record_one(session: Session, report: FileReport, now: datetime) -> None:
     elif report.role == SIDECAR:
         state, error = FAILED, (SIDECAR, "a sidecar file: it travels with its photo")
     unread = report.sidecars == SIDECARS_UNREAD
+    if refresh and not unread and asset_id is not None and report.metadata is not None:
+        _refresh_asset(session, asset_id, report, report.metadata, now)
     values = {
         "size": report.size,
         "mtime_ns": report.mtime_ns,
@@ -85,7 +91,7 @@ def _record_one(session: Session, report: FileReport, now: datetime) -> None:
         if unread:
             values["sidecars"] = known.sidecars
         session.execute(update(files).where(files.c.id == known.id).values(**values))
-        followed = not unread and known.sidecars != report.sidecars
+        followed = not refresh and not unread and known.sidecars != report.sidecars
         if followed and asset_id is not None and report.metadata is not None:
             _follow_sidecars(session, asset_id, report, report.metadata, now)
         _pair(session, asset_id, report)
@@ -134,26 +140,9 @@ def _asset_id(
         .values(
             content_hash=content_hash,
             size=size,
-            format=md.format,
-            mime=md.mime,
-            width=md.width,
-            height=md.height,
-            orientation=md.orientation,
-            make=md.make,
-            model=md.model,
-            lens=md.lens,
-            focal_length_mm=md.focal_length_mm,
-            f_number=md.f_number,
-            exposure_seconds=md.exposure_seconds,
-            iso=md.iso,
-            kind=md.kind,
-            duration_seconds=md.duration,
-            video_codec=md.video_codec,
-            frame_rate=md.frame_rate,
-            content_identifier=md.content_identifier,
-            is_motion_photo=md.motion_video is not None,
             created_at=now,
             updated_at=now,
+            **_what_it_is(md),
             **_where_and_when(md, located),
         )
         .on_conflict_do_nothing(index_elements=["content_hash"])
@@ -164,6 +153,30 @@ def _asset_id(
     if asset_id is None:  # inserted or already there, in this transaction
         raise RuntimeError(f"no asset row for {content_hash} after its insert")
     return asset_id
+
+
+def _what_it_is(md: PhotoMetadata) -> dict[str, Any]:
+    """An asset's format, size in pixels and camera details, as read from its file."""
+    return {
+        "format": md.format,
+        "mime": md.mime,
+        "width": md.width,
+        "height": md.height,
+        "orientation": md.orientation,
+        "make": md.make,
+        "model": md.model,
+        "lens": md.lens,
+        "focal_length_mm": md.focal_length_mm,
+        "f_number": md.f_number,
+        "exposure_seconds": md.exposure_seconds,
+        "iso": md.iso,
+        "kind": md.kind,
+        "duration_seconds": md.duration,
+        "video_codec": md.video_codec,
+        "frame_rate": md.frame_rate,
+        "content_identifier": md.content_identifier,
+        "is_motion_photo": md.motion_video is not None,
+    }
 
 
 def _where_and_when(md: PhotoMetadata, located: ZoneAndPlace | None) -> dict[str, Any]:
@@ -195,11 +208,27 @@ def _follow_sidecars(
     """A file read again with other sidecars than last time gives its asset the time
     and place it and its sidecars say now. A date the user shifted (``timeshift``) is
     left as it is: theirs is the later word."""
-    shifted = exists().where(
-        timeshift_entries.c.asset_id == assets.c.id, timeshift_entries.c.undone_at.is_(None)
-    )
     session.execute(
         update(assets)
-        .where(assets.c.id == asset_id, ~shifted)
+        .where(assets.c.id == asset_id, ~_shifted())
         .values(updated_at=now, **_where_and_when(md, report.located))
+    )
+
+
+def _refresh_asset(
+    session: Session, asset_id: int, report: FileReport, md: PhotoMetadata, now: datetime
+) -> None:
+    """A file read again on request (``import --reread``: after an upgrade that reads
+    more, say) gives its asset everything it and its sidecars say now; a date the user
+    shifted stays, as in ``_follow_sidecars``."""
+    session.execute(
+        update(assets).where(assets.c.id == asset_id).values(updated_at=now, **_what_it_is(md))
+    )
+    _follow_sidecars(session, asset_id, report, md, now)
+
+
+def _shifted() -> ColumnElement[bool]:
+    """The asset has a date the user shifted (a ``timeshift`` not undone)."""
+    return exists().where(
+        timeshift_entries.c.asset_id == assets.c.id, timeshift_entries.c.undone_at.is_(None)
     )
