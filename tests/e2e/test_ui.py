@@ -117,6 +117,41 @@ def test_an_import_started_in_the_ui_shows_live_progress_to_100(
     page.screenshot(path=shots / "job-detail.png", full_page=True)
 
 
+def test_an_import_can_read_every_file_again(empty_server, page, tmp_path):
+    photos = tmp_path / "photos"
+    write_sample(photos, 3)
+    every_file = f"{sum(1 for p in photos.rglob('*') if p.is_file())}"
+    sign_in(page, empty_server)
+    page.get_by_label("Folder path on the server").fill(str(photos))
+    page.get_by_role("button", name="Start import").click()
+    scans = page.locator("tr[data-job-type='scan']")
+    expect(scans.locator(".badge")).to_have_text("succeeded")
+    expect(scans.locator(".progress-label")).to_have_text(f"{every_file} / {every_file} · 100%")
+    wait_for_jobs(empty_server)
+
+    # Again without the box: nothing changed, nothing read. With it: every file.
+    page.get_by_label("Folder path on the server").fill(str(photos))
+    page.get_by_role("button", name="Start import").click()
+    expect(scans).to_have_count(2)
+    expect(scans.first.locator(".badge")).to_have_text("succeeded")
+    expect(scans.first.locator(".progress-label")).to_have_text("No items")
+    wait_for_jobs(empty_server)
+    page.get_by_label("Folder path on the server").fill(str(photos))
+    page.get_by_label("Read every file again").check()
+    page.get_by_role("button", name="Start import").click()
+    expect(scans).to_have_count(3)
+    expect(scans.first.locator(".progress-label")).to_have_text(
+        f"{every_file} / {every_file} · 100%"
+    )
+    expect(page.get_by_label("Read every file again")).not_to_be_checked()
+    newest = empty_server.library.service.list_jobs(limit=500)
+    assert [j["params"].get("reread") for j in newest if j["job_type"] == "scan"] == [
+        True,
+        None,
+        None,
+    ]
+
+
 def test_a_running_job_is_cancelled_from_the_ui(page, library_server, tmp_path, shots):
     server, _ = library_server
     body = {

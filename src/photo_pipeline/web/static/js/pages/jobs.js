@@ -166,6 +166,7 @@ function importForm() {
     type: "text", name: "path", required: true, placeholder: "/home/me/Pictures/2024",
     spellcheck: "false", autocomplete: "off", "aria-describedby": "import-help",
   });
+  const reread = h("input#import-reread", { type: "checkbox", "aria-describedby": "import-help" });
   const button = h("button.button.primary", { type: "submit" }, "Start import");
   const status = h("p.form-status", { role: "status" });
   const form = h("form.card.import-form", {
@@ -177,12 +178,14 @@ function importForm() {
       button.disabled = true;
       fill(status);
       try {
-        const job = await post("/api/jobs", { type: "import", params: { paths: [path] } });
+        const params = reread.checked ? { paths: [path], reread: true } : { paths: [path] };
+        const job = await post("/api/jobs", { type: "import", params });
         store.put(job);
         // The answer is the chain's last job (scan → render → similar).
         fill(status, "Import queued: its jobs appear below, ending with ",
           h("a", { href: `/jobs/${job.id}`, dataset: { link: "" } }, `${job.type} ${shortId(job.id)}`), ".");
         input.value = "";
+        reread.checked = false;
       } catch (error) {
         fill(status, inlineProblem(error));
       } finally {
@@ -196,7 +199,10 @@ function importForm() {
       h("label", { for: "import-path" }, "Folder path on the server"),
       input),
     button),
-  h("p.hint#import-help", {}, "An absolute path. The import scans it, renders thumbnails and previews, then looks for near duplicates."),
+  h("label.checkbox", { for: "import-reread" }, reread, "Read every file again"),
+  h("p.hint#import-help", {}, "An absolute path. The import scans it, renders thumbnails and previews, then looks for near duplicates. "
+    + "A folder imported before is read again only where files changed; tick \u201cRead every file again\u201d after an upgrade "
+    + "to refresh every photo's dates, places and camera details (dates you shifted stay)."),
   status);
   return form;
 }
