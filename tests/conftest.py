@@ -1,19 +1,29 @@
 """Shared fixtures: a fresh real database per test (a SQLite file or a PostgreSQL
-schema), a controllable clock, and the coordinator on top."""
+database, copied from one migrated once), a controllable clock, and the coordinator on
+top."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator
+from contextlib import ExitStack, closing
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
-from tests.support.databases import PG_URL, postgres_error, scratch_schema
+from tests.support.databases import (
+    PG_URL,
+    migrated_template,
+    postgres_error,
+    scratch_database,
+    scratch_schema,
+)
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
@@ -44,13 +54,64 @@ def make_database_url(backend: str, tmp_path) -> Iterator[str]:
         yield url
 
 
+class MigratedTemplates:
+    """A database of each backend migrated once per test process, copied for each test
+    that needs one: running every migration took most of a short test's time (0.15 s
+    on SQLite, 0.45 s on PostgreSQL, against a few milliseconds for a copy)."""
+
+    def __init__(self, folder: Path, stack: ExitStack) -> None:
+        self._folder = folder
+        self._stack = stack
+        self._sqlite: Path | None = None
+        self._postgresql: list[str | None] = []
+
+    def database_url(self, backend: str, tmp_path: Path) -> Iterator[str]:
+        """Yield the URL of a new database of ``backend`` at the head revision and
+        remove it afterwards."""
+        if backend == "sqlite":
+            target = tmp_path / "library.sqlite3"
+            template = sqlite3.connect(self._sqlite_template())
+            with closing(template), closing(sqlite3.connect(target)) as copy:
+                template.backup(copy)
+            yield f"sqlite:///{target}"
+            return
+        require_postgres()
+        if not self._postgresql:
+            self._postgresql.append(self._stack.enter_context(migrated_template()))
+        if self._postgresql[0] is None:
+            yield from make_database_url(backend, tmp_path)
+            return
+        with scratch_database(self._postgresql[0]) as url:
+            yield url
+
+    def _sqlite_template(self) -> Path:
+        if self._sqlite is None:
+            path = self._folder / "migrated.sqlite3"
+            open_database(f"sqlite:///{path}").kw["bind"].dispose()
+            self._sqlite = path
+        return self._sqlite
+
+
+@pytest.fixture(scope="session")
+def migrated_templates(tmp_path_factory) -> Iterator[MigratedTemplates]:
+    with ExitStack() as stack:
+        yield MigratedTemplates(tmp_path_factory.mktemp("templates"), stack)
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     return request.param
 
 
 @pytest.fixture
-def db_url(backend: str, tmp_path) -> Iterator[str]:
+def db_url(backend: str, tmp_path, migrated_templates: MigratedTemplates) -> Iterator[str]:
+    """A database of ``backend`` at the head revision, its own for the test."""
+    yield from migrated_templates.database_url(backend, tmp_path)
+
+
+@pytest.fixture
+def empty_db_url(backend: str, tmp_path) -> Iterator[str]:
+    """A database of ``backend`` with no schema at all (for tests of the migrations)."""
     yield from make_database_url(backend, tmp_path)
 
 

@@ -33,8 +33,8 @@ def schema_of(engine) -> dict:
     }
 
 
-def test_migrated_schema_matches_the_models(db_url):
-    engine = create_database_engine(db_url)
+def test_migrated_schema_matches_the_models(empty_db_url):
+    engine = create_database_engine(empty_db_url)
     upgrade(engine)
     assert current_revision(engine) == head_revision()
     with engine.connect() as conn:
@@ -50,8 +50,8 @@ def test_migrated_schema_matches_the_models(db_url):
     engine.dispose()
 
 
-def test_downgrade_then_upgrade_ends_identical(db_url):
-    engine = create_database_engine(db_url)
+def test_downgrade_then_upgrade_ends_identical(empty_db_url):
+    engine = create_database_engine(empty_db_url)
     upgrade(engine)
     fresh = schema_of(engine)
     downgrade(engine, "base")

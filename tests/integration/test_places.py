@@ -170,8 +170,8 @@ def test_backfill_resolves_assets_catalogued_before_zones_existed(session_factor
     assert service.progress(second["id"])["total"] == 0  # nothing left unresolved
 
 
-def test_migration_fills_the_listing_order_of_existing_assets(db_url):
-    engine = create_database_engine(db_url)
+def test_migration_fills_the_listing_order_of_existing_assets(empty_db_url):
+    engine = create_database_engine(empty_db_url)
     upgrade(engine, "0005")
     legacy = text(
         "INSERT INTO assets (content_hash, size, format, mime, width, height, orientation,"

@@ -402,8 +402,8 @@ def test_to_render_lists_what_counting_renditions_listed(session_factory):
     assert rows.to_render(new, force=True) == old_to_render(session_factory, new, force=True)
 
 
-def test_the_migration_fills_renditions_fingerprint_from_the_rows(db_url):
-    engine = create_database_engine(db_url)
+def test_the_migration_fills_renditions_fingerprint_from_the_rows(empty_db_url):
+    engine = create_database_engine(empty_db_url)
     upgrade(engine, "0016")
     factory = sessionmaker(engine)
     hashes = [1, 2, 3, 4]

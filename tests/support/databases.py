@@ -1,5 +1,6 @@
-"""The PostgreSQL that tests and benchmarks run on: its URL, whether it answers, and
-scratch schemas on it (a URL whose search path names a new schema, dropped after)."""
+"""The PostgreSQL that tests and benchmarks run on: its URL, whether it answers,
+scratch schemas on it (a URL whose search path names a new schema, dropped after), and
+scratch databases copied from a template migrated once (``migrated_template``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from contextlib import contextmanager
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ProgrammingError
+
+from photo_pipeline.db import open_database
 
 PG_URL = os.environ.get(
     "PHOTO_PIPELINE_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -43,3 +47,50 @@ def scratch_schema(prefix: str, url: str = PG_URL) -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+@contextmanager
+def migrated_template(url: str = PG_URL) -> Iterator[str | None]:
+    """Yield the name of a new database migrated to the head revision, to copy test
+    databases from (``scratch_database``), or None when this role may not create
+    databases; drop it afterwards."""
+    name = f"pp_template_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        try:
+            with admin.connect() as conn:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+        except ProgrammingError:  # no CREATEDB: each test migrates a schema of its own
+            yield None
+            return
+        try:
+            migrated = open_database(_on(url, name))
+            migrated.kw["bind"].dispose()  # a template must have no session connected
+            yield name
+        finally:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+@contextmanager
+def scratch_database(template: str, url: str = PG_URL) -> Iterator[str]:
+    """Yield the URL of a new database copied from ``template``; drop it afterwards,
+    whoever is still connected to it."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+        try:
+            yield _on(url, name)
+        finally:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+def _on(url: str, database: str) -> str:
+    return make_url(url).set(database=database).render_as_string(hide_password=False)
