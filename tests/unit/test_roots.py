@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from photo_pipeline.pipeline import roots
@@ -48,3 +54,40 @@ def test_symlink_below_finds_a_linked_parent_but_not_the_root(tmp_path):
     assert roots.symlink_below(root / "2025" / "new" / "a.jpg", root) is None  # not yet made
     with pytest.raises(ValueError):
         roots.symlink_below(base / "elsewhere", root)
+
+
+HOLD_PINNED = """
+import sys
+from photo_pipeline.pipeline import roots
+with roots.pinned(sys.argv[1], [sys.argv[2]]) as opened:
+    print(opened.path, flush=True)
+    sys.stdin.read()  # held open until killed
+"""
+
+
+def test_the_stand_in_of_a_killed_process_is_removed_and_a_live_one_kept(
+    tmp_path, monkeypatch
+) -> None:
+    photos, scratch = tmp_path / "photos", tmp_path / "tmp"
+    photos.mkdir()
+    scratch.mkdir()
+    (photos / "IMG_1.JPG").write_bytes(b"not really a photo")
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLD_PINNED, str(photos / "IMG_1.JPG"), str(photos)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        text=True,
+    ) as holder:
+        assert holder.stdout is not None
+        killed = Path(holder.stdout.readline().strip()).parent
+        assert killed.parent == scratch
+        with roots.pinned(photos / "IMG_1.JPG", [str(photos)]) as ours:
+            assert roots.remove_stale_stand_ins() == 0  # both processes are alive
+            holder.kill()
+            holder.wait()
+            assert roots.remove_stale_stand_ins() == 1
+            assert not killed.exists()
+            assert os.path.islink(ours.path)  # this process's own, in use
+    assert list(scratch.iterdir()) == []

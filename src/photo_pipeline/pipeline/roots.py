@@ -14,9 +14,13 @@ use would let a root that was swapped for a symlink carry its new target inside.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import re
 import stat
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +32,7 @@ from photo_pipeline.config import allowed_roots_from_env
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import sources
 from photo_pipeline.errors import PhotoPipelineError
+from photo_pipeline.jobs.workers import pid_alive
 from photo_pipeline.media import MediaError
 from photo_pipeline.media.files import media_error_from_os
 
@@ -36,6 +41,7 @@ SYMLINK_OUTSIDE_ROOTS = "symlink_outside_roots"
 
 Root = str | os.PathLike[str]
 _PROC_FD = "/proc/self/fd"
+_STAND_IN_PREFIX = "photo-pipeline-open-"  # pinned()'s folders, one per opened file
 
 
 class PathOutsideRoots(PhotoPipelineError):
@@ -146,6 +152,7 @@ def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
 
     Without ``/proc`` (not Linux) the stand-in is the real path checked just now."""
     shown = os.fsdecode(path)
+    _remove_stale_stand_ins_once()
     # Checked on the name first, so a link leading outside is not even opened (opening
     # a device can have effects); then on the descriptor, against a swap in between.
     real_path_inside(path, roots)
@@ -161,7 +168,7 @@ def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
             yield Pinned(real_path_inside(path, roots), info)
             return
         # A fresh folder per file: libvips caches images by file name.
-        folder = tempfile.mkdtemp(prefix="photo-pipeline-open-")
+        folder = tempfile.mkdtemp(prefix=_STAND_IN_PREFIX)
         stand_in = os.path.join(folder, os.path.basename(os.fsdecode(path)))
         # This process's id, not "self": a helper program it runs on the stand-in
         # (same user) reaches the same descriptor.
@@ -177,6 +184,53 @@ def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
                 os.unlink(os.path.join(folder, name))
             os.rmdir(folder)
         os.close(fd)
+
+
+@functools.cache
+def _remove_stale_stand_ins_once() -> None:
+    remove_stale_stand_ins()
+
+
+def remove_stale_stand_ins(max_age_empty: float = 3600.0) -> int:
+    """Remove the stand-in folders of :func:`pinned` that a killed process could not
+    (their links name a process that is gone); returns how many. A process that is
+    alive, or a link this cannot read, keeps its folder; so does an empty one younger
+    than ``max_age_empty`` seconds (its process may be about to make its link)."""
+    removed = 0
+    try:
+        entries = list(os.scandir(tempfile.gettempdir()))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.name.startswith(_STAND_IN_PREFIX):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            names = os.listdir(entry.path) if stat.S_ISDIR(info.st_mode) else None
+        except OSError:
+            continue
+        if names is None or info.st_uid != os.getuid():
+            continue
+        if not names and time.time() - info.st_mtime < max_age_empty:
+            continue
+        owners = [_owner(os.path.join(entry.path, name)) for name in names]
+        if any(pid is None or pid_alive(pid) for pid in owners):
+            continue
+        with contextlib.suppress(OSError):  # another process sweeping at once
+            for name in names:
+                os.unlink(os.path.join(entry.path, name))
+            os.rmdir(entry.path)
+            removed += 1
+    return removed
+
+
+def _owner(link: str) -> int | None:
+    """The process whose descriptor a stand-in links to, or None."""
+    try:
+        found = re.fullmatch(r"/proc/(\d+)/fd/\d+", os.readlink(link))
+    except OSError:
+        return None
+    return int(found[1]) if found else None
 
 
 def library_roots(session_factory: sessionmaker[Session]) -> tuple[str, ...]:
