@@ -6,6 +6,7 @@ short deadlines (set on the command line), every wait a polled condition."""
 
 from __future__ import annotations
 
+import json
 import selectors
 import socket
 import subprocess
@@ -159,6 +160,21 @@ def _flood(server: Server) -> None:
         assert '"code":"request_timeout"' in answer
 
 
+def _unparsable_requests_get_a_problem(server: Server) -> None:
+    """Not HTTP, or headers over the limit: 400 as problem+json, like every error."""
+    garbage = server.connect(b"\x16\x03\x01 not http at all\r\n\r\n")
+    huge = server.connect(
+        b"GET /api/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"x" * 40_000 + b"\r\n\r\n"
+    )
+    received = _read_until_closed([garbage, huge])
+    for sock in (garbage, huge):
+        head, _, body = received[sock].partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400"), received[sock][:200]
+        assert b"content-type: application/problem+json" in head.lower()
+        problem = json.loads(body)
+        assert (problem["status"], problem["code"]) == (400, "bad_request")
+
+
 @pytest.mark.timeout(240)
 def test_slow_and_unauthenticated_clients_are_cut_off_and_memory_returns(tmp_path):
     server = Server(tmp_path)
@@ -174,6 +190,7 @@ def test_slow_and_unauthenticated_clients_are_cut_off_and_memory_returns(tmp_pat
             timeout=DEADLINE,
         )
         assert server.healthy()
+        _unparsable_requests_get_a_problem(server)
         with httpx.Client(
             headers={"Authorization": f"Bearer {TOKEN}"},
             transport=httpx.HTTPTransport(local_address=OTHER_CLIENT),

@@ -13,6 +13,8 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from photo_pipeline.api.problems import PROBLEM_JSON, Problem
+
 
 @dataclass(frozen=True)
 class ConnectionLimits:
@@ -61,6 +63,25 @@ class _HeaderDeadline(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """A request that is not HTTP (or headers over the limit) is answered with a
+        problem like every other error, instead of uvicorn's plain text."""
+        body = Problem(
+            title="Bad Request", status=400, code="bad_request", detail=msg
+        ).model_dump_json()
+        headers = [
+            (b"content-type", PROBLEM_JSON.encode()),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body.encode()),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
 
     def _request_in_progress(self) -> bool:
         return self.cycle is not None and not self.cycle.response_complete
