@@ -65,8 +65,8 @@ class _HeaderDeadline(H11Protocol):
         super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
-        """A request that is not HTTP (or headers over the limit) is answered with a
-        problem like every other error, instead of uvicorn's plain text."""
+        """A request that is not HTTP is answered with a problem like every other
+        error, instead of uvicorn's plain text."""
         body = Problem(
             title="Bad Request", status=400, code="bad_request", detail=msg
         ).model_dump_json()
