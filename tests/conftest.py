@@ -63,7 +63,8 @@ class MigratedTemplates:
         self._folder = folder
         self._stack = stack
         self._sqlite: Path | None = None
-        self._postgresql: list[str | None] = []
+        self._postgresql: str | None = None  # the template's name, once made
+        self._postgresql_tried = False  # None then: this role may not create databases
 
     def database_url(self, backend: str, tmp_path: Path) -> Iterator[str]:
         """Yield the URL of a new database of ``backend`` at the head revision and
@@ -76,12 +77,13 @@ class MigratedTemplates:
             yield f"sqlite:///{target}"
             return
         require_postgres()
-        if not self._postgresql:
-            self._postgresql.append(self._stack.enter_context(migrated_template()))
-        if self._postgresql[0] is None:
+        if not self._postgresql_tried:
+            self._postgresql_tried = True
+            self._postgresql = self._stack.enter_context(migrated_template())
+        if self._postgresql is None:
             yield from make_database_url(backend, tmp_path)
             return
-        with scratch_database(self._postgresql[0]) as url:
+        with scratch_database(self._postgresql) as url:
             yield url
 
     def _sqlite_template(self) -> Path:
