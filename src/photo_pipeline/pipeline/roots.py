@@ -180,9 +180,7 @@ def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
             raise MediaError(exc.code, detail, **exc.extra) from exc.__cause__
     finally:
         if folder is not None:
-            for name in os.listdir(folder):
-                os.unlink(os.path.join(folder, name))
-            os.rmdir(folder)
+            _remove_stand_in(folder)
         os.close(fd)
 
 
@@ -217,11 +215,16 @@ def remove_stale_stand_ins(max_age_empty: float = 3600.0) -> int:
         if any(pid is None or pid_alive(pid) for pid in owners):
             continue
         with contextlib.suppress(OSError):  # another process sweeping at once
-            for name in names:
-                os.unlink(os.path.join(entry.path, name))
-            os.rmdir(entry.path)
+            _remove_stand_in(entry.path)
             removed += 1
     return removed
+
+
+def _remove_stand_in(folder: str) -> None:
+    """Remove a stand-in folder of :func:`pinned` and the link in it."""
+    for name in os.listdir(folder):
+        os.unlink(os.path.join(folder, name))
+    os.rmdir(folder)
 
 
 def _owner(link: str) -> int | None:
