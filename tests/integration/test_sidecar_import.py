@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from tests.support.import_jobs import catalogue_by_path, run_import
 from tests.support.photo_jobs import run_worker
 
 OWN = ("exif_original", "2023-07-14T10:15:30.123000")  # what photos.jpeg writes
+SIDECAR_DATE = ("xmp_sidecar", "2019-04-05T12:34:56")  # imported_with_a_dated_sidecar's
 
 
 def test_import_takes_the_date_and_place_an_editor_wrote_beside_the_photo(
@@ -145,17 +147,31 @@ def test_a_sidecar_written_edited_or_removed_later_is_followed_unless_the_date_w
     assert asset("IMG_0002.JPG")["taken_local"] == "2019-04-05T13:34:56"
 
 
-def test_a_scan_stopped_after_its_discovery_still_follows_a_removed_sidecar(
-    session_factory, tmp_path
-) -> None:
+def imported_with_a_dated_sidecar(session_factory, tmp_path) -> tuple[Path, Path, Catalog]:
+    """A card whose IMG_0001.JPG an editor re-dated in a sidecar, imported: the photo,
+    its sidecar and the catalogue."""
     require_exiftool()
     card = tmp_path / "card"
-    photos.jpeg(card / "IMG_0001.JPG", size=(64, 48), seed=1)
+    photo = photos.jpeg(card / "IMG_0001.JPG", size=(64, 48), seed=1)
     sidecar = card / "IMG_0001.JPG.xmp"
     sidecar.write_bytes(xmp_packet(exif_DateTimeOriginal="2019-04-05T12:34:56+02:00"))
     run_import(session_factory, card)
     catalog = Catalog(session_factory)
-    assert catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]["taken_source"] == "xmp_sidecar"
+    assert dated(catalog) == SIDECAR_DATE
+    return photo, sidecar, catalog
+
+
+def dated(catalog: Catalog) -> tuple[str, str]:
+    """IMG_0001.JPG's capture time: (source, local)."""
+    asset = catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]
+    return asset["taken_source"], asset["taken_local"]
+
+
+def test_a_scan_stopped_after_its_discovery_still_follows_a_removed_sidecar(
+    session_factory, tmp_path
+) -> None:
+    photo, sidecar, catalog = imported_with_a_dated_sidecar(session_factory, tmp_path)
+    card = photo.parent
 
     # What a scan killed right after its discovery leaves: the sidecar marked missing,
     # the photo beside it queued to be read again. Its next run discovers nothing new.
@@ -171,26 +187,15 @@ def test_a_scan_stopped_after_its_discovery_still_follows_a_removed_sidecar(
     ).job
     run_worker(session_factory)
     assert service.get(resumed["id"])["state"] == JobState.SUCCEEDED
-    asset = catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]
-    assert (asset["taken_source"], asset["taken_local"]) == OWN
+    assert dated(catalog) == OWN
 
 
 def test_a_sidecar_that_fails_to_read_leaves_the_asset_as_it_was(session_factory, tmp_path) -> None:
-    require_exiftool()
-    card = tmp_path / "card"
-    photo = photos.jpeg(card / "IMG_0001.JPG", size=(64, 48), seed=1)
-    sidecar = card / "IMG_0001.JPG.xmp"
-    sidecar.write_bytes(xmp_packet(exif_DateTimeOriginal="2019-04-05T12:34:56+02:00"))
-    run_import(session_factory, card)
-    catalog = Catalog(session_factory)
-    dated = ("xmp_sidecar", "2019-04-05T12:34:56")
-    asset = catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]
-    assert (asset["taken_source"], asset["taken_local"]) == dated
+    photo, sidecar, catalog = imported_with_a_dated_sidecar(session_factory, tmp_path)
 
     # the photo is read again (touched) while its sidecar does not read: a FIFO now
     sidecar.unlink()
     os.mkfifo(sidecar)
     os.utime(photo, ns=(photo.stat().st_atime_ns, photo.stat().st_mtime_ns + 10**9))
-    run_import(session_factory, card)
-    asset = catalogue_by_path(catalog)["IMG_0001.JPG"]["asset"]
-    assert (asset["taken_source"], asset["taken_local"]) == dated
+    run_import(session_factory, photo.parent)
+    assert dated(catalog) == SIDECAR_DATE
