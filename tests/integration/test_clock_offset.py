@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import make_url
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.clock import CLOCK_OFFSET_ENV
 from tests.support.cli_processes import environment, wait_until
+from tests.support.frozen_processes import freeze_outside_transactions
 
 WORKER = (
     "--import",
@@ -67,37 +65,6 @@ def running_item(service: JobService, job_id: str) -> bool:
     return service.progress(job_id)["by_state"].get("running", 0) == 1
 
 
-def freeze(process: subprocess.Popen, db_url: str) -> None:
-    """SIGSTOP ``process`` at a moment it is in no SQLite write transaction: frozen in
-    one, it would hold the database's write lock, and no other worker could write
-    (PostgreSQL ends such a transaction: db.engine's idle_in_transaction timeout)."""
-    while True:
-        process.send_signal(signal.SIGSTOP)
-        wait_until(lambda: stopped(process.pid), "the worker to stop")
-        if make_url(db_url).get_backend_name() != "sqlite" or write_lock_free(db_url):
-            return
-        process.send_signal(signal.SIGCONT)
-
-
-def stopped(pid: int) -> bool:
-    """Whether the process is stopped (its state in /proc is ``T``)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rindex(")") + 2] == "T"
-
-
-def write_lock_free(db_url: str) -> bool:
-    connection = sqlite3.connect(str(make_url(db_url).database), timeout=0)
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError:  # database is locked
-        return False
-    else:
-        connection.rollback()
-        return True
-    finally:
-        connection.close()
-
-
 @pytest.mark.parametrize(("holder", "other"), [(-3600, +3600), (+3600, -3600)])
 def test_a_skewed_worker_cannot_take_a_live_lease(db_service, worker, tmp_path, holder, other):
     gate = tmp_path / "gate"
@@ -129,7 +96,7 @@ def test_a_skewed_worker_cannot_keep_a_dead_lease(
     first = worker(holder)
     wait_until(lambda: running_item(db_service, job["id"]), "the first worker to hold the job")
     lease = db_service.get(job["id"])
-    freeze(first, db_url)  # alive, but no heartbeat
+    freeze_outside_transactions(first.send_signal, first.pid, db_url)  # alive, no heartbeat
     gate.touch()
     second = worker(other)
     # The 2-second lease runs out on the database's clock: recovered, run again.

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import random
 import signal
-import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.service import utc_now
 from tests.support.cli_processes import WorkerProcess, wait_until
+from tests.support.frozen_processes import freeze_outside_transactions
 
 TEST_WORKER = (
     "--import",
@@ -108,55 +105,22 @@ def test_kill_9_at_random_moments_loses_and_repeats_nothing(live_service, worker
     assert {key for _, key in runs} == {f"photo-{n:04d}.jpg" for n in range(total)}
 
 
-def holds_job_lock(db_url: str, job_id: str) -> bool:
-    """Whether some other session holds the job's row (PostgreSQL) or the write lock
-    (SQLite) right now."""
-    url = make_url(db_url)
-    if url.get_backend_name() == "sqlite":
-        conn = sqlite3.connect(url.database, timeout=0.2, isolation_level=None)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
-            return False
-        except sqlite3.OperationalError:
-            return True
-        finally:
-            conn.close()
-    engine = create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("SET LOCAL lock_timeout = '200ms'"))
-            conn.execute(text("SELECT 1 FROM jobs WHERE id = :id FOR UPDATE"), {"id": job_id})
-        return False
-    except OperationalError:
-        return True
-    finally:
-        engine.dispose()
-
-
-def freeze_outside_transactions(
-    worker: WorkerProcess, service: JobService, db_url: str, job_id: str
-) -> None:
-    """SIGSTOP the worker at a moment it holds no database lock. (A process frozen
-    inside a transaction blocks SQLite writers until it wakes; PostgreSQL ends such a
-    session after idle_in_transaction_session_timeout. Neither is what this tests.)"""
-    for _ in range(50):
-        worker.signal(signal.SIGSTOP)
-        if not holds_job_lock(db_url, job_id):
-            return
-        # Caught inside a transaction: let it run until it has committed more items,
-        # so the next try does not stop it inside the same transaction again.
-        done = len(succeeded(service, job_id))
-        worker.signal(signal.SIGCONT)
-        wait_until(lambda n=done: len(succeeded(service, job_id)) > n, "the worker to commit")
-    raise AssertionError("the worker always held a lock when frozen")
+def committed_more(service: JobService, job_id: str) -> None:
+    done = len(succeeded(service, job_id))
+    wait_until(lambda: len(succeeded(service, job_id)) > done, "the worker to commit")
 
 
 def test_frozen_worker_is_fenced_out_when_it_wakes(live_service, workers, tmp_path, db_url):
     job = enqueue_photos(live_service, tmp_path, 400, item_seconds=0.01)
     frozen = workers("--concurrency", "1", "--lease-seconds", "2")
     wait_until(lambda: len(succeeded(live_service, job["id"])) >= 10, "first items")
-    freeze_outside_transactions(frozen, live_service, db_url, job["id"])
+    freeze_outside_transactions(
+        frozen.signal,
+        frozen.pid,
+        db_url,
+        job["id"],
+        after_thaw=lambda: committed_more(live_service, job["id"]),
+    )
     try:
         wait_until(
             lambda: live_service.get(job["id"])["lease_expires_at"] < utc_now(), "lease expiry"

@@ -60,8 +60,14 @@ class WorkerProcess:
     def log(self) -> str:
         return self.log_path.read_text()
 
-    def wait(self, timeout: float = 300) -> int:
-        return self.proc.wait(timeout=timeout)
+    def wait(self, timeout: float = 200) -> int:
+        """The exit code; a process still running after ``timeout`` fails the test with
+        its log (shorter than pytest's own timeout, which would show neither)."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            log = self.log()
+            raise AssertionError(f"still running after {timeout} s; its log:\n{log}") from None
 
     def signal(self, signum: int) -> None:
         self.proc.send_signal(signum)
