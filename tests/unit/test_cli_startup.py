@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from tests.factories import photos
+
 DECODERS = ("PIL", "numpy", "pyvips", "rawpy", "av", "pillow_heif", "alembic")
 
 PROBE = """
@@ -78,9 +80,9 @@ NOT_FOR_READING_JOBS = (
 def test_listing_and_showing_jobs_load_only_the_coordinator(tmp_path):
     env = {**os.environ, "PHOTO_PIPELINE_HOME": str(tmp_path / "home")}
     env.pop("PHOTO_PIPELINE_DATABASE_URL", None)  # SQLite
-    photos = tmp_path / "photos"
-    photos.mkdir()
-    queue = [sys.executable, "-m", "photo_pipeline", "import", str(photos), "--json"]
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    queue = [sys.executable, "-m", "photo_pipeline", "import", str(folder), "--json"]
     done = subprocess.run(queue, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     job_id = json.loads(done.stdout)[0]["id"]
@@ -88,6 +90,15 @@ def test_listing_and_showing_jobs_load_only_the_coordinator(tmp_path):
     modules = ("photo_pipeline.jobs.queries", *NOT_FOR_READING_JOBS)
     for args in (["jobs", "--json"], ["job", "show", job_id[:8], "--json"]):
         assert loaded(args, modules, env) == ["photo_pipeline.jobs.queries"], args
+
+
+def test_importing_photos_loads_no_video_decoder(tmp_path):
+    """PyAV (FFmpeg, ~70 ms a start) loads when a video is opened, not with the scan."""
+    env = {**os.environ, "PHOTO_PIPELINE_HOME": str(tmp_path / "home")}
+    env.pop("PHOTO_PIPELINE_DATABASE_URL", None)
+    photos.jpeg(tmp_path / "photos" / "IMG_1.jpg")
+    args = ["import", str(tmp_path / "photos"), "--wait", "--json"]
+    assert loaded(args, ("av", "pyvips"), env) == ["pyvips"]  # rendered, by libvips
 
 
 def test_the_cli_default_of_jobs_per_worker_is_the_coordinators():

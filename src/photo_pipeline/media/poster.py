@@ -20,9 +20,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-import av
 import numpy as np
 
 from photo_pipeline.media.bounded import run_bounded
@@ -36,6 +35,9 @@ from photo_pipeline.media.errors import (
 from photo_pipeline.media.files import media_error_from_os, open_original
 from photo_pipeline.media.formats import HEADER_SIZE, VIDEO_FORMATS, sniff
 from photo_pipeline.media.video import DEFAULT_TIME_LIMIT, display_width, open_container
+
+if TYPE_CHECKING:  # PyAV loads when a video is opened (media.video)
+    import av
 
 _TARGET_SECONDS = 1.0
 _TARGET_FRACTION = 0.1
@@ -102,6 +104,8 @@ def _decode(
     time_limit: float,
     deadline: float,
 ) -> PosterFrame:
+    import av
+
     try:
         with open_container(fp, kind, path, time_limit) as container:
             if not container.streams.video:
@@ -132,6 +136,8 @@ def _decode(
 
 
 def _target_seconds(container: av.container.InputContainer, stream: av.VideoStream) -> float:
+    import av
+
     if stream.duration is not None and stream.time_base:
         duration = float(stream.duration * stream.time_base)
     elif container.duration is not None:
@@ -150,6 +156,8 @@ def _frame_at(
 ) -> av.VideoFrame | None:
     """The first frame ``target`` seconds or more after ``start`` (the stream's first
     timestamp), else the last one decoded."""
+    import av
+
     if target > 0 and stream.time_base:
         try:
             # to the keyframe at or before the target, then decode forward

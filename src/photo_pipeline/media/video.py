@@ -40,9 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import av
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from photo_pipeline.media.capture_time import (
     CaptureTime,
@@ -61,6 +59,9 @@ from photo_pipeline.media.files import media_error_from_os
 from photo_pipeline.media.formats import MIME_TYPES
 from photo_pipeline.media.iso6709 import Position, parse_iso6709
 from photo_pipeline.media.isobmff import display_rotation
+
+if TYPE_CHECKING:  # PyAV loads when a video is opened: most processes see none
+    import av
 
 DEFAULT_TIME_LIMIT: float = 30.0
 _ISOBMFF_FORMATS = frozenset({"mp4", "mov", "m4v", "3gp"})
@@ -140,6 +141,8 @@ def open_container(
     fp: BinaryIO, kind: str, path: Path, time_limit: float
 ) -> av.container.InputContainer:
     """Open the already opened ``fp`` (a ``kind`` video) in FFmpeg; raises MediaError."""
+    import av
+
     source = f"/dev/fd/{fp.fileno()}" if os.path.isdir("/dev/fd") else f"file:{path}"
     started = time.monotonic()
     try:
@@ -164,6 +167,8 @@ def display_width(width: int, sample_aspect_ratio: Fraction | None) -> int:
 
 
 def _duration(stream: Any, container: Any) -> float | None:
+    import av
+
     if stream.duration is not None and stream.time_base:
         seconds = float(stream.duration * stream.time_base)
     elif container.duration is not None:
@@ -174,6 +179,8 @@ def _duration(stream: Any, container: Any) -> float | None:
 
 
 def _failure(exc: av.error.FFmpegError, path: Path) -> MediaError:
+    import av
+
     if (
         isinstance(exc, OSError)
         and exc.errno is not None
