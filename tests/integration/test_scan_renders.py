@@ -4,6 +4,8 @@ corrupt_file, and no listing ever shows it."""
 
 from __future__ import annotations
 
+import os
+
 from sqlalchemy import select
 
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
@@ -15,6 +17,7 @@ from photo_pipeline.media.decode import pixels_checked_by_caller
 from photo_pipeline.pipeline.browse import AssetFilter, Browser
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.render import enqueue_render, render_settings
 from photo_pipeline.pipeline.renditions import Renditions
 from tests.factories import photos
 from tests.support.import_jobs import import_and_run, run_worker_retrying_at_once, settings_for
@@ -84,3 +87,28 @@ def test_content_already_rendered_is_not_rendered_again(session_factory, db_url,
     after = {p: p.stat().st_ino for p in (home / "renditions").rglob("*") if p.is_file()}
     assert after == inodes  # nothing written again, no temp file left
     assert len(Renditions(session_factory).all()) == 6
+
+
+def test_names_that_are_not_utf8_are_read_and_rendered(session_factory, db_url, tmp_path):
+    """A NAS share or an old camera card holds names in Latin-1 (or garbage): Python
+    reads them as surrogates, which libvips cannot take. Each photo is still read,
+    dated from its name, and rendered by the scan and by ``render --force``."""
+    root, home = tmp_path / "photos", tmp_path / "home"
+    folder = root / os.fsdecode(b"caf\xe9")
+    png = photos.png(folder / os.fsdecode(b"IMG_20190203_040506_\xff.png"), seed=1, taken=None)
+    jpeg = photos.jpeg(folder / os.fsdecode(b"\xe9t\xe9.jpg"), seed=2)
+    settings = settings_for(home, db_url)
+
+    jobs = import_and_run(session_factory, root, settings)
+
+    service = JobService(session_factory)
+    assert [j["state"] for j in jobs] == [JobState.SUCCEEDED] * 3
+    assert service.items(jobs[0]["id"], states=["failed"]) == []
+    listed = {a["content_hash"]: a for a in Catalog(session_factory).assets()}
+    assert set(listed) == {hash_file(png), hash_file(jpeg)}
+    assert listed[hash_file(png)]["taken_local"] == "2019-02-03T04:05:06"  # from its name
+    assert len(Renditions(session_factory).all()) == 4  # rendered by the scan
+    forced = enqueue_render(service, home, render_settings(settings), force=True).job
+    run_worker_retrying_at_once(session_factory)
+    assert service.get(forced["id"])["state"] == JobState.SUCCEEDED
+    assert service.progress(forced["id"])["by_state"] == {"succeeded": 2}

@@ -169,7 +169,7 @@ def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
             return
         # A fresh folder per file: libvips caches images by file name.
         folder = tempfile.mkdtemp(prefix=_STAND_IN_PREFIX)
-        stand_in = os.path.join(folder, os.path.basename(os.fsdecode(path)))
+        stand_in = os.path.join(folder, _stand_in_name(path))
         # This process's id, not "self": a helper program it runs on the stand-in
         # (same user) reaches the same descriptor.
         os.symlink(f"/proc/{os.getpid()}/fd/{fd}", stand_in)
@@ -182,6 +182,13 @@ def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
         if folder is not None:
             _remove_stand_in(folder)
         os.close(fd)
+
+
+def _stand_in_name(path: Root) -> str:
+    """The original's name (a date in it is read from there), with any bytes that are
+    not UTF-8 replaced: libvips takes only UTF-8 names, and a name from a Latin-1
+    card or share would otherwise fail the job, not just its file."""
+    return os.fsencode(os.path.basename(path)).decode("utf-8", "replace")
 
 
 @functools.cache
