@@ -170,6 +170,8 @@ def test_a_link_swapped_in_after_the_scan_is_not_read(session_factory, db_url, t
         run_worker(session_factory)
         verify = start_verify(service).job
         run_worker(session_factory)
+        copied = organize.start_organize(service, base / "organized", "{original_name}.{ext}").job
+        run_worker(session_factory)
         with running_server(db_url, lib_settings.home, **SMALL) as api, api.client() as http:
             swapped = http.get(f"/api/assets/{ids['a.jpg']}/preview")
             kept = http.get(f"/api/assets/{ids['b.jpg']}/preview")
@@ -185,6 +187,9 @@ def test_a_link_swapped_in_after_the_scan_is_not_read(session_factory, db_url, t
     assert list(failed(service, render["id"]).values()) == [OUTSIDE]
     assert set(Renditions(session_factory).of_asset(ids["a.jpg"])) == set()
     assert set(Renditions(session_factory).of_asset(ids["b.jpg"])) == {"thumbnail", "preview"}
+    assert service.get(copied["id"])["state"] == JobState.SUCCEEDED
+    assert list(failed(service, copied["id"]).values()) == ["symlink_not_followed"]
+    assert sorted(os.listdir(base / "organized")) == ["b.jpg"]
     report = verify_report(service, verify["id"])
     assert report["changed"] == []  # the secret was not hashed as the new content of a.jpg
     assert [f["path"] for f in report[OUTSIDE]] == [str(src / "a.jpg")]
@@ -356,3 +361,26 @@ def test_retry_of_a_job_whose_paths_left_the_roots_is_refused(session_factory, d
     assert answer.status_code == 403, answer.text
     assert answer.json()["code"] == "path_not_allowed"
     assert state == "succeeded"
+
+
+def test_organize_moves_the_real_file_and_never_a_link_to_it(session_factory, db_url, tmp_path):
+    """A link beside its target is an exact duplicate of it: the real file is placed
+    (its name looks no less original), the link is left alone, never read through."""
+    src = tmp_path.resolve() / "photos"
+    real = photos.jpeg(src / "zz_real.jpg", size=(48, 32), seed=1)
+    (src / "IMG_0001.jpg").symlink_to("zz_real.jpg")
+    service = JobService(session_factory)
+    [scan] = import_folders(service, Catalog(session_factory), [src])
+    run_worker(session_factory)
+    assert service.get(scan["id"])["state"] == JobState.SUCCEEDED
+    digest = hash_file(real)
+
+    dest = tmp_path / "organized"
+    job = organize.start_organize(service, dest, "{original_name}.{ext}", move=True).job
+    run_worker(session_factory)
+
+    assert service.get(job["id"])["state"] == JobState.SUCCEEDED
+    assert [p.name for p in dest.iterdir()] == ["zz_real.jpg"]
+    assert hash_file(dest / "zz_real.jpg") == digest
+    assert failed(service, job["id"]) == {}
+    assert (src / "IMG_0001.jpg").is_symlink()  # left as it was

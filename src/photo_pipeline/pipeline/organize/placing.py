@@ -36,10 +36,14 @@ _buffers = threading.local()
 
 
 def content_hash(path: str) -> str | None:
-    """BLAKE3 of the file at ``path``, or None when there is nothing there."""
+    """BLAKE3 of the file at ``path``, or None when there is nothing there. A symlink
+    is not read through (``symlink_not_followed``, as ``open_for_reading``)."""
     try:
-        if stat.S_ISDIR(os.lstat(path).st_mode):
+        mode = os.lstat(path).st_mode
+        if stat.S_ISDIR(mode):
             raise ItemError("not_a_file", f"{path}: is a folder")
+        if stat.S_ISLNK(mode):
+            raise ItemError("symlink_not_followed", f"{path}: a symbolic link, not read")
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:

@@ -216,13 +216,19 @@ def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
     groups.sort(
         key=lambda g: (
             str(g.primary.values.get("taken") or ""),
-            # Of copies of one photo, the original-looking name is placed first.
+            # Of copies of one photo, a real file before a symlink (which organize
+            # does not follow), then the original-looking name, is placed first.
+            _is_symlink(g.primary),
             keeper.looks_like_copy(g.primary.name),
             g.primary.source_root,
             g.primary.path,
         )
     )
     return groups
+
+
+def _is_symlink(candidate: Candidate) -> bool:
+    return os.path.islink(os.path.join(candidate.source_root, paths.from_text(candidate.path)))
 
 
 def _place_group(

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from photo_pipeline.jobs.handlers import ItemError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+# O_NOFOLLOW: a symlink is never read through. It may lead out of the roots (swapped
+# in after the scan), and it is not the photo: its target is placed as itself.
+READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
 _WRITE_REFUSED = {
     errno.EACCES: "permission denied",
     errno.EPERM: "operation not permitted",
@@ -227,6 +229,11 @@ def open_for_reading(place: Spot) -> int | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ItemError(
+                "symlink_not_followed",
+                f"{place.path}: a symbolic link; organize moves and copies only real files",
+            ) from exc
         raise ItemError("unreadable_file", f"{place.path}: {exc.strerror}") from exc
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):

@@ -110,7 +110,7 @@ def retire(place: Spot, expected: str, seen: Identity | None, parking_name: str)
     except OSError as exc:
         raise write_error(exc, place.path) from exc
     try:
-        fd = os.open(parked.name, READ_FLAGS | os.O_NOFOLLOW, dir_fd=place.fd)
+        fd = os.open(parked.name, READ_FLAGS, dir_fd=place.fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # a symlink: removing it loses no bytes
             unlink_durably(parked)
