@@ -160,6 +160,9 @@ def test_import_assets_and_duplicates(cli, tmp_path):
     ]
     code, out, _ = cli("assets", "--json", "--since", "2022-01-01")
     assert [a["model"] for a in json.loads(out)] == ["R5"]
+    for not_a_day in ("notadate", "2023-13-45"):  # refused, not compared as text
+        code, _, err = cli("assets", "--since", not_a_day)
+        assert code == 2 and "--since" in err, (not_a_day, err)
     code, out, _ = cli("assets", "--json", "--camera", "iphone")
     assert [a["make"] for a in json.loads(out)] == ["Apple"]
     code, out, _ = cli("duplicates", "--json")

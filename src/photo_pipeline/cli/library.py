@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from enum import StrEnum
 from itertools import islice
 from pathlib import Path
@@ -102,7 +103,10 @@ class AssetType(StrEnum):
 @app.command()
 def assets(
     since: Annotated[
-        str | None, typer.Option(help="Taken on or after this date (YYYY-MM-DD, local time).")
+        datetime | None,
+        typer.Option(
+            formats=["%Y-%m-%d"], help="Taken on or after this date (YYYY-MM-DD, local time)."
+        ),
     ] = None,
     camera: Annotated[str | None, typer.Option(help="Make or model contains this.")] = None,
     place: Annotated[
@@ -118,7 +122,8 @@ def assets(
 ) -> None:
     """Catalogued photos and videos, oldest first (a Live Photo is one asset)."""
     kind = asset_type.value if asset_type is not None else None
-    where: dict[str, Any] = {"since": since, "camera": camera, "place": place, "type": kind}
+    day = since.date().isoformat() if since is not None else None
+    where: dict[str, Any] = {"since": day, "camera": camera, "place": place, "type": kind}
     if as_json:
         listing = _catalog().iter_assets(**where, limit=limit)
         _stream_json(_with_media_fields(row) for row in listing)
