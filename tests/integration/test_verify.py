@@ -72,6 +72,12 @@ def test_verify_command(cli, session_factory, tmp_path):
     assert (clean["checked"], clean["ok"], clean["changed"], clean["missing"]) == (8, 8, [], [])
 
     flip_one_bit(root / "day/IMG_0.jpg")
+    # Replaced by a link out of the roots: a finding of its own kind, told too.
+    outside = photos.jpeg(tmp_path / "outside.jpg", size=(24, 16), seed=99)
+    (root / "day/IMG_1.jpg").unlink()
+    (root / "day/IMG_1.jpg").symlink_to(outside)
     code, out, _ = cli("verify", "--wait")
     assert code == 5  # the job succeeded; the changed file failed its item
     assert "1 changed" in out and f"changed {root / 'day/IMG_0.jpg'}" in out
+    assert "6 ok" in out and "1 symlink_outside_roots" in out
+    assert f"symlink_outside_roots {root / 'day/IMG_1.jpg'}" in out

@@ -144,13 +144,16 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
         if as_json:
             print_json(report)
             return
+        # Every kind of finding (a link out of the roots too), the usual three always.
+        kinds = ["changed", "missing", "unreadable_file"]
+        kinds += [k for k, v in report.items() if isinstance(v, list) and v and k not in kinds]
+        counts = ", ".join(f"{len(report[k])} {k.removesuffix('_file')}" for k in kinds)
         console.print(
             f"verify job {job['id']}: {report['job']['state']}, {report['checked']} files "
-            f"checked, {report['ok']} ok, {len(report['changed'])} changed, "
-            f"{len(report['missing'])} missing, {len(report['unreadable_file'])} unreadable",
+            f"checked, {report['ok']} ok, {counts}",
             highlight=False,
         )
-        for kind in ("changed", "missing", "unreadable_file"):
+        for kind in kinds:
             for finding in report[kind]:
                 console.print(f"  {kind} {finding['path']}", highlight=False, soft_wrap=True)
 
