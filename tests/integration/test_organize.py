@@ -339,3 +339,22 @@ def test_cli_dry_run_organize_undo_and_lock_held(cli, session_factory, source, t
     shown = json.loads(out)
     assert shown["job"]["state"] == "succeeded" and shown["report"]["states"]["undone"] == 11
     assert tree(source) == before
+
+
+def test_an_undo_that_cannot_reverse_a_file_says_which_and_why(cli, source, tmp_path):
+    dest = tmp_path / "organized"
+    move = ("organize", "--dest", str(dest), "--template", TEMPLATE, "--move", "--wait", "--json")
+    code, out, _ = cli(*move)
+    assert code == 0, out
+    job_id = json.loads(out)["job"]["id"]
+    edited = next(dest.rglob("*.xmp"))
+    edited.write_text(edited.read_text() + "<!-- edited where it now lives -->")
+
+    code, out, err = cli("organize", "--undo", job_id, "--wait")
+    assert code == 5, (out, err)  # the undo ran; one item failed
+    assert "undo_failed card/IMG_0100.xmp: destination_changed" in out
+    code, out, _ = cli("organize", "--undo", job_id, "--wait", "--json")
+    problems = json.loads(out)["report"]["problems"]
+    undo_failed = [(p["source"], p["reason"]) for p in problems if p["state"] == "undo_failed"]
+    assert undo_failed == [("card/IMG_0100.xmp", "destination_changed")]
+    assert edited.exists() and not (source / "card/IMG_0100.xmp").exists()  # left as it was

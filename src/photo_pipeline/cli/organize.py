@@ -79,7 +79,10 @@ def organize(
         ).job
 
     def show(final: dict[str, Any]) -> None:
-        report = organizing.organize_report(lib.sessions, undo or final["id"])
+        if undo is None:
+            report = organizing.organize_report(lib.sessions, final["id"])
+        else:
+            report = organizing.organize_report(lib.sessions, undo, undo_job_id=final["id"])
         if as_json:
             print_json({"job": final, "report": report})
             return

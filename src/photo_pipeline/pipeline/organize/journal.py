@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import organize_entries, sources
-from photo_pipeline.jobs import utc_now
+from photo_pipeline.jobs import JobService, utc_now
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.fenced_journal import FencedJournal, SourceEntry
 from photo_pipeline.pipeline.organize.plan import PlanEntry
@@ -135,29 +135,40 @@ def unfinished(session: Session, organize_job_id: str, states: list[str]) -> Ite
 
 # ── reports ────────────────────────────────────────────────────────────────────
 def organize_report(
-    session_factory: sessionmaker[Session], job_id: str, *, limit: int = 100
+    session_factory: sessionmaker[Session],
+    job_id: str,
+    *,
+    limit: int = 100,
+    undo_job_id: str | None = None,
 ) -> dict[str, Any]:
     """What an organize job did: entry counts per state and action, and the first
-    ``limit`` failed or skipped entries with their reasons."""
+    ``limit`` failed or skipped entries with their reasons. With ``undo_job_id``, the
+    entries that undo failed to reverse are problems too (state ``undo_failed``): a
+    failed undo leaves its entry as the organize left it, so only its item tells."""
     with read_session(session_factory) as session:
         rows = session.execute(
             select(organize_entries)
             .where(organize_entries.c.job_id == job_id)
             .order_by(organize_entries.c.seq)
         ).all()
+    undo_failed = {}
+    if undo_job_id is not None:
+        failed_items = JobService(session_factory).items(undo_job_id, states=["failed"])
+        undo_failed = {int(i["item_key"].split(":", 1)[0]): i for i in failed_items}
     counts: dict[str, int] = {}
     problems: list[dict[str, Any]] = []
     for row in rows:
         counts[row.state] = counts.get(row.state, 0) + 1
-        if row.state in (FAILED, SKIPPED) and len(problems) < limit:
+        failure = undo_failed.get(row.seq)
+        if (failure or row.state in (FAILED, SKIPPED)) and len(problems) < limit:
             problems.append(
                 {
                     "seq": row.seq,
-                    "state": row.state,
+                    "state": "undo_failed" if failure else row.state,
                     "source": paths.display(row.source_path),
                     "destination": paths.display(row.dest_path),
-                    "reason": row.error_code or row.reason,
-                    "message": row.error_message,
+                    "reason": failure["error_code"] if failure else row.error_code or row.reason,
+                    "message": failure["error_message"] if failure else row.error_message,
                 }
             )
     return {"job_id": job_id, "entries": len(rows), "states": counts, "problems": problems}
