@@ -353,6 +353,7 @@ def test_an_undo_that_cannot_reverse_a_file_says_which_and_why(cli, source, tmp_
     code, out, err = cli("organize", "--undo", job_id, "--wait")
     assert code == 5, (out, err)  # the undo ran; one item failed
     assert "undo_failed card/IMG_0100.xmp: destination_changed" in out
+    assert "skipped phone/IMG_7.jpg: duplicate of 2022/2022-01-02/IMG_7.jpg" in out
     code, out, _ = cli("organize", "--undo", job_id, "--wait", "--json")
     problems = json.loads(out)["report"]["problems"]
     undo_failed = [(p["source"], p["reason"]) for p in problems if p["state"] == "undo_failed"]

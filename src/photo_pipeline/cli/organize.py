@@ -122,9 +122,11 @@ def _print_report(report: dict[str, Any]) -> None:
     states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no files"
     console.print(f"{report['entries']} files: {states}", highlight=False)
     for problem in report["problems"]:
+        detail = problem["message"] or ""
+        if problem["reason"] == "duplicate" and not detail:
+            detail = f"of {problem['destination']}"  # the copy placed there
         console.print(
-            f"  {problem['state']} {problem['source']}: {problem['reason']} "
-            f"{problem['message'] or ''}",
+            f"  {problem['state']} {problem['source']}: {problem['reason']} {detail}",
             highlight=False,
             soft_wrap=True,
         )
