@@ -68,9 +68,18 @@ def test_import_takes_the_date_and_place_an_editor_wrote_beside_the_photo(
     photos.jpeg(card / "IMG_0005.JPG", size=(64, 48), seed=5)
     (card / "IMG_0005.xmp").write_bytes(xmp_packet(xmp_CreateDate="2024-02-02T02:02:02"))
 
+    # its name in another case (a card or share that did not keep case): still its own
+    photos.jpeg(card / "IMG_0007.JPG", size=(64, 48), seed=7)
+    (card / "img_0007.xmp").write_bytes(xmp_packet(photoshop_DateCreated="2017-01-02T03:04:05"))
+
     run_import(session_factory, card)
 
     rows = catalogue_by_path(Catalog(session_factory))
+    seventh = rows["IMG_0007.JPG"]["asset"]
+    assert (seventh["taken_source"], seventh["taken_local"]) == (
+        "xmp_sidecar",
+        "2017-01-02T03:04:05",
+    )
     first = rows["IMG_0001.JPG"]["asset"]
     assert (first["taken_source"], first["taken_local"]) == ("xmp_sidecar", "2019-04-05T12:34:56")
     assert first["taken_utc"] == datetime(2019, 4, 5, 10, 34, 56, tzinfo=UTC)

@@ -22,6 +22,7 @@ itself, and a catalogued one, with its asset, is left as it was.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import stat
@@ -55,7 +56,7 @@ def with_sidecars_of(
     stamps: list[str] = []
     xmp = _read_first(
         folder,
-        sidecar_names(name),
+        _present_in_any_case(folder, sidecar_names(name)),
         allowed,
         MAX_SIDECAR_BYTES,
         lambda opened: read_sidecar(opened, time_limit),
@@ -80,13 +81,41 @@ def beside_changed_sidecars(folder: str, changed: set[str]) -> list[str]:
         entries = list(os.scandir(folder))
     except OSError:
         return []
+    folded = {name.casefold() for name in changed}
     return [
         entry.name
         for entry in entries
         if not entry.name.startswith(".")
         and entry.name not in changed
-        and not changed.isdisjoint((*sidecar_names(entry.name), *takeout_names(entry.name)))
+        and not (
+            folded.isdisjoint(n.casefold() for n in sidecar_names(entry.name))
+            and changed.isdisjoint(takeout_names(entry.name))
+        )
     ]
+
+
+def _present_in_any_case(folder: str, names: Sequence[str]) -> Sequence[str]:
+    """``names`` as they are, else the names in ``folder`` that differ from one of them
+    only in case (``img_1.xmp`` beside ``IMG_1.JPG``, from a card or a share that did
+    not keep case): organize and dedupe keep such a sidecar with its photo, so the
+    scan reads it too."""
+    if any(os.path.lexists(os.path.join(folder, name)) for name in names):
+        return names
+    try:
+        by_case = _names_by_case(folder, os.stat(folder).st_mtime_ns)
+    except OSError:
+        return names
+    return [found for name in names for found in by_case.get(name.casefold(), ())]
+
+
+@functools.lru_cache(maxsize=32)
+def _names_by_case(folder: str, mtime_ns: int) -> dict[str, tuple[str, ...]]:
+    """The names in ``folder`` by their case-folded form, listed once per version of
+    the folder (its mtime) rather than once per photo in it."""
+    found: dict[str, list[str]] = {}
+    for entry in os.scandir(folder):
+        found.setdefault(entry.name.casefold(), []).append(entry.name)
+    return {key: tuple(sorted(names)) for key, names in found.items()}
 
 
 def may_be_sidecar(name: str) -> bool:
