@@ -95,3 +95,18 @@ def test_a_takeout_json_follows_the_photo_it_describes():
         ("companion", "skip", "exists"),
         ("sidecar", "skip", "photo_skipped"),
     ]
+
+
+def test_of_exact_copies_the_one_with_its_sidecar_is_placed():
+    candidates = [
+        candidate("a/IMG_5.JPG", "same"),
+        candidate("b/IMG_5.JPG", "same"),
+        candidate("b/IMG_5.xmp", "edits", photo=False),
+    ]
+    template = parse_template("{taken:%Y}/{original_name}.{ext}")
+    plan = build_plan(candidates, template, move=True, existing=lambda _: None)
+    assert [(e.candidate.path, e.action, e.reason) for e in plan] == [
+        ("b/IMG_5.JPG", "move", None),
+        ("b/IMG_5.xmp", "move", None),
+        ("a/IMG_5.JPG", "skip", "duplicate"),
+    ]

@@ -217,9 +217,12 @@ def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
         key=lambda g: (
             str(g.primary.values.get("taken") or ""),
             # Of copies of one photo, a real file before a symlink (which organize
-            # does not follow), then the original-looking name, is placed first.
+            # does not follow), then the original-looking name, then the one with its
+            # RAW+JPEG partner and sidecars (the user's edits travel with it), is
+            # placed first: as dedupe's keeper (pipeline.keeper).
             _is_symlink(g.primary),
             keeper.looks_like_copy(g.primary.name),
+            -(len(g.companions) + len(g.sidecars)),
             g.primary.source_root,
             g.primary.path,
         )
