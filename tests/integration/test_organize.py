@@ -60,17 +60,16 @@ def test_plan_layout_collisions_and_sidecars(session_factory, source, tmp_path):
         "companion",
         "sidecar",
     ]
-    # Three IMG_7.jpg: one planned, its exact copy skipped, a different one renamed
-    # (with its own sidecar only where it belongs).
+    # Three IMG_7.jpg: one planned (the copy with its sidecar: the user's edits go
+    # with it), its exact copy skipped, a different one renamed.
     sevens = {k: (target[k], entries[k]["action"], entries[k]["reason"]) for k in target}
-    assert sevens["backup/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7.jpg", "copy", None)
-    assert sevens["phone/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7.jpg", "skip", "duplicate")
+    assert sevens["phone/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7.jpg", "copy", None)
+    assert sevens["phone/IMG_7.AAE"] == ("2022/2022-01-02/IMG_7.AAE", "copy", None)
+    assert sevens["backup/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7.jpg", "skip", "duplicate")
     assert sevens["other/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7-2.jpg", "copy", "renamed")
-    # A photo that stays keeps its sidecar with it.
-    assert sevens["phone/IMG_7.AAE"] == ("2022/2022-01-02/IMG_7.AAE", "skip", "photo_skipped")
     assert "notes.txt" not in entries
-    assert plan["summary"]["actions"] == {"copy": 11, "skip": 2}
-    assert plan["summary"]["reasons"] == {"duplicate": 1, "photo_skipped": 1, "renamed": 1}
+    assert plan["summary"]["actions"] == {"copy": 12, "skip": 1}
+    assert plan["summary"]["reasons"] == {"duplicate": 1, "renamed": 1}
 
 
 def test_copy_places_verified_files_and_catalogues_them(session_factory, source, tmp_path):
@@ -99,11 +98,11 @@ def test_copy_places_verified_files_and_catalogues_them(session_factory, source,
         k: v["state"] for k, v in rows.items() if v["asset_id"]
     }
     report = organize.organize_report(session_factory, job["id"])
-    assert report["states"] == {"done": 11, "skipped": 2}
+    assert report["states"] == {"done": 12, "skipped": 1}
     # Organizing again copies nothing: everything is already there.
     again = organize.plan_organize(session_factory, dest, TEMPLATE)
     assert again["summary"]["actions"] == {"skip": 13}
-    assert again["summary"]["reasons"]["exists"] == 11
+    assert again["summary"]["reasons"]["exists"] == 12
 
 
 def test_move_then_undo_restores_the_tree_and_catalogue(session_factory, source, tmp_path):
@@ -114,12 +113,10 @@ def test_move_then_undo_restores_the_tree_and_catalogue(session_factory, source,
     job = run_organize(session_factory, dest, move=True)
     assert job["state"] == JobState.SUCCEEDED
     left = tree(source)
-    # Only what was not moved stays: the duplicate with its sidecar, and the file
-    # that is no photo.
-    stayed = {"phone/IMG_7.jpg", "phone/IMG_7.AAE", "notes.txt"}
+    # Only what was not moved stays: the duplicate, and the file that is no photo.
+    stayed = {"backup/IMG_7.jpg", "notes.txt"}
     assert set(left) == stayed
-    not_photos = {"phone/IMG_7.AAE", "notes.txt"}  # the duplicate's content is there
-    assert hashes(dest) == {h for p, (h, _) in before.items() if p not in not_photos}
+    assert hashes(dest) == {h for p, (h, _) in before.items() if p != "notes.txt"}
     # The catalogue followed the files: a rescan of the old source marks nothing missing.
     scan_folders(session_factory, source)
     assert not [f for f in catalog.files() if f["state"] == "missing"]
@@ -210,12 +207,12 @@ def test_disk_full_fails_items_and_leaves_no_half_files(
     monkeypatch.undo()
     items = JobService(session_factory).items(job["id"])
     assert job["state"] == JobState.SUCCEEDED  # bad items fail, not the job
-    assert {i["error_code"] for i in items} == {"disk_full"} and len(items) == 11
+    assert {i["error_code"] for i in items} == {"disk_full"} and len(items) == 12
     assert tree(source) == before
     assert tree(dest) == {}, "a half-written or temp file was left behind"
     # With space again, organizing again places everything.
     run_organize(session_factory, dest)
-    assert len(tree(dest)) == 11
+    assert len(tree(dest)) == 12
 
 
 def test_a_move_onto_a_small_full_filesystem_loses_nothing(
@@ -275,7 +272,8 @@ def test_a_blocked_folder_fails_its_items_and_loses_nothing(session_factory, sou
     failed = JobService(session_factory).items(job["id"], states=["failed"])
     assert {i["error_code"] for i in failed} == {"destination_unwritable"}
     assert {i["item_key"].split(":", 1)[1] for i in failed} == {
-        "backup/IMG_7.jpg",
+        "phone/IMG_7.jpg",
+        "phone/IMG_7.AAE",
         "other/IMG_7.jpg",
     }
     for name in ("backup/IMG_7.jpg", "other/IMG_7.jpg", "phone/IMG_7.jpg"):
@@ -316,7 +314,7 @@ def test_cli_dry_run_organize_undo_and_lock_held(cli, session_factory, source, t
     assert code == 0
     assert json.loads(out) == organize.plan_organize(session_factory, dest, TEMPLATE)
     code, out, _ = cli("organize", "--dest", dest, "--template", TEMPLATE, "--dry-run")
-    assert code == 0 and "11 copy" in out and "1 duplicate" in out
+    assert code == 0 and "12 copy" in out and "1 duplicate" in out
 
     code, _, err = cli("organize", "--dest", dest, "--template", "../{original_name}.{ext}")
     assert code == 2 and "template_escapes" in err
@@ -333,11 +331,11 @@ def test_cli_dry_run_organize_undo_and_lock_held(cli, session_factory, source, t
     before = tree(source)
     code, out, _ = cli("job", "wait", queued["id"], "--json")
     assert code == 0
-    assert set(tree(source)) == {"phone/IMG_7.jpg", "phone/IMG_7.AAE", "notes.txt"}
+    assert set(tree(source)) == {"backup/IMG_7.jpg", "notes.txt"}
     code, out, _ = cli("organize", "--undo", queued["id"], "--wait", "--json")
     assert code == 0, out
     shown = json.loads(out)
-    assert shown["job"]["state"] == "succeeded" and shown["report"]["states"]["undone"] == 11
+    assert shown["job"]["state"] == "succeeded" and shown["report"]["states"]["undone"] == 12
     assert tree(source) == before
 
 
@@ -353,7 +351,7 @@ def test_an_undo_that_cannot_reverse_a_file_says_which_and_why(cli, source, tmp_
     code, out, err = cli("organize", "--undo", job_id, "--wait")
     assert code == 5, (out, err)  # the undo ran; one item failed
     assert "undo_failed card/IMG_0100.xmp: destination_changed" in out
-    assert "skipped phone/IMG_7.jpg: duplicate of 2022/2022-01-02/IMG_7.jpg" in out
+    assert "skipped backup/IMG_7.jpg: duplicate of 2022/2022-01-02/IMG_7.jpg" in out
     code, out, _ = cli("organize", "--undo", job_id, "--wait", "--json")
     problems = json.loads(out)["report"]["problems"]
     undo_failed = [(p["source"], p["reason"]) for p in problems if p["state"] == "undo_failed"]
