@@ -418,3 +418,22 @@ def test_a_page_of_groups_gets_the_keepers_the_whole_plan_picks(session_factory,
     for asset_id, chosen in whole.items():  # each group on a page of its own
         assert exact_keepers(session_factory, [asset_id]) == {asset_id: chosen}
     assert exact_keepers(session_factory, list(whole)[:3]) == dict(list(whole.items())[:3])
+
+
+def test_a_link_is_neither_kept_nor_quarantined(session_factory, tmp_path):
+    """A symlink to a copy frees nothing when moved and is not read through: the plan
+    leaves it out, keeps a real file and quarantines the other real copy."""
+    root = tmp_path / "photos"
+    stamp(photos.jpeg(root / "zz_real.jpg", size=(32, 24), seed=5), 9)
+    same_bytes(root / "zz_real.jpg", root / "old/zz_real.jpg", 1)
+    (root / "IMG_0001.jpg").symlink_to("zz_real.jpg")  # the most original-looking name
+    scan_folders(session_factory, root)
+    [group] = dedupe.plan_dedupe(session_factory)["groups"]
+    assert Path(group["keeper"]).relative_to(root).as_posix() == "zz_real.jpg"
+    assert [Path(q["path"]).relative_to(root).as_posix() for q in group["quarantine"]] == [
+        "old/zz_real.jpg"
+    ]
+    service = JobService(session_factory)
+    job = run(session_factory, dedupe.start_dedupe(service, tmp_path / "home").job)
+    assert service.progress(job["id"])["by_state"] == {"succeeded": 1}
+    assert (root / "IMG_0001.jpg").is_symlink() and (root / "zz_real.jpg").is_file()
