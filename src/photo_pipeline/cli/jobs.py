@@ -61,7 +61,9 @@ def list_jobs(
             job["state"],
             f"{job['attempts']}/{job['max_attempts']}",
             f"{job['created_at']:%Y-%m-%d %H:%M:%S}",
-            job["error_code"] or "",
+            # A job that succeeded in the end keeps its last error for `job show`
+            # (worker_died, say), but the listing does not call it an error.
+            "" if job["state"] == "succeeded" else job["error_code"] or "",
         )
     console.print(table)
 
