@@ -127,6 +127,8 @@ def build_mixed_folder(root: Path) -> dict:
     os.symlink("loop-b.jpg", root / "broken/loop.jpg")
     os.symlink("loop.jpg", root / "broken/loop-b.jpg")
     broken["broken/loop-b.jpg"] = "unreadable_file"
+    os.symlink("nowhere.jpg", root / "broken/dangling.jpg")
+    broken["broken/dangling.jpg"] = "broken_symlink"
     # Garbage EXIF dates fall through to the file name's date.
     photos.garbage_exif_dates(root / "broken/IMG_20200101_120000.jpg", seed=7777)
     expected["broken/IMG_20200101_120000.jpg"] = {

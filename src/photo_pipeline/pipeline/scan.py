@@ -277,6 +277,9 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
     except roots.PathOutsideRoots as exc:
         return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
     except FileNotFoundError:
+        if os.path.islink(path):  # there, but what it names is not
+            error = ("broken_symlink", "a symbolic link to a file that does not exist")
+            return Inspected(FileReport(**base, error=error))
         return _vanished(base)
     except OSError as exc:
         error = ("unreadable_file", f"cannot stat: {exc.strerror}")
