@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from photo_pipeline.cli.common import library
-from photo_pipeline.jobs import JobService, JobState
+from photo_pipeline.jobs import JobService, JobState, RetryPolicy
+from tests.support.cli_processes import wait_until
 
 
 @pytest.fixture
@@ -44,6 +45,28 @@ def test_cancel_retry_and_exit_codes(cli, service):
     service.transition(failed["id"], "failed", fencing_token=claimed["fencing_token"])
     code, out, _ = cli("job", "retry", failed["id"])
     assert code == 0 and "retry_queued" in out
+
+
+def test_jobs_lists_no_error_for_a_job_that_succeeded_after_one(cli, service):
+    fast = JobService(service.session_factory, retry_policy=RetryPolicy(0.001, 0.01))
+    died = ("worker_died", "its worker died")
+    gone = fast.enqueue("t", max_attempts=1)
+    claimed = fast.claim(["t"], "w")
+    fast.transition(gone["id"], "failed", fencing_token=claimed["fencing_token"], error=died)
+    job = fast.enqueue("t", max_attempts=2)
+    claimed = fast.claim(["t"], "w")
+    fast.transition(job["id"], "failed", fencing_token=claimed["fencing_token"], error=died)
+    retried = {}
+
+    def claimed_again() -> bool:
+        retried["job"] = fast.claim(["t"], "w")
+        return retried["job"] is not None
+
+    wait_until(claimed_again, "the retry to be due")
+    fast.transition(job["id"], "succeeded", fencing_token=retried["job"]["fencing_token"])
+    assert fast.get(job["id"])["error_code"] == "worker_died"  # kept for `job show`
+    code, out, _ = cli("jobs")
+    assert code == 0 and out.count("worker_died") == 1  # the job that failed for good
 
 
 def test_a_unique_start_of_an_id_names_its_job_as_in_git(cli, service):
