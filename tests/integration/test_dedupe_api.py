@@ -62,6 +62,9 @@ def test_plan_apply_and_undo_through_the_api(api, library):
         )
         assert not_dedupe.status_code == 422
         assert not_dedupe.json()["code"] == "not_a_dedupe_job"
+        nobody = "00000000-0000-4000-8000-000000000000"
+        unknown = http.post("/api/jobs", json={"type": "dedupe_undo", "params": {"job_id": nobody}})
+        assert unknown.status_code == 404 and unknown.json()["code"] == "job_not_found"
         purge = http.post(
             "/api/jobs", json={"type": "dedupe_purge", "params": {"older_than_days": 30}}
         )

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import Enqueued, JobService, utc_now
+from photo_pipeline.jobs import Enqueued, JobNotFound, JobService, utc_now
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan, summary
 from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
@@ -98,8 +98,12 @@ def start_undo(service: JobService, dedupe_job_id: str, *, max_attempts: int = 1
     if replayed is not None:
         return replayed
     job = service.get(dedupe_job_id)
-    if job is None or job["job_type"] != JOB_TYPE:
-        raise DedupeError("not_a_dedupe_job", f"no dedupe job with id {dedupe_job_id!r}")
+    if job is None:
+        raise JobNotFound("job_not_found", f"no job with id {dedupe_job_id!r}")
+    if job["job_type"] != JOB_TYPE:
+        raise DedupeError(
+            "not_a_dedupe_job", f"job {dedupe_job_id} is a {job['job_type']} job, not a dedupe job"
+        )
     params = {"dedupe_job_id": dedupe_job_id, "home": job["params"]["home"]}
     return enqueue_library_job(
         service, UNDO_JOB_TYPE, params, undo_key(dedupe_job_id), max_attempts

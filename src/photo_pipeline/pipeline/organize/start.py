@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import sources
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import Enqueued, JobService
+from photo_pipeline.jobs import Enqueued, JobNotFound, JobService
 from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
 from photo_pipeline.pipeline.organize.plan import (
@@ -169,7 +169,12 @@ def start_undo(service: JobService, organize_job_id: str, *, max_attempts: int =
     if replayed is not None:
         return replayed
     job = service.get(organize_job_id)
-    if job is None or job["job_type"] != JOB_TYPE:
-        raise OrganizeError("not_an_organize_job", f"no organize job with id {organize_job_id!r}")
+    if job is None:
+        raise JobNotFound("job_not_found", f"no job with id {organize_job_id!r}")
+    if job["job_type"] != JOB_TYPE:
+        raise OrganizeError(
+            "not_an_organize_job",
+            f"job {organize_job_id} is a {job['job_type']} job, not an organize job",
+        )
     params = {"organize_job_id": organize_job_id, "destination": job["params"]["destination"]}
     return enqueue_library_job(service, UNDO_JOB_TYPE, params, key, max_attempts)
