@@ -188,6 +188,10 @@ def test_import_of_a_mixed_folder_gives_the_expected_catalogue(session_factory, 
         sorted([f"camera/{n:03d}.jpg", f"copies/copy-{n}.jpg"]) for n in range(10)
     ]
     assert fingerprint(root) == before, "an original was modified"
+    # Failures are remembered like any file (broken links by the link itself): an
+    # unchanged folder has nothing to read again, and nothing fails again.
+    again = run_import(session_factory, root)
+    assert (again["progress"]["total"], again["failed"]) == (0, {})
 
 
 def test_rescan_reads_only_what_changed(session_factory, tmp_path):

@@ -145,6 +145,10 @@ def test_file_links_are_followed_only_to_targets_inside_a_root(
     assert len(rendered) == len(hashes)  # every asset rendered, and only those
     assert seen == [], "a file outside the roots was opened or read"
     assert snapshot(outside) == before
+    # Refusals are remembered like any file's failure: an unchanged folder, nothing to read.
+    [rescan] = import_folders(service, Catalog(session_factory), [src])
+    run_worker(session_factory)
+    assert service.progress(rescan["id"])["total"] == 0
 
 
 def test_a_link_swapped_in_after_the_scan_is_not_read(session_factory, db_url, tmp_path):

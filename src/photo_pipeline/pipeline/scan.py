@@ -235,8 +235,9 @@ def _beside(source: dict[str, Any], sidecars: list[str]) -> set[str]:
 
 def walk(root: str) -> Iterator[tuple[str, tuple[int, int, int] | None]]:
     """Yield ``(relative path, (size, mtime_ns, inode))`` for every file below
-    ``root``; the fingerprint is None when the file cannot be stat'ed (a symlink loop,
-    say: its item then fails with the reason). Hidden entries are skipped;
+    ``root``; a link that leads nowhere (to nothing, or round in a loop) has the link's
+    own, so that its failure is remembered like any file's; None when even that cannot
+    be had (its item then fails with the reason). Hidden entries are skipped;
     directory symlinks are not followed, so the walk always ends."""
     stack = [""]
     while stack:
@@ -255,11 +256,31 @@ def walk(root: str) -> Iterator[tuple[str, tuple[int, int, int] | None]]:
             try:
                 info = entry.stat()
             except OSError:
-                yield relative, None
+                yield relative, _listed_fingerprint(os.path.join(root, relative))
                 continue
             if stat.S_ISDIR(info.st_mode):
                 continue  # a symlink to a folder
             yield relative, (info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def _listed_fingerprint(path: str) -> tuple[int, int, int] | None:
+    """A file's fingerprint as walk() lists it: what it names, else the link itself."""
+    for follow in (True, False):
+        try:
+            info = os.stat(path, follow_symlinks=follow)
+        except OSError:
+            continue
+        return info.st_size, info.st_mtime_ns, info.st_ino
+    return None
+
+
+def _listed_fields(path: str) -> dict[str, int]:
+    """A failed file's fingerprint fields, so that its failure is remembered until it
+    changes, like any file's."""
+    fingerprint = _listed_fingerprint(path)
+    if fingerprint is None:
+        return {}
+    return dict(zip(("size", "mtime_ns", "inode"), fingerprint, strict=True))
 
 
 def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key: str) -> Inspected:
@@ -275,13 +296,17 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
         roots.real_path_inside(path, allowed)
         info = os.stat(path)
     except roots.PathOutsideRoots as exc:
+        base.update(_listed_fields(path))  # a stat, as the walk's: its bytes stay unread
         return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
     except FileNotFoundError:
-        if os.path.islink(path):  # there, but what it names is not
-            error = ("broken_symlink", "a symbolic link to a file that does not exist")
-            return Inspected(FileReport(**base, error=error))
-        return _vanished(base)
+        if not os.path.islink(path):
+            return _vanished(base)
+        # There, but what it names is not: remembered by the link, as walk() lists it.
+        base.update(_listed_fields(path))
+        error = ("broken_symlink", "a symbolic link to a file that does not exist")
+        return Inspected(FileReport(**base, error=error))
     except OSError as exc:
+        base.update(_listed_fields(path))
         error = ("unreadable_file", f"cannot stat: {exc.strerror}")
         return Inspected(FileReport(**base, error=error))
     base.update(size=info.st_size, mtime_ns=info.st_mtime_ns, inode=info.st_ino)
