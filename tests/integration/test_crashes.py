@@ -49,7 +49,7 @@ class Serve:
 def test_an_import_survives_five_kills_of_serve(session_factory, db_url, tmp_path):
     root = tmp_path / "photos"
     for n in range(PHOTOS):
-        photos.jpeg(root / f"IMG_{n:03d}.jpg", size=(800, 600), seed=n)
+        photos.jpeg(root / f"IMG_{n:03d}.jpg", size=(1600, 1200), seed=n)
     home = tmp_path / "home"
     home.mkdir()
     queued = run_command(db_url, home, "import", str(root), "--json")

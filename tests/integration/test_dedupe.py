@@ -288,6 +288,9 @@ def test_cli_dry_run_dedupe_undo_and_purge(cli, session_factory, library, tmp_pa
     code, _, err = cli("dedupe", "--purge")
     assert code == 2 and "older-than-days" in err
     code, _, err = cli("dedupe", "--undo", "not-a-job")
+    assert code == 3 and "job_not_found" in err  # not found, as for `job show`
+    scan = next(j for j in JobService(session_factory).list_jobs() if j["job_type"] == "scan")
+    code, _, err = cli("dedupe", "--undo", scan["id"])
     assert code == 2 and "not_a_dedupe_job" in err
     code, out, err = cli("dedupe", "--wait", "--json")
     code, out, err = cli("dedupe", "--purge", "--older-than-days", "0", "--wait", "--json")
