@@ -108,7 +108,7 @@ def _present_in_any_case(folder: str, names: Sequence[str]) -> Sequence[str]:
     return [found for name in names for found in by_case.get(name.casefold(), ())]
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=8)  # items run in path order: a folder at a time
 def _names_by_case(folder: str, mtime_ns: int) -> dict[str, tuple[str, ...]]:
     """The names in ``folder`` by their case-folded form, listed once per version of
     the folder (its mtime) rather than once per photo in it."""
