@@ -26,7 +26,12 @@ from tests.support.dedupe_library import (  # noqa: F401
     sha256_tree,
     stamp,
 )
-from tests.support.photo_jobs import run_worker, scan_folders, tiny_filesystem  # noqa: F401
+from tests.support.photo_jobs import (
+    a_scan_job_id,
+    run_worker,
+    scan_folders,
+    tiny_filesystem,  # noqa: F401  (fixture)
+)
 
 TYPES = (dedupe.JOB_TYPE, dedupe.UNDO_JOB_TYPE, dedupe.PURGE_JOB_TYPE)
 
@@ -289,8 +294,7 @@ def test_cli_dry_run_dedupe_undo_and_purge(cli, session_factory, library, tmp_pa
     assert code == 2 and "older-than-days" in err
     code, _, err = cli("dedupe", "--undo", "not-a-job")
     assert code == 3 and "job_not_found" in err  # not found, as for `job show`
-    scan = next(j for j in JobService(session_factory).list_jobs() if j["job_type"] == "scan")
-    code, _, err = cli("dedupe", "--undo", scan["id"])
+    code, _, err = cli("dedupe", "--undo", a_scan_job_id(session_factory))
     assert code == 2 and "not_a_dedupe_job" in err
     code, out, err = cli("dedupe", "--wait", "--json")
     code, out, err = cli("dedupe", "--purge", "--older-than-days", "0", "--wait", "--json")

@@ -19,6 +19,7 @@ from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.organize.template import TemplateError
 from tests.support.photo_jobs import (
     TEMPLATE,
+    a_scan_job_id,
     build_library,
     run_organize,
     run_worker,
@@ -308,10 +309,6 @@ def test_a_second_organize_is_refused_naming_the_running_job(session_factory, so
         assert [b["id"] for b in refused.value.blockers] == [first["id"]]
 
 
-def scan_id(session_factory) -> str:
-    return next(j["id"] for j in JobService(session_factory).list_jobs() if j["job_type"] == "scan")
-
-
 def test_cli_dry_run_organize_undo_and_lock_held(cli, session_factory, source, tmp_path):
     dest = str(tmp_path / "organized")
     code, out, _ = cli("organize", "--dest", dest, "--template", TEMPLATE, "--dry-run", "--json")
@@ -338,7 +335,7 @@ def test_cli_dry_run_organize_undo_and_lock_held(cli, session_factory, source, t
     assert set(tree(source)) == {"backup/IMG_7.jpg", "notes.txt"}
     code, _, err = cli("organize", "--undo", "no-such-job", "--wait")
     assert code == 3 and "job_not_found" in err  # not found, as for `job show`
-    code, _, err = cli("organize", "--undo", scan_id(session_factory), "--wait")
+    code, _, err = cli("organize", "--undo", a_scan_job_id(session_factory), "--wait")
     assert code == 2 and "not_an_organize_job" in err
     code, out, _ = cli("organize", "--undo", queued["id"], "--wait", "--json")
     assert code == 0, out

@@ -62,6 +62,12 @@ def scan_folders(session_factory, *folders: Path) -> None:
     assert all(service.get(j["id"])["state"] == JobState.SUCCEEDED for j in jobs)
 
 
+def a_scan_job_id(session_factory) -> str:
+    """The id of a scan job ``scan_folders`` ran: a job of another type than undo wants."""
+    jobs = JobService(session_factory).list_jobs()
+    return next(j["id"] for j in jobs if j["job_type"] == scan.JOB_TYPE)
+
+
 def run_organize(session_factory, dest: Path, **kwargs) -> dict:
     service = JobService(session_factory)
     job = organize.start_organize(service, dest, kwargs.pop("template", TEMPLATE), **kwargs).job

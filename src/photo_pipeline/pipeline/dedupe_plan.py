@@ -294,7 +294,7 @@ def build_dedupe_plan(
     for photo in lib.photos:
         # A symlink is no copy to reclaim (moving it frees nothing, and organize's
         # machinery does not read through links) nor one to keep: left out.
-        if photo.asset_id is not None and not _is_symlink(photo):
+        if photo.asset_id is not None and not paths.is_symlink(photo.source_root, photo.path):
             by_asset.setdefault(photo.asset_id, []).append(photo)
     # Live Photos whose still is present: motion part -> still, still -> motion part.
     still_of = {m: s for m, s in _live_pairs(session_factory, by_asset).items() if by_asset.get(s)}
@@ -360,10 +360,6 @@ def build_dedupe_plan(
                     plan.moves.append(_move(plan, "sidecar", hashed))
     _number(plans)
     return [p for p in plans if p.moves]
-
-
-def _is_symlink(member: Member) -> bool:
-    return os.path.islink(os.path.join(member.source_root, paths.from_text(member.path)))
 
 
 def _live_pairs(session_factory: sessionmaker[Session], among: Iterable[int]) -> dict[int, int]:

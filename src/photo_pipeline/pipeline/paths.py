@@ -35,3 +35,9 @@ def from_text(stored: str) -> str:
 def display(stored: str) -> str:
     """A printable form for people (undecodable bytes shown as \\x escapes)."""
     return os.fsencode(from_text(stored)).decode("utf-8", "backslashreplace")
+
+
+def is_symlink(root: str, stored: str) -> bool:
+    """Whether the file at ``stored`` below ``root`` is itself a symlink (organize and
+    dedupe never read through one)."""
+    return os.path.islink(os.path.join(root, from_text(stored)))

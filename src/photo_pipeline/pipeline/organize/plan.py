@@ -220,7 +220,7 @@ def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
             # does not follow), then the original-looking name, then the one with its
             # RAW+JPEG partner and sidecars (the user's edits travel with it), is
             # placed first: as dedupe's keeper (pipeline.keeper).
-            _is_symlink(g.primary),
+            paths.is_symlink(g.primary.source_root, g.primary.path),
             keeper.looks_like_copy(g.primary.name),
             -(len(g.companions) + len(g.sidecars)),
             g.primary.source_root,
@@ -228,10 +228,6 @@ def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
         )
     )
     return groups
-
-
-def _is_symlink(candidate: Candidate) -> bool:
-    return os.path.islink(os.path.join(candidate.source_root, paths.from_text(candidate.path)))
 
 
 def _place_group(
