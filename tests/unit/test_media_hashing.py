@@ -9,6 +9,7 @@ import blake3
 import pytest
 
 from photo_pipeline.media import hash_file
+from photo_pipeline.media.hashing import CHUNK
 from tests.factories import photos
 
 
@@ -27,16 +28,16 @@ def test_stable_and_content_addressed(tmp_path) -> None:
     assert len(hash_file(first)) == 64
 
 
-@pytest.mark.parametrize("chunk_size", [1, 7, 4096, 1 << 20])
-def test_chunking_does_not_change_the_digest(tmp_path, chunk_size) -> None:
-    data = random.Random(5).randbytes(3 * 4096 + 123)
+@pytest.mark.parametrize("size", [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 123])
+def test_chunking_does_not_change_the_digest(tmp_path, size) -> None:
+    data = random.Random(5).randbytes(size)
     path = tmp_path / "data.bin"
     path.write_bytes(data)
-    assert hash_file(path, chunk_size=chunk_size) == blake3.blake3(data).hexdigest()
+    assert hash_file(path) == blake3.blake3(data).hexdigest()
 
 
 def test_file_larger_than_chunk_is_streamed_in_constant_memory(tmp_path) -> None:
-    size, chunk = 24 << 20, 64 << 10
+    size = 24 << 20
     path = tmp_path / "big.bin"
     block = random.Random(9).randbytes(1 << 20)
     with path.open("wb") as out:
@@ -45,15 +46,9 @@ def test_file_larger_than_chunk_is_streamed_in_constant_memory(tmp_path) -> None
     expected = blake3.blake3(block * (size >> 20)).hexdigest()
     tracemalloc.start()
     try:
-        digest = hash_file(path, chunk_size=chunk)
+        digest = hash_file(path)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert digest == expected
-    assert peak < 4 * chunk, f"peak {peak} bytes: the file was not streamed"
-
-
-def test_chunk_size_must_be_positive(tmp_path) -> None:
-    path = photos.empty(tmp_path / "e.bin")
-    with pytest.raises(ValueError, match="chunk_size"):
-        hash_file(path, chunk_size=0)
+    assert peak < 4 * CHUNK, f"peak {peak} bytes: the file was not streamed"

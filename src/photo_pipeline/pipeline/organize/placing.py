@@ -16,10 +16,8 @@ import stat
 import threading
 from pathlib import Path
 
-import blake3
-
 from photo_pipeline.jobs.handlers import ItemError
-from photo_pipeline.media import MediaError, hash_file
+from photo_pipeline.media import MediaError, hash_file, hashing
 from photo_pipeline.pipeline.organize.spots import (
     Identity,
     Spot,
@@ -119,8 +117,9 @@ def place_by_copy(
 
 
 def _buffer() -> memoryview:
-    """This thread's read buffer: reading into one reused buffer, rather than into a
-    new bytes object per chunk, takes well under half the CPU (measured)."""
+    """This thread's copy buffer (for a copy the kernel cannot make): reading into
+    one reused buffer, rather than into a new bytes object per chunk, takes well
+    under half the CPU (measured)."""
     buffer: memoryview | None = getattr(_buffers, "chunk", None)
     if buffer is None:
         buffer = _buffers.chunk = memoryview(bytearray(CHUNK))
@@ -128,18 +127,11 @@ def _buffer() -> memoryview:
 
 
 def hash_fd(fd: int, path: str) -> str:
-    hasher = blake3.blake3()
-    buffer = _buffer()
-    offset = 0
-    while True:
-        try:
-            read = os.preadv(fd, [buffer], offset)
-        except OSError as exc:
-            raise ItemError("unreadable_file", f"{path}: {exc.strerror}") from exc
-        if not read:
-            return hasher.hexdigest()
-        hasher.update(buffer[:read])
-        offset += read
+    """BLAKE3 of the open file ``fd`` (``path`` names it in the error)."""
+    try:
+        return hashing.hash_fd(fd)
+    except OSError as exc:
+        raise ItemError("unreadable_file", f"{path}: {exc.strerror}") from exc
 
 
 def _copy(source: Spot, temp: Spot) -> tuple[str, Identity]:
