@@ -270,30 +270,34 @@ def main() -> int:
 
     heading("1. photo sets")
     started = time.perf_counter()
-    jpegs = photo_set("jpeg", args.photos)
+    jpegs = photo_set("jpeg", args.photos) if args.photos else None
     heics = photo_set("heic", args.heics) if args.heics else None
     megabytes = {
         name: sum(os.path.getsize(p) for p in photos_in(folder)) / 1e6
         for name, folder in (("jpeg", jpegs), ("heic", heics))
         if folder is not None
     }
+    sets = [f"{args.photos} JPEGs 6000x4000 q90 ({megabytes['jpeg']:.0f} MB)"] if jpegs else []
+    sets += [f"{args.heics} HEICs 4032x3024 ({megabytes['heic']:.0f} MB)"] if heics else []
     note(
-        f"{args.photos} JPEGs 6000x4000 q90 ({megabytes['jpeg']:.0f} MB)"
-        + (f", {args.heics} HEICs 4032x3024 ({megabytes['heic']:.0f} MB)" if heics else "")
+        ", ".join(sets)
         + f", ready in {time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs; "
         f"load average {os.getloadavg()[0]:.1f}; "
         f"VIPS_CONCURRENCY={os.environ.get('VIPS_CONCURRENCY', 'unset')}"
     )
 
     heading(f"2. photos/s against the bare loop over the same files ({args.rounds} round(s))")
-    jpeg = Runs("jpeg", jpegs)
-    for _ in range(args.rounds):
-        jpeg.round(force=True)
-    rows = [
-        jpeg.row("import", "JPEG import (in-process, empty library)", 0.85),
-        jpeg.row("render --force", "JPEG render --force (in-process)", 0.90),
-        jpeg.row("photo-pipeline import --wait", "JPEG photo-pipeline import --wait", None),
-    ]
+    rows = []
+    jpeg = None
+    if jpegs is not None:
+        jpeg = Runs("jpeg", jpegs)
+        for _ in range(args.rounds):
+            jpeg.round(force=True)
+        rows += [
+            jpeg.row("import", "JPEG import (in-process, empty library)", 0.85),
+            jpeg.row("render --force", "JPEG render --force (in-process)", 0.90),
+            jpeg.row("photo-pipeline import --wait", "JPEG photo-pipeline import --wait", None),
+        ]
     heic = None
     if heics is not None:
         heic = Runs("heic", heics)
@@ -306,10 +310,11 @@ def main() -> int:
     headers = ["what", "photos/s", "wall ratio", "CPU ratio", "CPU s", "each round (wall)",
                "target", "met", "peak RSS MB"]  # fmt: skip
     table(headers, rows)
-    note("bare rounds, photos/s (CPU per photo): JPEG " + jpeg.bare_summary()
-         + ("; HEIC " + heic.bare_summary() if heic else ""))  # fmt: skip
-    note("the in-process import's jobs: JPEG " + " | ".join(jpeg.notes)
-         + ("; HEIC " + " | ".join(heic.notes) if heic else ""))  # fmt: skip
+    runs = [(name, side) for name, side in (("JPEG", jpeg), ("HEIC", heic)) if side]
+    note("bare rounds, photos/s (CPU per photo): "
+         + "; ".join(f"{name} {side.bare_summary()}" for name, side in runs))  # fmt: skip
+    note("the in-process import's jobs: "
+         + "; ".join(f"{name} {' | '.join(side.notes)}" for name, side in runs))  # fmt: skip
     note(
         "wall ratio: photos/s against the mean of the bare rounds before and after (the "
         "target); CPU ratio: photos per CPU second of the process tree against the bare "
