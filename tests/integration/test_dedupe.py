@@ -444,3 +444,23 @@ def test_a_link_is_neither_kept_nor_quarantined(session_factory, tmp_path):
     job = run(session_factory, dedupe.start_dedupe(service, tmp_path / "home").job)
     assert service.progress(job["id"])["by_state"] == {"succeeded": 1}
     assert (root / "IMG_0001.jpg").is_symlink() and (root / "zz_real.jpg").is_file()
+
+
+def test_one_file_under_two_names_is_never_its_own_duplicate(session_factory, tmp_path):
+    """A file catalogued through two registered folders (one inside the other, as an
+    older library could register them) and a hard link are one file under two names:
+    moving either name would take the kept bytes with it, and frees nothing."""
+    root = tmp_path / "photos"
+    only = photos.jpeg(root / "2023/only-copy.jpg", size=(32, 24), seed=2)
+    linked = photos.jpeg(root / "a.jpg", size=(32, 24), seed=3)
+    os.link(linked, root / "a-link.jpg")
+    scan_folders(session_factory, root)
+    scan_folders(session_factory, root / "2023")
+    only_bytes = only.read_bytes()
+    assert dedupe.plan_dedupe(session_factory)["groups"] == []
+    service = JobService(session_factory)
+    job = run(session_factory, dedupe.start_dedupe(service, tmp_path / "home").job)
+    assert job["state"] == JobState.SUCCEEDED
+    assert service.progress(job["id"])["total"] == 0
+    assert only.read_bytes() == only_bytes
+    assert (root / "a.jpg").is_file() and (root / "a-link.jpg").is_file()

@@ -18,6 +18,7 @@ run, the API and the job itself call :func:`build_dedupe_plan`, so they agree.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -291,11 +292,20 @@ def build_dedupe_plan(
         return by_key[chosen.key], reason
 
     by_asset: dict[int, list[Member]] = {}
+    seen: set[tuple[int, int]] = set()  # files, by device and inode
     for photo in lib.photos:
+        if photo.asset_id is None:
+            continue
+        info = _lstat(photo)  # None: gone (the job finds out and says so)
         # A symlink is no copy to reclaim (moving it frees nothing, and organize's
-        # machinery does not read through links) nor one to keep: left out.
-        if photo.asset_id is not None and not paths.is_symlink(photo.source_root, photo.path):
-            by_asset.setdefault(photo.asset_id, []).append(photo)
+        # machinery does not read through links) nor one to keep: left out. So is a
+        # file already met under another name (a hard link, or a folder catalogued
+        # through two registered folders): moving that name would move the keeper.
+        if info is not None:
+            if stat.S_ISLNK(info.st_mode) or (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+        by_asset.setdefault(photo.asset_id, []).append(photo)
     # Live Photos whose still is present: motion part -> still, still -> motion part.
     still_of = {m: s for m, s in _live_pairs(session_factory, by_asset).items() if by_asset.get(s)}
     motion_of = {s: m for m, s in still_of.items()}
@@ -360,6 +370,13 @@ def build_dedupe_plan(
                     plan.moves.append(_move(plan, "sidecar", hashed))
     _number(plans)
     return [p for p in plans if p.moves]
+
+
+def _lstat(member: Member) -> os.stat_result | None:
+    try:
+        return os.lstat(os.path.join(member.source_root, paths.from_text(member.path)))
+    except OSError:
+        return None
 
 
 def _live_pairs(session_factory: sessionmaker[Session], among: Iterable[int]) -> dict[int, int]:
