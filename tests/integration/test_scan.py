@@ -252,8 +252,8 @@ def test_file_deleted_between_listing_and_reading_fails_its_item(
     photos.jpeg(root / "kept.jpg", size=(32, 24), seed=1)
     real_walk = scan.walk
 
-    def walk_with_a_ghost(folder):
-        yield from real_walk(folder)
+    def walk_with_a_ghost(folder, **options):
+        yield from real_walk(folder, **options)
         yield "ghost.jpg", (1, 1, 1)  # listed, then gone before it is read
 
     monkeypatch.setattr(scan, "walk", walk_with_a_ghost)

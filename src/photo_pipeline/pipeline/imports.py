@@ -17,6 +17,13 @@ class NotAFolder(PhotoPipelineError):
     status = 422
 
 
+class InsideLibraryHome(PhotoPipelineError):
+    """The library's own files (renditions, quarantined copies) are no originals."""
+
+    code = "inside_library_home"
+    status = 422
+
+
 def import_folders(
     service: JobService,
     catalog: Catalog,
@@ -73,6 +80,19 @@ def _scan_or_its_holder(service: JobService, request: dict[str, Any]) -> Enqueue
         return Enqueued(held, False)
 
 
+def _sources_for(catalog: Catalog, folders: list[Path]) -> list[Path]:
+    """The folders to register and scan: a folder inside a registered source is that
+    source's (the innermost one) and scanning it scans that source, so that no file is
+    ever catalogued twice; each folder once, in order."""
+    registered = [Path(path) for path in catalog.source_paths()]
+    chosen: dict[Path, None] = {}
+    for folder in folders:
+        resolved = folder.resolve()
+        holders = [source for source in registered if resolved.is_relative_to(source)]
+        chosen[max(holders, key=lambda s: len(s.parts)) if holders else resolved] = None
+    return list(chosen)
+
+
 def _import(
     service: JobService,
     catalog: Catalog,
@@ -89,6 +109,14 @@ def _import(
     for folder in folders:
         if not folder.is_dir():
             raise NotAFolder("not_a_folder", f"{folder} is not a folder")
+        home = None if follow_up is None else follow_up.home.resolve()
+        if home is not None and folder.resolve().is_relative_to(home):
+            raise InsideLibraryHome(
+                "inside_library_home",
+                f"{folder} is inside the library home {home}: its files are the library's "
+                "own (renditions, quarantined copies), not photos to import",
+            )
+    folders = _sources_for(catalog, folders)
     # Every job of the chain gets its own key, derived from the request's.
     scan_keys = [None if key is None else f"{key}#scan-{n}" for n in range(len(folders))]
     # With a render to follow, the scans render new photos themselves (one decode each).

@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -72,6 +72,7 @@ from photo_pipeline.pipeline.sidecars import (
     may_be_sidecar,
     with_sidecars_of,
 )
+from photo_pipeline.pipeline.walk import below, listed_fingerprint, walk
 
 JOB_TYPE = "scan"
 
@@ -194,7 +195,10 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
     listed = 0  # files the walk found
     changed: list[str] = []
     sidecars: list[str] = []  # sidecars added, changed or removed (relative paths)
-    for relative, fingerprint in walk(source["path"]):
+    unreadable: list[str] = []  # folders that could not be listed
+    for relative, fingerprint in walk(
+        source["path"], skip=_sources_inside(catalog, source["path"]), unreadable=unreadable
+    ):
         stored = paths.to_text(relative)
         listed += 1
         before = known.pop(stored, None)  # what stays in ``known`` was not seen
@@ -204,7 +208,14 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
                 sidecars.append(relative)
         elif reread:
             changed.append(f"{source['id']}:{stored}")
-    gone = [p for p, file in known.items() if file.state != MISSING]
+    # What an unreadable folder holds is not gone: it could not be looked at.
+    gone = [
+        p
+        for p, file in known.items()
+        if file.state != MISSING and not below(paths.from_text(p), unreadable)
+    ]
+    if "" in unreadable:
+        ctx.log.warning("source %s: cannot be listed; nothing marked missing", source["path"])
     if gone:
         catalog.mark_missing(source["id"], gone)
     sidecars += [r for r in map(paths.from_text, gone) if may_be_sidecar(r)]
@@ -220,6 +231,15 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
     )
 
 
+def _sources_inside(catalog: Catalog, root: str) -> list[str]:
+    """The registered sources below ``root``, relative to it: their files are theirs."""
+    return [
+        os.path.relpath(path, root)
+        for path in catalog.source_paths()
+        if path != root and Path(path).is_relative_to(root)
+    ]
+
+
 def _beside(source: dict[str, Any], sidecars: list[str]) -> set[str]:
     """The items of the files whose sidecars are among ``sidecars``."""
     by_folder: dict[str, set[str]] = {}
@@ -233,51 +253,10 @@ def _beside(source: dict[str, Any], sidecars: list[str]) -> set[str]:
     }
 
 
-def walk(root: str) -> Iterator[tuple[str, tuple[int, int, int] | None]]:
-    """Yield ``(relative path, (size, mtime_ns, inode))`` for every file below
-    ``root``; a link that leads nowhere (to nothing, or round in a loop) has the link's
-    own, so that its failure is remembered like any file's; None when even that cannot
-    be had (its item then fails with the reason). Hidden entries are skipped;
-    directory symlinks are not followed, so the walk always ends."""
-    stack = [""]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(os.path.join(root, folder) if folder else root))
-        except OSError:
-            continue  # an unreadable folder: nothing below it can be listed
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.name.startswith("."):
-                continue
-            relative = os.path.join(folder, entry.name) if folder else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(relative)
-                continue
-            try:
-                info = entry.stat()
-            except OSError:
-                yield relative, _listed_fingerprint(os.path.join(root, relative))
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                continue  # a symlink to a folder
-            yield relative, (info.st_size, info.st_mtime_ns, info.st_ino)
-
-
-def _listed_fingerprint(path: str) -> tuple[int, int, int] | None:
-    """A file's fingerprint as walk() lists it: what it names, else the link itself."""
-    for follow in (True, False):
-        try:
-            info = os.stat(path, follow_symlinks=follow)
-        except OSError:
-            continue
-        return info.st_size, info.st_mtime_ns, info.st_ino
-    return None
-
-
 def _listed_fields(path: str) -> dict[str, int]:
     """A failed file's fingerprint fields, so that its failure is remembered until it
     changes, like any file's."""
-    fingerprint = _listed_fingerprint(path)
+    fingerprint = listed_fingerprint(path)
     if fingerprint is None:
         return {}
     return dict(zip(("size", "mtime_ns", "inode"), fingerprint, strict=True))
@@ -310,6 +289,8 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
         error = ("unreadable_file", f"cannot stat: {exc.strerror}")
         return Inspected(FileReport(**base, error=error))
     base.update(size=info.st_size, mtime_ns=info.st_mtime_ns, inode=info.st_ino)
+    if stat.S_ISDIR(info.st_mode):  # a folder the walk could not list
+        return Inspected(FileReport(**base, error=_unlisted(path)))
     if not stat.S_ISREG(info.st_mode):
         return Inspected(FileReport(**base, error=("unsupported_format", "not a regular file")))
     extension = os.path.splitext(path)[1].lower()
@@ -348,6 +329,15 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
         return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
     report = FileReport(**base, content_hash=content_hash, metadata=metadata, sidecars=sidecars)
     return Inspected(report, rendered)
+
+
+def _unlisted(path: str) -> tuple[str, str]:
+    """The failure of a folder that cannot be listed (tried again now, for the reason)."""
+    try:
+        os.scandir(path).close()
+    except OSError as exc:
+        return "unreadable_folder", f"cannot list its files: {exc.strerror}"
+    return "unreadable_folder", "could not be listed during the scan; scan again"
 
 
 def weigh_file_within(allowed: Sequence[str], params: dict[str, Any], item_key: str) -> int:
