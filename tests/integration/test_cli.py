@@ -146,6 +146,44 @@ def test_the_embedded_worker_tells_of_a_job_once_its_final_state_is_written(cli,
     assert worker.failure == []
 
 
+def test_a_wait_runs_its_job_once_the_worker_it_counted_on_stops(
+    cli, service, tmp_path, monkeypatch
+):
+    """Two `--wait`s at once: the second counts on the first's embedded worker, which
+    stops with the first command; the second must then run its job itself."""
+    import threading
+
+    from photo_pipeline.cli import embedded, progress
+
+    importlib.import_module("tests.support.worker_handlers")  # registers test.record
+    lib = library()
+    lib.workers.register("another-wait", ["test.record"])  # live: this process's pid
+    job = service.enqueue("test.record", items=["a"], params={"log": str(tmp_path / "run.log")})
+    counted_on = threading.Event()
+    needs_worker = embedded.needs_embedded_worker
+
+    def needs(lib_, types):
+        needed = needs_worker(lib_, types)
+        if not needed:
+            counted_on.set()
+        return needed
+
+    monkeypatch.setattr(embedded, "needs_embedded_worker", needs)
+    finals: list[dict] = []
+    waiting = threading.Thread(
+        target=lambda: finals.extend(
+            progress.wait_for_jobs(lib, [job["id"]], embedded=None, show_progress=False)
+        ),
+        daemon=True,
+    )
+    waiting.start()
+    assert counted_on.wait(timeout=60)
+    lib.workers.stop("another-wait")  # its command ended
+    waiting.join(timeout=120)
+    assert not waiting.is_alive(), "the wait never ran its job"
+    assert [final["state"] for final in finals] == ["succeeded"]
+
+
 def test_wait_without_a_handler_is_refused(cli, service):
     job = service.enqueue("unknown.type")
     code, _, err = cli("job", "wait", job["id"], "--embedded")

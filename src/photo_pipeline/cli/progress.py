@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 REFRESH_SECONDS = 0.25
+# How often a wait without a worker of its own looks whether one is still needed.
+WORKER_CHECK_SECONDS = 2.0
 # How many candidates an ambiguous id prefix lists.
 AMBIGUOUS_SHOWN = 10
 
@@ -56,28 +58,65 @@ def wait_for_jobs(
     lib: Library, job_ids: list[str], *, embedded: bool | None, show_progress: bool
 ) -> list[dict[str, Any]]:
     """Block until every job is finished; return their final snapshots. Database
-    outages meanwhile are waited out: the jobs are queued, so nothing is lost."""
-    from photo_pipeline.cli.embedded import EmbeddedWorker, needs_embedded_worker
+    outages meanwhile are waited out: the jobs are queued, so nothing is lost.
 
+    ``embedded``: True runs a worker in this process, False never does, None (auto)
+    does when no live worker serves the jobs' types, looked at again every
+    ``WORKER_CHECK_SECONDS`` while it waits: the worker that served them may have
+    been another ``--wait``'s, which stops with its own command."""
     service = lib.service
     firsts = ride_out(lambda: [existing_job(service, job_id) for job_id in job_ids])
     job_ids = [job["id"] for job in firsts]
     types = {job["job_type"] for job in firsts}
-    if embedded is None:
-        embedded = ride_out(lambda: needs_embedded_worker(lib, types))
-    worker = EmbeddedWorker(lib, types) if embedded else None
+    ours = _EmbeddedWhenNeeded(lib, types, embedded)
     with loaded_code_frozen():
-        if worker is not None:
-            worker.start()
         try:
-            return _watch(service, job_ids, worker, show_progress)
+            return _watch(service, job_ids, ours, show_progress)
         finally:
-            if worker is not None:
-                worker.stop()
+            ours.stop()
+
+
+class _EmbeddedWhenNeeded:
+    """This process's embedded worker, started when (and once) it is needed."""
+
+    def __init__(self, lib: Library, types: set[str], embedded: bool | None) -> None:
+        self._lib, self._types, self._automatic = lib, types, embedded is None
+        self.worker: EmbeddedWorker | None = None
+        self.job_ended = threading.Event()  # the worker's, once there is one
+        self._checked = -WORKER_CHECK_SECONDS
+        if embedded:
+            self._start()
+        elif self._automatic:
+            ride_out(self.check)
+
+    def check(self) -> None:
+        """Start the worker if nobody serves the jobs now (at most every
+        ``WORKER_CHECK_SECONDS``); an outage meanwhile is looked at next time."""
+        from photo_pipeline.cli.embedded import needs_embedded_worker
+
+        now = time.monotonic()
+        if self.worker is not None or not self._automatic:
+            return
+        if now - self._checked < WORKER_CHECK_SECONDS:
+            return
+        self._checked = now
+        if needs_embedded_worker(self._lib, self._types):
+            self._start()
+
+    def _start(self) -> None:
+        from photo_pipeline.cli.embedded import EmbeddedWorker
+
+        self.worker = EmbeddedWorker(self._lib, self._types)
+        self.job_ended = self.worker.job_ended
+        self.worker.start()
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
 
 
 def _watch(
-    service: JobService, job_ids: list[str], worker: EmbeddedWorker | None, show_progress: bool
+    service: JobService, job_ids: list[str], ours: _EmbeddedWhenNeeded, show_progress: bool
 ) -> list[dict[str, Any]]:
     """Look at the jobs every ``REFRESH_SECONDS``, and at once when the embedded
     worker ends one, until all are finished; draw their bars if shown."""
@@ -90,7 +129,6 @@ def _watch(
         TimeRemainingColumn,
     )
 
-    job_ended = worker.job_ended if worker is not None else threading.Event()
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -104,8 +142,10 @@ def _watch(
         tasks = {job_id: bars.add_task(job_id[:8], total=None, rate="") for job_id in job_ids}
         outage = _Outage()
         while True:
+            job_ended = ours.job_ended
             job_ended.clear()  # before looking: a job ending meanwhile is not missed
             try:
+                ours.check()
                 finals = [_job(service, job_id) for job_id in job_ids]
                 # Without bars, only the states matter.
                 progress_of = service.progress_of(job_ids) if show_progress else {}
@@ -128,8 +168,8 @@ def _watch(
                 )
             if all(job["state"] in FINISHED_STATES for job in finals):
                 return finals
-            if worker is not None and worker.failure:
-                raise worker.failure[0]
+            if ours.worker is not None and ours.worker.failure:
+                raise ours.worker.failure[0]
             job_ended.wait(REFRESH_SECONDS)  # display refresh, not synchronisation
 
 
