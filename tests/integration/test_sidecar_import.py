@@ -17,7 +17,7 @@ from photo_pipeline.pipeline.catalog import Catalog
 from tests.factories import photos
 from tests.factories.dated import require_exiftool, xmp_packet
 from tests.support.import_jobs import catalogue_by_path, run_import
-from tests.support.photo_jobs import run_worker
+from tests.support.photo_jobs import run_organize, run_worker
 
 OWN = ("exif_original", "2023-07-14T10:15:30.123000")  # what photos.jpeg writes
 SIDECAR_DATE = ("xmp_sidecar", "2019-04-05T12:34:56")  # imported_with_a_dated_sidecar's
@@ -208,3 +208,33 @@ def test_a_sidecar_that_fails_to_read_leaves_the_asset_as_it_was(session_factory
     os.utime(photo, ns=(photo.stat().st_atime_ns, photo.stat().st_mtime_ns + 10**9))
     run_import(session_factory, photo.parent)
     assert dated(catalog) == SIDECAR_DATE
+
+
+def test_a_sidecar_whose_name_spells_an_accent_otherwise_is_still_its_photos(
+    session_factory, tmp_path
+) -> None:
+    """macOS writes ``é`` decomposed (NFD), Linux and Windows editors composed (NFC):
+    the sidecar dates its photo, and a move takes it along."""
+    require_exiftool()
+    card = tmp_path / "card"
+    decomposed, composed = "Cafe\u0301", "Caf\u00e9"
+    photos.jpeg(card / f"{decomposed}.jpg", size=(64, 48), seed=1)
+    (card / f"{composed}.xmp").write_bytes(xmp_packet(photoshop_DateCreated="2001-02-03T04:05:06"))
+    photos.jpeg(card / f"Zo{chr(0xEB)}.jpg", size=(64, 48), seed=2)  # NFC photo
+    (card / "Zoe\u0308.jpg.xmp").write_bytes(  # darktable's name, NFD
+        xmp_packet(photoshop_DateCreated="2002-03-04T05:06:07")
+    )
+    run_import(session_factory, card)
+    rows = catalogue_by_path(Catalog(session_factory))
+    taken = {
+        path: (row["asset"]["taken_source"], row["asset"]["taken_local"])
+        for path, row in rows.items()
+        if row["asset"] is not None
+    }
+    assert taken == {
+        f"{decomposed}.jpg": ("xmp_sidecar", "2001-02-03T04:05:06"),
+        f"Zo{chr(0xEB)}.jpg": ("xmp_sidecar", "2002-03-04T05:06:07"),
+    }
+    job = run_organize(session_factory, tmp_path / "sorted", move=True)
+    assert JobService(session_factory).progress(job["id"])["by_state"] == {"succeeded": 4}
+    assert sorted(os.listdir(card)) == [], "every sidecar travelled with its photo"

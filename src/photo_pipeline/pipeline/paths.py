@@ -9,6 +9,7 @@ happens to start with that marker.
 from __future__ import annotations
 
 import os
+import unicodedata
 from urllib.parse import quote_from_bytes, unquote_to_bytes
 
 MARKER = "%bytes:"
@@ -35,6 +36,14 @@ def from_text(stored: str) -> str:
 def display(stored: str) -> str:
     """A printable form for people (undecodable bytes shown as \\x escapes)."""
     return os.fsencode(from_text(stored)).decode("utf-8", "backslashreplace")
+
+
+def name_key(name: str) -> str:
+    """A file name as a person reads it, for matching a sidecar with its photo: case
+    ignored (a card or share that did not keep it) and Unicode's two spellings of an
+    accent alike (macOS writes ``é`` decomposed, NFD; Linux and Windows editors
+    composed, NFC)."""
+    return unicodedata.normalize("NFC", name.casefold())
 
 
 def is_symlink(root: str, stored: str) -> bool:

@@ -40,7 +40,7 @@ from photo_pipeline.media.sidecar import (
 )
 from photo_pipeline.media.takeout import MAX_JSON_BYTES, read_takeout, with_takeout
 from photo_pipeline.media.takeout_names import takeout_names
-from photo_pipeline.pipeline import roots
+from photo_pipeline.pipeline import paths, roots
 from photo_pipeline.pipeline.catalog.record import SIDECARS_UNREAD
 
 log = logging.getLogger(__name__)
@@ -81,14 +81,14 @@ def beside_changed_sidecars(folder: str, changed: set[str]) -> list[str]:
         entries = list(os.scandir(folder))
     except OSError:
         return []
-    folded = {name.casefold() for name in changed}
+    folded = {paths.name_key(name) for name in changed}
     return [
         entry.name
         for entry in entries
         if not entry.name.startswith(".")
         and entry.name not in changed
         and not (
-            folded.isdisjoint(n.casefold() for n in sidecar_names(entry.name))
+            folded.isdisjoint(paths.name_key(n) for n in sidecar_names(entry.name))
             and changed.isdisjoint(takeout_names(entry.name))
         )
     ]
@@ -97,24 +97,24 @@ def beside_changed_sidecars(folder: str, changed: set[str]) -> list[str]:
 def _present_in_any_case(folder: str, names: Sequence[str]) -> Sequence[str]:
     """``names`` as they are, else the names in ``folder`` that differ from one of them
     only in case (``img_1.xmp`` beside ``IMG_1.JPG``, from a card or a share that did
-    not keep case): organize and dedupe keep such a sidecar with its photo, so the
-    scan reads it too."""
+    not keep case) or in the Unicode spelling of an accent (``paths.name_key``):
+    organize keeps such a sidecar with its photo, so the scan reads it too."""
     if any(os.path.lexists(os.path.join(folder, name)) for name in names):
         return names
     try:
         by_case = _names_by_case(folder, os.stat(folder).st_mtime_ns)
     except OSError:
         return names
-    return [found for name in names for found in by_case.get(name.casefold(), ())]
+    return [found for name in names for found in by_case.get(paths.name_key(name), ())]
 
 
 @functools.lru_cache(maxsize=8)  # items run in path order: a folder at a time
 def _names_by_case(folder: str, mtime_ns: int) -> dict[str, tuple[str, ...]]:
-    """The names in ``folder`` by their case-folded form, listed once per version of
-    the folder (its mtime) rather than once per photo in it."""
+    """The names in ``folder`` by ``paths.name_key``, listed once per version of the
+    folder (its mtime) rather than once per photo in it."""
     found: dict[str, list[str]] = {}
     for entry in os.scandir(folder):
-        found.setdefault(entry.name.casefold(), []).append(entry.name)
+        found.setdefault(paths.name_key(entry.name), []).append(entry.name)
     return {key: tuple(sorted(names)) for key, names in found.items()}
 
 

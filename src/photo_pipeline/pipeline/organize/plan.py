@@ -181,9 +181,10 @@ def _split_name(name: str) -> tuple[str, str]:
 
 
 def group_key(candidate: Candidate) -> tuple[int, str, str]:
-    """(source, folder, lower-case stem): the files that travel together."""
+    """(source, folder, stem as ``paths.name_key`` reads it): the files that travel
+    together."""
     folder, name = os.path.split(paths.from_text(candidate.path))
-    return candidate.source_id, folder, _split_name(name)[0].lower()
+    return candidate.source_id, folder, paths.name_key(_split_name(name)[0])
 
 
 def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
