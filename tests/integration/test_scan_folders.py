@@ -16,7 +16,7 @@ from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.home import MARKER
-from photo_pipeline.pipeline.imports import InsideLibraryHome, import_folders
+from photo_pipeline.pipeline.imports import InsideLibraryHome, PathNotUtf8, import_folders
 from tests.factories import photos
 from tests.support.import_jobs import import_and_run, run_import, settings_for
 
@@ -163,3 +163,15 @@ def test_an_unreadable_folder_fails_its_item_and_its_files_stay_catalogued(tmp_p
         ("locked/b.jpg", "present"),
         ("ok/a.jpg", "present"),
     ]
+
+
+def test_a_folder_whose_own_name_is_not_utf8_is_refused_clearly(session_factory, tmp_path):
+    """Its path is stored as text; the folder that holds it imports it instead."""
+    root = tmp_path / "share"
+    latin1 = Path(os.fsdecode(bytes(root) + b"/caf\xe9"))
+    photos.jpeg(latin1 / "a.jpg", size=(32, 24), seed=1)
+    with pytest.raises(PathNotUtf8, match="import the folder that holds it"):
+        import_folders(JobService(session_factory), Catalog(session_factory), [latin1])
+    run_import(session_factory, root)
+    assert run_import(session_factory, latin1)["job"]["params"]["sources"][0]["path"] == str(root)
+    assert [path for _, path, _ in catalogued(session_factory)] == ["%bytes:caf%E9/a.jpg"]

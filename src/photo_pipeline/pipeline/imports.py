@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,14 @@ from photo_pipeline.pipeline.catalog import Catalog
 
 class NotAFolder(PhotoPipelineError):
     code = "not_a_folder"
+    status = 422
+
+
+class PathNotUtf8(PhotoPipelineError):
+    """A registered folder's path is stored as text: its own name must be UTF-8 (the
+    names below it need not be)."""
+
+    code = "path_not_utf8"
     status = 422
 
 
@@ -117,6 +126,16 @@ def _import(
                 "own (renditions, quarantined copies), not photos to import",
             )
     folders = _sources_for(catalog, folders)
+    for folder in folders:
+        try:
+            str(folder).encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(folder).decode("utf-8", "backslashreplace")
+            raise PathNotUtf8(
+                "path_not_utf8",
+                f"{shown}: a folder whose path is not UTF-8 cannot be registered; import "
+                "the folder that holds it (names below a folder may be anything)",
+            ) from None
     # Every job of the chain gets its own key, derived from the request's.
     scan_keys = [None if key is None else f"{key}#scan-{n}" for n in range(len(folders))]
     # With a render to follow, the scans render new photos themselves (one decode each).
