@@ -21,11 +21,7 @@ _buffers = threading.local()
 def hash_fd(fd: int) -> str:
     """BLAKE3 hex digest of everything in the open file ``fd`` (read from offset 0,
     the file position untouched); an OSError while reading propagates."""
-    buffer: memoryview | None = getattr(_buffers, "chunk", None)
-    if buffer is None:
-        buffer = _buffers.chunk = memoryview(bytearray(CHUNK))
-    hasher = blake3.blake3()
-    offset = 0
+    buffer, hasher, offset = _buffer(), blake3.blake3(), 0
     while read := os.preadv(fd, [buffer], offset):
         hasher.update(buffer[:read])
         offset += read
@@ -34,8 +30,18 @@ def hash_fd(fd: int) -> str:
 
 def hash_file(path: Path | str) -> str:
     """Return the BLAKE3 hex digest of the file at ``path`` in constant memory."""
+    buffer, hasher = _buffer(), blake3.blake3()
     with open_original(path) as fp:
         try:
-            return hash_fd(fp.fileno())
+            while read := fp.readinto(buffer):
+                hasher.update(buffer[:read])
         except OSError as exc:
             raise media_error_from_os(exc, path) from exc
+    return hasher.hexdigest()
+
+
+def _buffer() -> memoryview:
+    buffer: memoryview | None = getattr(_buffers, "chunk", None)
+    if buffer is None:
+        buffer = _buffers.chunk = memoryview(bytearray(CHUNK))
+    return buffer
