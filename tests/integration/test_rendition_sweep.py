@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from photo_pipeline.pipeline import rendition_store
-from photo_pipeline.pipeline.library import STORE
+from photo_pipeline.pipeline.home import STORE
 from photo_pipeline.pipeline.rendition_store import stage, sweep_temp_files
 
 

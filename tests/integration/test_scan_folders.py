@@ -79,18 +79,23 @@ def test_files_an_older_version_catalogued_twice_leave_the_outer_folder(session_
 
 def test_the_library_home_is_never_imported(session_factory, db_url, tmp_path):
     """The README's layout: the home inside the folder of photos. Its renditions are
-    no photos, and the home itself, or a folder in it, is refused."""
+    no photos, and the home itself, or a folder of its own files, is refused; a
+    folder of photos kept in the home is the user's."""
     root = tmp_path / "photos"
     home = root / "library"
     home.mkdir(parents=True)
     (home / MARKER).write_text("library id")
     photos.jpeg(root / "a.jpg", size=(320, 240), seed=1)
+    photos.jpeg(home / "mine/b.jpg", size=(320, 240), seed=2)
     settings = settings_for(home, db_url)
     jobs = import_and_run(session_factory, root, settings)
     assert [job["state"] for job in jobs] == ["succeeded"] * 3
     assert list((home / "renditions").rglob("*.webp")), "the import made renditions"
     import_and_run(session_factory, root, settings)  # the renditions are there now
-    assert catalogued(session_factory) == [(str(root), "a.jpg", "present")]
+    assert catalogued(session_factory) == [
+        (str(root), "a.jpg", "present"),
+        (str(root), "library/mine/b.jpg", "present"),
+    ]
     for inside in (home, home / "renditions"):
         with pytest.raises(InsideLibraryHome):
             import_folders(

@@ -24,6 +24,9 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
 
 MARKER = ".photo-pipeline-library"
+# The home's folders of the library's own files, which are never originals.
+STORE = "renditions"  # the rendition store (pipeline.rendition_store)
+QUARANTINE = "quarantine"  # dedupe's quarantine
 
 
 class HomeNotShared(PhotoPipelineError):

@@ -18,7 +18,7 @@ from photo_pipeline.db import open_database
 from photo_pipeline.db.dialect import engine_of
 from photo_pipeline.jobs import JobService, RetryPolicy
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline.home import MARKER, mark_home
+from photo_pipeline.pipeline.home import MARKER, STORE, mark_home
 
 if TYPE_CHECKING:
     from photo_pipeline.pipeline.catalog import Catalog
@@ -59,7 +59,6 @@ def open_library(settings: Settings) -> Library:
 API_TOKEN_FILE = "api-token"
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_FOLDER_MODE = 0o700
-STORE = "renditions"  # the folder of the rendition store (pipeline.rendition_store)
 
 
 def make_home_private(home: Path) -> None:

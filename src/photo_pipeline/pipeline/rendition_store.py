@@ -31,7 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from photo_pipeline.pipeline.library import PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, STORE
+from photo_pipeline.pipeline.home import STORE
+from photo_pipeline.pipeline.library import PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE
 from photo_pipeline.pipeline.roots import PathOutsideRoots, real_path_inside
 
 _TEMP_SUFFIX = ".tmp"

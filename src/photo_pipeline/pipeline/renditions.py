@@ -21,7 +21,7 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, files, renditions, sources
 from photo_pipeline.jobs.service import Clock, utc_now
 from photo_pipeline.pipeline.catalog import PRESENT
-from photo_pipeline.pipeline.library import STORE
+from photo_pipeline.pipeline.home import STORE
 from photo_pipeline.pipeline.rendition_store import RenderOutcome, StoredRendition
 from photo_pipeline.pipeline.roots import PathOutsideRoots, real_path_inside
 

@@ -2,11 +2,12 @@
 
 Left out, besides hidden entries (``.DS_Store``, AppleDouble ``._*`` files,
 ``.thumbnails``, ``.Trashes``): folders that hold no photo of the user's. A library
-home (it has the marker, ``pipeline.home``: its renditions and quarantine are no
-originals), registered sources inside this one (each file belongs to the innermost
-source that holds it, so no file is catalogued twice), and the folders NAS systems,
-Windows and Lightroom keep for themselves (``SYSTEM_FOLDERS``: Synology's ``@eaDir``
-thumbnails, recycle bins, snapshots, ``.lrdata`` previews; Immich skips the same).
+home's own folders (in a folder with the marker, ``pipeline.home``: renditions and
+quarantined copies are no originals); registered sources inside this one (each file
+belongs to the innermost source that holds it, so no file is catalogued twice); and
+the folders NAS systems, Windows and Lightroom keep for themselves
+(``SYSTEM_FOLDERS``: Synology's ``@eaDir`` thumbnails, recycle bins, snapshots,
+``.lrdata`` previews; Immich skips the same).
 
 A folder that cannot be listed (no permission) is reported, not taken for empty: the
 files catalogued below it are not gone, and its item fails with ``unreadable_folder``.
@@ -18,7 +19,7 @@ import os
 import stat
 from collections.abc import Collection, Iterator
 
-from photo_pipeline.pipeline.home import MARKER
+from photo_pipeline.pipeline.home import MARKER, QUARANTINE, STORE
 
 # Compared case-insensitively (FAT, NTFS and SMB shares ignore case).
 SYSTEM_FOLDERS = frozenset(
@@ -67,14 +68,14 @@ def walk(
             if folder:
                 yield folder, None
             continue
-        if any(entry.name == MARKER for entry in entries):
-            continue  # a library home: renditions and quarantined copies
+        # A library home: its renditions and quarantined copies are not the user's.
+        own = (STORE, QUARANTINE) if any(e.name == MARKER for e in entries) else ()
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.name.startswith("."):
                 continue
             relative = os.path.join(folder, entry.name) if folder else entry.name
             if entry.is_dir(follow_symlinks=False):
-                if relative not in skip and not is_system_folder(entry.name):
+                if not (relative in skip or entry.name in own or is_system_folder(entry.name)):
                     stack.append(relative)
                 continue
             try:

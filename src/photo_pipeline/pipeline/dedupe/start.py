@@ -14,12 +14,12 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobNotFound, JobService, utc_now
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan, summary
+from photo_pipeline.pipeline.home import QUARANTINE
 from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
 
 JOB_TYPE = "dedupe"
 UNDO_JOB_TYPE = "dedupe_undo"
 PURGE_JOB_TYPE = "dedupe_purge"
-QUARANTINE = "quarantine"  # below the library home
 
 _MAX_DAYS = 36_525
 
