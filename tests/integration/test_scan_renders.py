@@ -97,13 +97,16 @@ def test_names_that_are_not_utf8_are_read_and_rendered(session_factory, db_url, 
     folder = root / os.fsdecode(b"caf\xe9")
     png = photos.png(folder / os.fsdecode(b"IMG_20190203_040506_\xff.png"), seed=1, taken=None)
     jpeg = photos.jpeg(folder / os.fsdecode(b"\xe9t\xe9.jpg"), seed=2)
+    (folder / os.fsdecode(b"caf\xe9.jpg")).write_text("no photo")  # its failure names it
     settings = settings_for(home, db_url)
 
     jobs = import_and_run(session_factory, root, settings)
 
     service = JobService(session_factory)
     assert [j["state"] for j in jobs] == [JobState.SUCCEEDED] * 3
-    assert service.items(jobs[0]["id"], states=["failed"]) == []
+    [failed] = service.items(jobs[0]["id"], states=["failed"])
+    assert failed["error_code"] == "unsupported_format"
+    assert "caf\\xe9.jpg: content is not" in failed["error_message"]
     listed = {a["content_hash"]: a for a in Catalog(session_factory).assets()}
     assert set(listed) == {hash_file(png), hash_file(jpeg)}
     assert listed[hash_file(png)]["taken_local"] == "2019-02-03T04:05:06"  # from its name

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from photo_pipeline.db.text import storable
 from photo_pipeline.jobs.budget import MemoryBudget
 from photo_pipeline.jobs.errors import ItemError, JobConflict
 from photo_pipeline.jobs.service import JobService, JobSnapshot
@@ -124,7 +125,7 @@ class JobContext:
         self._flush_if_due()
 
     def fail(self, item_key: str, code: str, message: str = "") -> None:
-        self._pending.append((item_key, ItemState.FAILED, (code, message)))
+        self._pending.append((item_key, ItemState.FAILED, (code, storable(message))))
         self._flush_if_due()
 
     def add_items(self, item_keys: Iterable[str]) -> int:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
+from photo_pipeline.db.text import storable
 from photo_pipeline.jobs import wakeup
 from photo_pipeline.jobs.errors import InvalidTransition, JobConflict
 from photo_pipeline.jobs.events import write_event
@@ -54,9 +55,10 @@ class Transitions:
         refunded too and one interruption counted, retried after the backoff of
         that count until ``max_interruptions`` run out."""
         values: dict[str, Any] = {"state": target, "updated_at": now}
-        events: list[tuple[str, str | None]] = [(f"state:{target}", error[1] if error else None)]
         if error is not None:
+            error = (error[0], storable(error[1]))
             values["error_code"], values["error_message"] = error
+        events: list[tuple[str, str | None]] = [(f"state:{target}", error[1] if error else None)]
         if target is JobState.CANCELLING and row.lease_owner is None:
             # Nobody holds the job, so nobody would acknowledge: finish the cancel now.
             target = values["state"] = JobState.CANCELLED

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.schema import assets, files, timeshift_entries
+from photo_pipeline.db.text import storable
 from photo_pipeline.media.places import ZoneAndPlace, sort_instant
 from photo_pipeline.pipeline import live_photos
 from photo_pipeline.pipeline.catalog.states import FAILED, IGNORED, MISSING, PRESENT, SIDECAR
@@ -80,7 +81,7 @@ def _record_one(session: Session, report: FileReport, now: datetime, refresh: bo
         "state": state,
         "asset_id": asset_id,
         "error_code": error[0] if error else None,
-        "error_message": error[1] if error else None,
+        "error_message": storable(error[1]) if error else None,
         "updated_at": now,
         "sidecars": None if unread else report.sidecars,
     }
