@@ -3,9 +3,11 @@ bad input, and the library lock."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from photo_pipeline.media import hash_file
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.organize.template import TemplateError
+from tests.factories import photos
 from tests.support.photo_jobs import (
     TEMPLATE,
     a_scan_job_id,
@@ -362,3 +365,40 @@ def test_an_undo_that_cannot_reverse_a_file_says_which_and_why(cli, source, tmp_
     undo_failed = [(p["source"], p["reason"]) for p in problems if p["state"] == "undo_failed"]
     assert undo_failed == [("card/IMG_0100.xmp", "destination_changed")]
     assert edited.exists() and not (source / "card/IMG_0100.xmp").exists()  # left as it was
+
+
+def test_a_move_off_a_read_only_card_copies_nothing_and_completes_once_writable(
+    session_factory, tmp_path
+):
+    """A write-protected card or a read-only share: the source cannot be removed, so
+    nothing is copied (a copy left behind would be taken for done by the next run,
+    which would then never remove the source); once writable, the move completes."""
+    card = tmp_path / "card"
+    photo = photos.jpeg(card / "DCIM/IMG_1.jpg", size=(32, 24), seed=1)
+    scan_folders(session_factory, card)
+    before = tree(card)
+    dest = tmp_path / "organized"
+    with read_only(card):
+        job = run_organize(session_factory, dest, move=True)
+    failed = JobService(session_factory).items(job["id"], states=["failed"])
+    assert [(i["error_code"], "nothing was copied" in i["error_message"]) for i in failed] == [
+        ("source_not_removable", True)
+    ]
+    assert tree(card) == before
+    assert not dest.exists() or not [p for p in dest.rglob("*") if p.is_file()]
+    run_organize(session_factory, dest, move=True)
+    assert not photo.exists()
+    assert [hash_file(p) for p in dest.rglob("*.jpg")] == [before["DCIM/IMG_1.jpg"][0]]
+
+
+@contextlib.contextmanager
+def read_only(folder: Path):
+    """``folder`` on a read-only bind mount of itself (root only, as on a card)."""
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {mounted.stderr.decode().strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)

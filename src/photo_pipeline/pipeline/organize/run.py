@@ -140,6 +140,14 @@ def _organize_one(
     ):
         if move:
             transfer.unpark_leftovers(source, names.prefix)  # parked by a run that died mid-remove
+            # A read-only card or share: refused before a copy is made, which a later
+            # run would take for done and never remove the source.
+            if not os.access(".", os.W_OK | os.X_OK, dir_fd=source.fd):
+                raise ItemError(
+                    "source_not_removable",
+                    f"{source.path}: its folder is read-only, so it cannot be moved; "
+                    "nothing was copied",
+                )
         there = transfer.hash_at(dest)
         if there is not None and there[0] != entry.content_hash:
             raise ItemError(

@@ -244,6 +244,12 @@ def open_for_reading(place: Spot) -> int | None:
     return fd
 
 
+def not_removable(exc: OSError, path: str) -> ItemError:
+    """The item failure for a file to remove (a moved source) that cannot be."""
+    reason = _WRITE_REFUSED.get(exc.errno or 0, exc.strerror or type(exc).__name__)
+    return ItemError("source_not_removable", f"{path}: cannot be removed ({reason}); it stays")
+
+
 def write_error(exc: OSError, path: str) -> ItemError:
     """The item failure for an OS error while writing ``path``."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):

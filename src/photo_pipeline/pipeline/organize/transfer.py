@@ -60,6 +60,7 @@ from photo_pipeline.pipeline.organize.spots import (
     device,
     device_of_folder,
     discard,
+    not_removable,
     open_folder,
     remove,
     spot,
@@ -108,7 +109,7 @@ def retire(place: Spot, expected: str, seen: Identity | None, parking_name: str)
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise write_error(exc, place.path) from exc
+        raise not_removable(exc, place.path) from exc
     try:
         fd = os.open(parked.name, READ_FLAGS, dir_fd=place.fd)
     except OSError as exc:
