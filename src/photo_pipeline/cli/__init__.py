@@ -24,6 +24,7 @@ from photo_pipeline.cli.common import (
     close_library,
     err_console,
 )
+from photo_pipeline.cli.shown import shown
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.write_gate import install_stop_between_writes
 
@@ -43,7 +44,7 @@ def main() -> None:
         from photo_pipeline.jobs.errors import JobNotFound
 
         err_console.print(
-            f"[red]error[/] {exc.code}: {exc.detail}", highlight=False, soft_wrap=True
+            f"[red]error[/] {shown(exc.code)}: {shown(exc.detail)}", highlight=False, soft_wrap=True
         )
         if isinstance(exc, JobNotFound):
             sys.exit(EXIT_NOT_FOUND)

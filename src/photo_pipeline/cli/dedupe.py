@@ -18,6 +18,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
+from photo_pipeline.cli.shown import shown
 
 _SHOWN = 40
 
@@ -90,26 +91,27 @@ def dedupe(
 
 
 def _print_plan(plan: dict[str, Any]) -> None:
-    shown = 0
+    listed = 0
     for group in plan["groups"]:
-        if shown >= _SHOWN:
+        if listed >= _SHOWN:
             break
         console.print(
-            f"[bold]keep[/] {group['keeper']}  [dim]({group['reason']}: {group['why']})[/]",
+            f"[bold]keep[/] {shown(group['keeper'])}  "
+            f"[dim]({shown(group['reason'])}: {shown(group['why'])})[/]",
             highlight=False,
             soft_wrap=True,
         )
         for moving in group["quarantine"]:
-            shown += 1
+            listed += 1
             console.print(
-                f"  → quarantine {moving['path']}  [dim]{moving['size']:,} bytes[/]",
+                f"  → quarantine {shown(moving['path'])}  [dim]{moving['size']:,} bytes[/]",
                 highlight=False,
                 soft_wrap=True,
             )
     summary = plan["summary"]
-    if summary["files"] > shown:
-        console.print(f"… and {summary['files'] - shown} more (--json shows all)")
-    reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary["keeper_reasons"].items()))
+    if summary["files"] > listed:
+        console.print(f"… and {summary['files'] - listed} more (--json shows all)")
+    reasons = ", ".join(f"{n} {shown(r)}" for r, n in sorted(summary["keeper_reasons"].items()))
     console.print(
         f"{_plural(summary['groups'], 'group')}: {_plural(summary['files'], 'file')} to "
         "quarantine, "
@@ -139,7 +141,8 @@ def _print_report(report: dict[str, Any]) -> None:
     )
     for problem in report["problems"]:
         console.print(
-            f"  skipped {problem['path']}: {problem['reason']} {problem['message'] or ''}",
+            f"  skipped {shown(problem['path'])}: {shown(problem['reason'])} "
+            f"{shown(problem['message'] or '')}",
             highlight=False,
             soft_wrap=True,
         )

@@ -19,6 +19,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_jobs
+from photo_pipeline.cli.shown import shown
 from photo_pipeline.cli.worker import ImportOption, load_handlers
 
 JobId = Annotated[str, typer.Argument(help="The job's id, or any unique start of it.")]
@@ -36,7 +37,8 @@ def init(as_json: JsonOption = False) -> None:
     if as_json:
         print_json({"home": str(lib.settings.home), "database_url": database})
     else:
-        console.print(f"library ready: [bold]{lib.settings.home}[/] ({database})")
+        # The tag after the space: a home ending in a backslash must not escape it.
+        console.print(f"library ready: [bold]{shown(lib.settings.home)} [/]({shown(database)})")
 
 
 @app.command("jobs")
@@ -63,7 +65,7 @@ def list_jobs(
             f"{job['created_at']:%Y-%m-%d %H:%M:%S}",
             # A job that succeeded in the end keeps its last error for `job show`
             # (worker_died, say), but the listing does not call it an error.
-            "" if job["state"] == "succeeded" else job["error_code"] or "",
+            "" if job["state"] == "succeeded" else shown(job["error_code"] or ""),
         )
     console.print(table)
 
@@ -99,9 +101,7 @@ def show(job_id: JobId, as_json: JsonOption = False) -> None:
         "started_at",
         "finished_at",
     ):
-        console.print(
-            f"[bold]{field:>13}[/] {job[field] if job[field] is not None else ''}", highlight=False
-        )
+        console.print(f"[bold]{field:>13}[/] {shown(job[field])}", highlight=False)
     console.print(
         f"[bold]{'items':>13}[/] {progress['done']}/{progress['total']} done "
         f"{progress['by_state']}",
@@ -109,7 +109,8 @@ def show(job_id: JobId, as_json: JsonOption = False) -> None:
     )
     for item in failed:
         console.print(
-            f"  failed {item['item_key']}: {item['error_code']} {item['error_message'] or ''}",
+            f"  failed {shown(item['item_key'])}: {shown(item['error_code'])} "
+            f"{shown(item['error_message'] or '')}",
             highlight=False,
         )
 
@@ -139,8 +140,8 @@ def events(
             else:
                 console.print(
                     f"{event['seq']:>6} {event['created_at']:%H:%M:%S} "
-                    f"{event['type']} {event['message'] or ''} "
-                    f"{event['data'] or ''}",
+                    f"{shown(event['type'])} {shown(event['message'] or '')} "
+                    f"{shown(event['data'] or '')}",
                     highlight=False,
                 )
         if not follow:

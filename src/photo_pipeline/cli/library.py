@@ -23,6 +23,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_jobs, summarise
+from photo_pipeline.cli.shown import shown
 from photo_pipeline.pipeline import paths
 
 if TYPE_CHECKING:
@@ -133,12 +134,12 @@ def assets(
     for row in rows:
         camera_name = " ".join(p for p in (row["make"], row["model"]) if p)
         table.add_row(
-            row["taken_local"],
-            row["taken_source"],
-            camera_name,
+            shown(row["taken_local"]),
+            shown(row["taken_source"]),
+            shown(camera_name),
             f"{row['width']}x{row['height']}",
             _kind_label(row),
-            row["format"],
+            shown(row["format"]),
             str(row["files"]),
             row["content_hash"][:12],
         )
@@ -191,9 +192,9 @@ def duplicates(
     for group in groups:
         console.print(f"[bold]{group['content_hash'][:12]}[/] {group['size']} bytes")
         for file in group["files"]:
-            mark = f"keep ({group['keeper_reason']})" if file.get("keep") else "    "
+            mark = f"keep ({shown(group['keeper_reason'])})" if file.get("keep") else "    "
             console.print(
-                f"  {mark} {file['source']}/{paths.display(file['path'])}",
+                f"  {mark} {shown(file['source'])}/{shown(paths.display(file['path']))}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -214,8 +215,8 @@ def _near_duplicates(as_json: bool) -> None:
             mark = "keep" if asset["keep"] else f"d={asset['distance']:<2}"
             file = asset["files"][0]
             console.print(
-                f"  {mark} {asset['width']}x{asset['height']} {asset['taken_local']} "
-                f"{file['source']}/{paths.display(file['path'])}",
+                f"  {mark} {asset['width']}x{asset['height']} {shown(asset['taken_local'])} "
+                f"{shown(file['source'])}/{shown(paths.display(file['path']))}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -252,4 +253,4 @@ def sample(
     if as_json:
         print_json({"folder": str(folder), "photos": [str(path) for path in written]})
     else:
-        console.print(f"wrote {len(written)} photos (+2 copies, 1 broken file) to {folder}")
+        console.print(f"wrote {len(written)} photos (+2 copies, 1 broken file) to {shown(folder)}")

@@ -19,6 +19,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
+from photo_pipeline.cli.shown import shown
 from photo_pipeline.pipeline.organize.template import DEFAULT_TEMPLATE  # no database: light
 
 _SHOWN = 40
@@ -97,20 +98,26 @@ def organize(
 def _print_plan(plan: dict[str, Any]) -> None:
     summary = plan["summary"]
     console.print(
-        f"{plan['mode']} into [bold]{plan['destination']}[/] with {plan['template']}",
+        # The tag after the space: a folder ending in a backslash must not escape it.
+        f"{plan['mode']} into [bold]{shown(plan['destination'])} [/]with {shown(plan['template'])}",
         highlight=False,
     )
-    table = Table("action", "source", f"in {plan['destination']}", "note")
+    table = Table("action", "source", f"in {shown(plan['destination'])}", "note")
     prefix = plan["destination"].rstrip("/") + "/"
     for entry in plan["entries"][:_SHOWN]:
-        shown = entry["destination"].removeprefix(prefix)
-        table.add_row(entry["action"], entry["source"], shown, entry["reason"] or "")
+        relative = entry["destination"].removeprefix(prefix)
+        table.add_row(
+            entry["action"],
+            shown(entry["source"]),
+            shown(relative),
+            shown(entry["reason"] or ""),
+        )
     if plan["entries"]:
         console.print(table)
     if len(plan["entries"]) > _SHOWN:
         console.print(f"… and {len(plan['entries']) - _SHOWN} more (--json shows all)")
     actions = ", ".join(f"{n} {a}" for a, n in sorted(summary["actions"].items())) or "nothing"
-    reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary["reasons"].items()))
+    reasons = ", ".join(f"{n} {shown(r)}" for r, n in sorted(summary["reasons"].items()))
     console.print(
         f"{summary['files']} files: {actions}{f' ({reasons})' if reasons else ''}; "
         f"{summary['bytes']:,} bytes to write",
@@ -126,7 +133,8 @@ def _print_report(report: dict[str, Any]) -> None:
         if problem["reason"] == "duplicate" and not detail:
             detail = f"of {problem['destination']}"  # the copy placed there
         console.print(
-            f"  {problem['state']} {problem['source']}: {problem['reason']} {detail}",
+            f"  {problem['state']} {shown(problem['source'])}: {shown(problem['reason'])} "
+            f"{shown(detail)}",
             highlight=False,
             soft_wrap=True,
         )
@@ -160,7 +168,7 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
         )
         for kind in kinds:
             for finding in report[kind]:
-                console.print(f"  {kind} {finding['path']}", highlight=False, soft_wrap=True)
+                console.print(f"  {kind} {shown(finding['path'])}", highlight=False, soft_wrap=True)
 
     # A verify still active (its command was killed) is rejoined.
     job = start_verify(lib.service, rejoin=True).job

@@ -16,6 +16,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
+from photo_pipeline.cli.shown import shown
 
 
 @app.command()
@@ -94,14 +95,15 @@ def _show_plan(plan: dict[str, Any], as_json: bool) -> None:
     for entry in plan["assets"]:
         table.add_row(
             str(entry["asset_id"]),
-            " ".join(p for p in (entry["make"], entry["model"]) if p),
-            entry["taken_local_before"],
-            entry["taken_local_after"] or "",
-            entry["tz_source"] or "",
-            entry["error"] or "",
+            shown(" ".join(p for p in (entry["make"], entry["model"]) if p)),
+            shown(entry["taken_local_before"]),
+            shown(entry["taken_local_after"] or ""),
+            shown(entry["tz_source"] or ""),
+            shown(entry["error"] or ""),
         )
     if plan["assets"]:
         console.print(table)
     console.print(
-        f"dry run: {plan['count']} photos of {plan['camera']!r} would move by {plan['by']}"
+        f"dry run: {plan['count']} photos of {shown(repr(plan['camera']))} would move by "
+        f"{shown(plan['by'])}"
     )

@@ -15,10 +15,11 @@ from photo_pipeline.cli.common import (
     library,
 )
 from photo_pipeline.cli.finish import finish_job
+from photo_pipeline.cli.shown import shown
 
 
 def _refuse(exc: ValueError) -> typer.Exit:
-    err_console.print(f"[red]error[/] invalid_settings: {exc}", highlight=False)
+    err_console.print(f"[red]error[/] invalid_settings: {shown(exc)}", highlight=False)
     return typer.Exit(EXIT_REFUSED)
 
 

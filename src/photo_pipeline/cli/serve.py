@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from photo_pipeline.cli.common import EXIT_REFUSED, app, err_console, library
+from photo_pipeline.cli.shown import shown
 from photo_pipeline.cli.worker import MemoryBudgetOption
 
 
@@ -77,15 +78,15 @@ def serve(
         token = load_or_create_token(lib.settings.home, lib.settings.api_token)
         if entropy_bits(token) < MIN_ENTROPY_BITS:
             err_console.print(
-                f"refusing to serve on {host}: the API token ({where}) has less than "
-                f"{MIN_ENTROPY_BITS} bits of entropy; unset PHOTO_PIPELINE_TOKEN to use a "
+                f"refusing to serve on {shown(host)}: the API token ({shown(where)}) has less "
+                f"than {MIN_ENTROPY_BITS} bits of entropy; unset PHOTO_PIPELINE_TOKEN to use a "
                 "generated one, or set a long random one",
                 highlight=False,
             )
             raise typer.Exit(EXIT_REFUSED)
         err_console.print(
-            f"warning: serving on {host}, reachable from other machines: anyone with the "
-            "token controls the library, and plain HTTP shows it to the network (put TLS "
+            f"warning: serving on {shown(host)}, reachable from other machines: anyone with "
+            "the token controls the library, and plain HTTP shows it to the network (put TLS "
             "in front)",
             highlight=False,
         )
@@ -99,11 +100,13 @@ def serve(
     application = create_app(
         lib, embedded_workers=workers_embedded, memory_budget=memory_budget, limits=limits
     )
-    err_console.print(f"photo-pipeline on http://{host}:{port}/", highlight=False)
+    err_console.print(f"photo-pipeline on http://{shown(host)}:{port}/", highlight=False)
     if sys.stderr.isatty() and not lib.settings.api_token:
         # On the user's own terminal, the token to sign in with (never into logs).
         token = load_or_create_token(lib.settings.home, None)
-        err_console.print(f"sign in with the API token {token}  (kept in {where})", highlight=False)
+        err_console.print(
+            f"sign in with the API token {token}  (kept in {shown(where)})", highlight=False
+        )
     else:
-        err_console.print(f"the API token is in {where}", highlight=False)
+        err_console.print(f"the API token is in {shown(where)}", highlight=False)
     uvicorn.Server(uvicorn_config(application, host, port, limits)).run()

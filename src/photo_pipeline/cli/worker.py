@@ -21,6 +21,7 @@ from photo_pipeline.cli.common import (
     loaded_code_frozen,
     print_json,
 )
+from photo_pipeline.cli.shown import shown
 
 if TYPE_CHECKING:
     from photo_pipeline.pipeline.library import Library
@@ -172,11 +173,11 @@ def list_workers(
     )
     for row in rows:
         table.add_row(
-            row["id"],
-            row["host"],
+            shown(row["id"]),
+            shown(row["host"]),
             str(row["pid"]),
             row["state"],
-            "\n".join(f"{j['job_type']} {j['id']}" for j in row["current_jobs"]) or "-",
+            "\n".join(f"{shown(j['job_type'])} {j['id']}" for j in row["current_jobs"]) or "-",
             f"{row['started_at']:%Y-%m-%d %H:%M:%S}",
             f"{row['heartbeat_at']:%H:%M:%S}",
         )
