@@ -205,6 +205,12 @@ def test_purge_deletes_quarantined_copies_while_their_keeper_is_there(
     run(session_factory, undo)
     codes = Counter(i["error_code"] for i in service.items(undo["id"]))
     assert codes == {None: 4, "purged": plan["summary"]["files"] - 4}
+    # The undo's report names each copy it could not put back, and why.
+    problems = dedupe.dedupe_report(session_factory, undo["id"])["problems"]
+    assert {p["reason"] for p in problems} == {"purged"}
+    assert sorted(p["path"] for p in problems) == sorted(
+        q["path"] for g in plan["groups"] if g is not group for q in g["quarantine"]
+    )
 
 
 def test_a_changed_copy_and_a_missing_keeper_are_never_touched(session_factory, library, tmp_path):

@@ -133,6 +133,13 @@ def _print_report(report: dict[str, Any]) -> None:
         return
     if "restored" in report:
         console.print(f"{report['restored']} files put back", highlight=False)
+        for problem in report["problems"]:
+            console.print(
+                f"  not put back {shown(problem['path'])}: {shown(problem['reason'])} "
+                f"{shown(problem['message'] or '')}",
+                highlight=False,
+                soft_wrap=True,
+            )
         return
     states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no files"
     console.print(

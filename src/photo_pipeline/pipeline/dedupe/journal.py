@@ -14,7 +14,7 @@ from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
-from photo_pipeline.db.schema import dedupe_entries, jobs, sources
+from photo_pipeline.db.schema import dedupe_entries, job_items, jobs, sources
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.pipeline import parked, paths
 from photo_pipeline.pipeline.dedupe.start import PURGE_JOB_TYPE, UNDO_JOB_TYPE, quarantine_folder
@@ -157,6 +157,33 @@ def places(kind: str, home: str, row: Row[Any]) -> Iterator[parked.Place]:
 
 
 # ── reports ────────────────────────────────────────────────────────────────────
+def _not_put_back(session: Session, undo_id: str, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` copies an undo job could not put back, with the reasons."""
+    failed = session.execute(
+        select(job_items.c.item_key, job_items.c.error_code, job_items.c.error_message)
+        .where(job_items.c.job_id == undo_id, job_items.c.state == "failed")
+        .order_by(job_items.c.id)
+        .limit(limit)
+    ).all()
+    params = session.scalar(select(jobs.c.params).where(jobs.c.id == undo_id)) or {}
+    seqs = [int(row.item_key.split(":", 1)[0]) for row in failed]
+    where = {
+        row.seq: f"{row.root}/{paths.display(row.source_path)}"
+        for row in session.execute(
+            select(dedupe_entries.c.seq, dedupe_entries.c.source_path, sources.c.path.label("root"))
+            .join(sources, sources.c.id == dedupe_entries.c.source_id)
+            .where(
+                dedupe_entries.c.job_id == params.get("dedupe_job_id"),
+                dedupe_entries.c.seq.in_(seqs),
+            )
+        )
+    }
+    return [
+        {"seq": seq, "path": where.get(seq), "reason": row.error_code, "message": row.error_message}
+        for seq, row in zip(seqs, failed, strict=True)
+    ]
+
+
 def dedupe_report(
     session_factory: sessionmaker[Session], job_id: str, *, limit: int = 100
 ) -> dict[str, Any]:
@@ -179,7 +206,11 @@ def dedupe_report(
             restored = session.scalar(
                 select(func.count()).where(dedupe_entries.c.undo_job_id == job_id)
             )
-            return {"job_id": job_id, "restored": restored}
+            return {
+                "job_id": job_id,
+                "restored": restored,
+                "problems": _not_put_back(session, job_id, limit),
+            }
         rows = session.execute(
             select(dedupe_entries, sources.c.path.label("root"))
             .join(sources, sources.c.id == dedupe_entries.c.source_id)
