@@ -10,12 +10,20 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Path, Query, Request, Response
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.datastructures import Headers
+from starlette.responses import MalformedRangeHeader, RangeNotSatisfiable
 from starlette.types import Receive, Scope, Send
 
 from photo_pipeline.api.models import PLAIN_TEXT
-from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
+from photo_pipeline.api.problems import (
+    PROBLEM_JSON,
+    PROBLEM_RESPONSES,
+    ApiError,
+    Problem,
+    problem,
+)
 from photo_pipeline.api.state import api_state
 from photo_pipeline.pipeline.browse import (
     AssetFilter,
@@ -222,12 +230,60 @@ class _OpenedFileResponse(FileResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            refused = self._refused_range(scope)
+            if refused is not None:
+                await refused(scope, receive, send)
+            else:
+                await super().__call__(scope, receive, send)
         finally:
             os.close(self._fd)
 
+    def _refused_range(self, scope: Scope) -> JSONResponse | None:
+        """The problem answer to a Range header Starlette would refuse in text/plain,
+        else None. Parsed by Starlette's own parser, under the conditions in which it
+        parses one, so every Range it serves is served as before."""
+        headers = Headers(scope=scope)
+        range_, if_range = headers.get("range"), headers.get("if-range")
+        if (
+            range_ is None
+            or self.stat_result is None
+            or scope["method"] not in ("GET", "HEAD")
+            or (if_range is not None and not self._should_use_range(if_range))
+        ):
+            return None
+        size = self.stat_result.st_size
+        try:
+            self._parse_range_header(range_, size)
+        except MalformedRangeHeader as exc:
+            return _range_problem(400, range_, size, exc.content)
+        except RangeNotSatisfiable:
+            return _range_problem(416, range_, size)
+        return None
 
-_RANGE = re.compile(r"^bytes=([0-9]{0,19})-([0-9]{0,19})$")
+
+def _range_problem(status: int, range_: str, size: int, why: str = "") -> JSONResponse:
+    """400 ``invalid_range`` for a malformed Range header, or 416
+    ``range_not_satisfiable`` for one that starts past the end, with the
+    ``Content-Range: bytes */SIZE`` RFC 9110 asks of a 416."""
+    shown = repr(range_[:100])
+    if status == 416:
+        detail = f"Range {shown} starts at or past the end of the {size} bytes"
+        answer = problem(416, "range_not_satisfiable", detail, size=size)
+        answer.headers["Content-Range"] = f"bytes */{size}"
+        return answer
+    return problem(400, "invalid_range", f"Range {shown}: {why or 'malformed'}")
+
+
+_RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$")
+_PAST_ANY_FILE = 10**19  # more digits than this name a byte past the end of any file
+
+
+def _position(digits: str) -> int:
+    """A byte position of a Range header, saturated: a longer number is past any end
+    anyway, and int() of thousands of digits is slow (and refused past 4300)."""
+    return int(digits) if len(digits) < 20 else _PAST_ANY_FILE
+
+
 _CHUNK = 256 * 1024
 
 
@@ -244,22 +300,29 @@ class _WindowResponse(Response):
         match = _RANGE.match(range_.strip()) if range_ else None
         if match and (match[1] or match[2]):  # several ranges or garbage: the whole
             if not match[1]:
-                self._start = max(0, size - int(match[2]))  # a suffix: the last N bytes
+                self._start = max(0, size - _position(match[2]))  # a suffix: the last N
             else:
-                self._start = int(match[1])
+                self._start = _position(match[1])
                 if match[2]:
-                    self._end = min(size - 1, int(match[2]))
+                    self._end = min(size - 1, _position(match[2]))
             status = 206
         super().__init__(status_code=status, media_type=opened.mime, headers=headers)
-        if status == 206 and (self._start >= size or self._start > self._end):
-            self.status_code, self._end = 416, self._start - 1
-            self.headers["content-range"] = f"bytes */{size}"
+        # Refused as a whole file's Range is (see _OpenedFileResponse): past the end
+        # first, then a last byte before the first.
+        self._refused: JSONResponse | None = None
+        if status == 206 and self._start >= size:
+            self._refused = _range_problem(416, range_ or "", size)
+        elif status == 206 and self._start > self._end:
+            self._refused = _range_problem(400, range_ or "", size, "last byte before first")
         elif status == 206:
             self.headers["content-range"] = f"bytes {self._start}-{self._end}/{size}"
         self.headers["content-length"] = str(max(0, self._end - self._start + 1))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
+            if self._refused is not None:
+                await self._refused(scope, receive, send)
+                return
             await send(
                 {
                     "type": "http.response.start",
@@ -302,7 +365,11 @@ def _serve_original(request: Request, asset_id: int, part: str) -> Response:
 _ORIGINAL_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"content": {"application/octet-stream": {}}},
     206: {"description": "Partial Content (a Range request)"},
-    416: {"description": "Range Not Satisfiable"},
+    416: {
+        "description": "Range Not Satisfiable",
+        "model": Problem,
+        "content": {PROBLEM_JSON: {}},
+    },
 }
 
 

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from photo_pipeline.db.text import storable
 from photo_pipeline.errors import PhotoPipelineError
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,20 @@ def problem(status: int, code: str, detail: str = "", **extra: Any) -> JSONRespo
     body = Problem(
         title=HTTPStatus(status).phrase, status=status, code=code, detail=detail, **extra
     )
-    return JSONResponse(body.model_dump(), status_code=status, media_type=PROBLEM_JSON)
+    return JSONResponse(_encodable(body.model_dump()), status_code=status, media_type=PROBLEM_JSON)
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` with every string encodable as UTF-8 (``db.text.storable``: a lone
+    surrogate, from a JSON ``"\\udc80"`` or a file name that is not UTF-8, written as
+    an escape). A detail that echoes a client's input must never fail the answer."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, dict):
+        return {_encodable(key): _encodable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable(item) for item in value]
+    return value
 
 
 def install(app: FastAPI) -> None:

@@ -9,6 +9,7 @@ from photo_pipeline.api.job_types import (
     job_type,
     require_inside_allowed_roots,
     require_job_paths_inside_roots,
+    require_utf8_path,
 )
 from photo_pipeline.api.models import JOB_ID, PLAIN_TEXT
 from photo_pipeline.jobs import Enqueued
@@ -90,9 +91,11 @@ def start_similar(lib: Library, params: SimilarParams, key: str | None) -> Enque
 
 @job_type("organize", OrganizeParams, "Copy or move originals into a dated layout.")
 def start_organize(lib: Library, params: OrganizeParams, key: str | None) -> Enqueued:
+    # Resolved, the destination can name a folder that is not UTF-8 (through a symlink).
+    dest = require_utf8_path(confined_path(lib, params.dest, "params.dest"), "params.dest")
     return organize.start_organize(
         lib.service,
-        confined_path(lib, params.dest, "params.dest"),
+        dest,
         params.template,
         move=params.move,
         idempotency_key=key,
