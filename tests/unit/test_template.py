@@ -107,6 +107,17 @@ def test_fields_fall_back_and_are_sanitised():
     assert template.render(
         {"country": "../..", "city": "CON", "make": "a/b", "model": "c\\d", "ext": "x"}
     ) == ("_/_CON/a_b_c_d_001.x")
+    # Joiners spell an emoji family and Persian words; a bidi override is no name.
+    family, persian = (
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+        "\u0645\u06cc\u200c\u0631\u0648\u0645",
+    )
+    assert (
+        parse("{make}/{model}.{ext}").render(
+            {"make": family, "model": persian + "\u202egpj.exe", "ext": "jpg"}
+        )
+        == f"{family}/{persian}_gpj.exe.jpg"
+    )
     assert sibling("2023/IMG_1.jpg", ".JPG.xmp") == "2023/IMG_1.JPG.xmp"
     assert extension("IMG_1.JPEG", "jpeg") == "jpeg"
     assert extension("IMG_1", "heif") == "heic"

@@ -207,6 +207,14 @@ def _as_datetime(value: Any) -> datetime | None:
     return None
 
 
+# Controls, format characters (bidi overrides among them), surrogates, private and
+# unassigned code points, line and paragraph separators: never in a name.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+# But the zero-width (non-)joiner, format characters that spell emoji sequences
+# (👨‍👩‍👧) and words of Persian or Indic scripts: kept.
+_JOINERS = "\u200c\u200d"
+
+
 def _clean(value: Any, *, limit: int = _MAX_FIELD_CHARS) -> str:
     """One field value as a fragment of a name: no separators, control or reserved
     characters, no leading dots (hidden files, ``..``); empty becomes ``unknown``."""
@@ -215,7 +223,7 @@ def _clean(value: Any, *, limit: int = _MAX_FIELD_CHARS) -> str:
     text = unicodedata.normalize("NFC", str(value))
     text = "".join(
         "_"
-        if c in _FORBIDDEN or unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+        if c in _FORBIDDEN or (unicodedata.category(c) in _UNSAFE_CATEGORIES and c not in _JOINERS)
         else c
         for c in text
     )
