@@ -133,22 +133,20 @@ def _print_report(report: dict[str, Any]) -> None:
         return
     if "restored" in report:
         console.print(f"{report['restored']} files put back", highlight=False)
-        for problem in report["problems"]:
-            console.print(
-                f"  not put back {shown(problem['path'])}: {shown(problem['reason'])} "
-                f"{shown(problem['message'] or '')}",
-                highlight=False,
-                soft_wrap=True,
-            )
+        _print_problems(report["problems"], "not put back")
         return
     states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no files"
     console.print(
         f"{report['entries']} files: {states}; {report['bytes_quarantined']:,} bytes quarantined",
         highlight=False,
     )
-    for problem in report["problems"]:
+    _print_problems(report["problems"], "skipped")
+
+
+def _print_problems(problems: list[dict[str, Any]], what: str) -> None:
+    for problem in problems:
         console.print(
-            f"  skipped {shown(problem['path'])}: {shown(problem['reason'])} "
+            f"  {what} {shown(problem['path'])}: {shown(problem['reason'])} "
             f"{shown(problem['message'] or '')}",
             highlight=False,
             soft_wrap=True,
