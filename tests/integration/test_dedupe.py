@@ -180,6 +180,7 @@ def test_purge_deletes_quarantined_copies_while_their_keeper_is_there(
         "job_id": young["id"],
         "purged": 0,
         "bytes_reclaimed": 0,
+        "problems": [],
     }
     purge = dedupe.start_purge(service, home, 0).job
     assert run(session_factory, purge)["state"] == JobState.SUCCEEDED
@@ -191,6 +192,8 @@ def test_purge_deletes_quarantined_copies_while_their_keeper_is_there(
     )
     report = dedupe.dedupe_report(session_factory, purge["id"])
     reclaimed = plan["summary"]["bytes"] - sum(q["size"] for q in group["quarantine"])
+    kept_copies = sorted(p.pop("path") for p in report.pop("problems"))
+    assert kept_copies == sorted(q["path"] for q in group["quarantine"])  # named, with why
     assert report == {
         "job_id": purge["id"],
         "purged": plan["summary"]["files"] - 4,

@@ -130,6 +130,7 @@ def _print_report(report: dict[str, Any]) -> None:
             f"{report['purged']} files purged, {report['bytes_reclaimed']:,} bytes reclaimed",
             highlight=False,
         )
+        _print_problems(report["problems"], "kept")
         return
     if "restored" in report:
         console.print(f"{report['restored']} files put back", highlight=False)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, func, select
+from sqlalchemy import Row, func, select, true
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
@@ -157,30 +157,31 @@ def places(kind: str, home: str, row: Row[Any]) -> Iterator[parked.Place]:
 
 
 # ── reports ────────────────────────────────────────────────────────────────────
-def _not_put_back(session: Session, undo_id: str, limit: int) -> list[dict[str, Any]]:
-    """The first ``limit`` copies an undo job could not put back, with the reasons."""
+def _failed(
+    session: Session, job_id: str, limit: int, number: Any, among: Any
+) -> list[dict[str, Any]]:
+    """The first ``limit`` files an undo or purge job failed, with the reasons; its
+    item keys start with the entry's ``number`` (a column), unique ``among`` entries."""
     failed = session.execute(
         select(job_items.c.item_key, job_items.c.error_code, job_items.c.error_message)
-        .where(job_items.c.job_id == undo_id, job_items.c.state == "failed")
+        .where(job_items.c.job_id == job_id, job_items.c.state == "failed")
         .order_by(job_items.c.id)
         .limit(limit)
     ).all()
-    params = session.scalar(select(jobs.c.params).where(jobs.c.id == undo_id)) or {}
-    seqs = [int(row.item_key.split(":", 1)[0]) for row in failed]
+    numbers = [int(row.item_key.split(":", 1)[0]) for row in failed]
     where = {
-        row.seq: f"{row.root}/{paths.display(row.source_path)}"
+        row.number: f"{row.root}/{paths.display(row.source_path)}"
         for row in session.execute(
-            select(dedupe_entries.c.seq, dedupe_entries.c.source_path, sources.c.path.label("root"))
-            .join(sources, sources.c.id == dedupe_entries.c.source_id)
-            .where(
-                dedupe_entries.c.job_id == params.get("dedupe_job_id"),
-                dedupe_entries.c.seq.in_(seqs),
+            select(
+                number.label("number"), dedupe_entries.c.source_path, sources.c.path.label("root")
             )
+            .join(sources, sources.c.id == dedupe_entries.c.source_id)
+            .where(among, number.in_(numbers))
         )
     }
     return [
-        {"seq": seq, "path": where.get(seq), "reason": row.error_code, "message": row.error_message}
-        for seq, row in zip(seqs, failed, strict=True)
+        {"path": where.get(n), "reason": row.error_code, "message": row.error_message}
+        for n, row in zip(numbers, failed, strict=True)
     ]
 
 
@@ -201,15 +202,19 @@ def dedupe_report(
                 "job_id": job_id,
                 "purged": count,
                 "bytes_reclaimed": int(reclaimed),
+                # Kept: their keeper is gone or changed (never the last copy deleted).
+                "problems": _failed(session, job_id, limit, dedupe_entries.c.id, true()),
             }
         if job_type == UNDO_JOB_TYPE:
             restored = session.scalar(
                 select(func.count()).where(dedupe_entries.c.undo_job_id == job_id)
             )
+            params = session.scalar(select(jobs.c.params).where(jobs.c.id == job_id)) or {}
+            of_its_dedupe = dedupe_entries.c.job_id == params.get("dedupe_job_id")
             return {
                 "job_id": job_id,
                 "restored": restored,
-                "problems": _not_put_back(session, job_id, limit),
+                "problems": _failed(session, job_id, limit, dedupe_entries.c.seq, of_its_dedupe),
             }
         rows = session.execute(
             select(dedupe_entries, sources.c.path.label("root"))
