@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from photo_pipeline.api.problems import ApiError
+from photo_pipeline.db.text import is_text, storable
 from photo_pipeline.jobs import Enqueued, JobConflict
 from photo_pipeline.pipeline import dedupe, organize, scan
 from photo_pipeline.pipeline.library import Library
@@ -103,7 +104,7 @@ def confined_path(lib: Library, raw: str, what: str) -> Path:
     # JSON can carry a lone surrogate ("\udc80"), which is not text: os would read it as
     # a byte of a name that is not UTF-8, and neither the catalogue nor an answer echoing
     # it could encode it. Refused before realpath and the roots see it.
-    if not _is_utf8_text(raw):
+    if not is_text(raw):
         raise ApiError(
             422, "invalid_path", f"{what}: must be Unicode text (no lone surrogates), got {raw!r}"
         )
@@ -117,24 +118,14 @@ def require_utf8_path(path: Path, what: str) -> Path:
     """``path``, or 422 ``path_not_utf8`` when a name in it is not UTF-8 (os gives such
     bytes back surrogate-escaped): a path a job stores in its params is stored as text,
     and neither database could take it."""
-    if not _is_utf8_text(str(path)):
-        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+    if not is_text(str(path)):
         raise ApiError(
             422,
             "path_not_utf8",
-            f"{what}: {shown} is not UTF-8, and a job's paths are stored as text; "
+            f"{what}: {storable(str(path))} is not UTF-8, and a job's paths are stored as text; "
             "name a folder whose path is UTF-8",
         )
     return path
-
-
-def _is_utf8_text(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (no lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def require_inside_allowed_roots(lib: Library, path: str | os.PathLike[str], what: str) -> str:

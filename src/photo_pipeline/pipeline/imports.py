@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from photo_pipeline.config import Settings
+from photo_pipeline.db.text import is_text, storable
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobService, JobSnapshot, LockHeld
 from photo_pipeline.media import DEFAULT_MAX_PIXELS
@@ -121,10 +121,10 @@ def _import(
     # merely import this module (every CLI command, for --help) must start fast.
     from photo_pipeline.pipeline import render, scan, similar
 
+    home = None if follow_up is None else follow_up.home.resolve()
     for folder in folders:
         if not folder.is_dir():
             raise NotAFolder("not_a_folder", f"{folder} is not a folder")
-        home = None if follow_up is None else follow_up.home.resolve()
         if home is not None and _of_the_home(folder.resolve(), home):
             raise InsideLibraryHome(
                 "inside_library_home",
@@ -133,15 +133,13 @@ def _import(
             )
     folders = _sources_for(catalog, folders)
     for folder in folders:
-        try:
-            str(folder).encode("utf-8")
-        except UnicodeEncodeError:
-            shown = os.fsencode(folder).decode("utf-8", "backslashreplace")
+        if not is_text(str(folder)):
             raise PathNotUtf8(
                 "path_not_utf8",
-                f"{shown}: a folder whose path is not UTF-8 cannot be registered; import "
-                "the folder that holds it (names below a folder may be anything)",
-            ) from None
+                f"{storable(str(folder))}: a folder whose path is not UTF-8 cannot be "
+                "registered; import the folder that holds it (names below a folder may be "
+                "anything)",
+            )
     # Every job of the chain gets its own key, derived from the request's.
     scan_keys = [None if key is None else f"{key}#scan-{n}" for n in range(len(folders))]
     # With a render to follow, the scans render new photos themselves (one decode each).
