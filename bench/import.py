@@ -239,6 +239,15 @@ class Runs:
         return " ".join(f"{rate:.2f}/s ({cpu * 1000:.0f} ms CPU)" for rate, cpu in self.bare)
 
 
+def measured(kind: str, folder: Path, rounds: int, *, force: bool) -> Runs:
+    """``rounds`` rounds of ``kind``'s photos in ``folder`` (``force``: with a
+    ``render --force`` each)."""
+    runs = Runs(kind, folder)
+    for _ in range(rounds):
+        runs.round(force=force)
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--photos", type=int, default=48, help="24-MP JPEGs (default 48)")
@@ -288,21 +297,15 @@ def main() -> int:
 
     heading(f"2. photos/s against the bare loop over the same files ({args.rounds} round(s))")
     rows = []
-    jpeg = None
-    if jpegs is not None:
-        jpeg = Runs("jpeg", jpegs)
-        for _ in range(args.rounds):
-            jpeg.round(force=True)
+    jpeg = measured("jpeg", jpegs, args.rounds, force=True) if jpegs else None
+    if jpeg is not None:
         rows += [
             jpeg.row("import", "JPEG import (in-process, empty library)", 0.85),
             jpeg.row("render --force", "JPEG render --force (in-process)", 0.90),
             jpeg.row("photo-pipeline import --wait", "JPEG photo-pipeline import --wait", None),
         ]
-    heic = None
-    if heics is not None:
-        heic = Runs("heic", heics)
-        for _ in range(args.rounds):
-            heic.round(force=False)
+    heic = measured("heic", heics, args.rounds, force=False) if heics else None
+    if heic is not None:
         rows += [
             heic.row("import", "HEIC import (in-process) / bare pillow-heif", None),
             heic.row("photo-pipeline import --wait", "HEIC photo-pipeline import --wait", None),
