@@ -246,13 +246,17 @@ def open_for_reading(place: Spot) -> int | None:
 
 def not_removable(exc: OSError, path: str) -> ItemError:
     """The item failure for a file to remove (a moved source) that cannot be."""
-    reason = _WRITE_REFUSED.get(exc.errno or 0, exc.strerror or type(exc).__name__)
-    return ItemError("source_not_removable", f"{path}: cannot be removed ({reason}); it stays")
+    return ItemError(
+        "source_not_removable", f"{path}: cannot be removed ({_refusal(exc)}); it stays"
+    )
 
 
 def write_error(exc: OSError, path: str) -> ItemError:
     """The item failure for an OS error while writing ``path``."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return ItemError("disk_full", f"{path}: no space left on the destination")
-    reason = _WRITE_REFUSED.get(exc.errno or 0, exc.strerror or type(exc).__name__)
-    return ItemError("destination_unwritable", f"{path}: {reason}")
+    return ItemError("destination_unwritable", f"{path}: {_refusal(exc)}")
+
+
+def _refusal(exc: OSError) -> str:
+    return _WRITE_REFUSED.get(exc.errno or 0, exc.strerror or type(exc).__name__)
