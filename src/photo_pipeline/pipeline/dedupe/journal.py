@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, func, select, true
+from sqlalchemy import ColumnElement, Row, func, select, true
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
@@ -158,7 +158,11 @@ def places(kind: str, home: str, row: Row[Any]) -> Iterator[parked.Place]:
 
 # ── reports ────────────────────────────────────────────────────────────────────
 def _failed(
-    session: Session, job_id: str, limit: int, number: Any, among: Any
+    session: Session,
+    job_id: str,
+    limit: int,
+    number: ColumnElement[int],
+    among: ColumnElement[bool],
 ) -> list[dict[str, Any]]:
     """The first ``limit`` files an undo or purge job failed, with the reasons; its
     item keys start with the entry's ``number`` (a column), unique ``among`` entries."""
