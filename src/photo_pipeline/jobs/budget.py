@@ -24,7 +24,8 @@ MIB = 1 << 20
 # NumPy loaded: 118 MiB measured), which no item's estimate includes.
 PROCESS_BASELINE = 128 * MIB
 MIN_DEFAULT = 256 * MIB
-# glibc's mallopt parameter, and the block size from which it maps memory on its own.
+# glibc's mallopt parameters, and the block size from which it maps memory on its own.
+_M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 MAPPED_FROM = 16 * MIB
 
@@ -110,6 +111,13 @@ def return_freed_memory() -> None:
     from arenas that keep them once freed, and the RSS of a worker running one item
     at a time grew past that item's estimate by what earlier items had freed
     (bench/memory.py: 310 MiB added for 186 MiB items, 194 MiB with this). Blocks
-    that large are few: no slower on ordinary photos. Nothing to do off glibc."""
+    that large are few: no slower on ordinary photos.
+
+    Below that size, up to as much freed memory stays at the top of each arena (glibc
+    gives back all but 128 KiB by default) for the next photo's buffers: returned
+    and faulted in again for every photo, they cost 5% of an import's CPU
+    (bench/import.py). Nothing to do off glibc."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, MAPPED_FROM)
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_MMAP_THRESHOLD, MAPPED_FROM)
+        libc.mallopt(_M_TRIM_THRESHOLD, MAPPED_FROM)
