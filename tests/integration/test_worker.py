@@ -70,6 +70,22 @@ def test_handler_exception_fails_and_retries_the_job(live_service, session_facto
     assert states["a"] == "succeeded" and states["b"] == "queued"
 
 
+@pytest.mark.parametrize("slots", [1, 2])
+def test_a_job_whose_failure_cannot_be_flushed_fails_and_the_worker_goes_on(
+    live_service, session_factory, tmp_path, slots
+):
+    log = tmp_path / "run.log"
+    params = {"log": str(log), "flush_fails": True}
+    broken = live_service.enqueue("test.record", items=["a", "b"], params=params, max_attempts=1)
+    healthy = live_service.enqueue("test.record", items=["c"], params={"log": str(log)})
+    assert make_worker(live_service, session_factory, jobs=slots).run() == 0
+    failed = live_service.get(broken["id"])
+    assert failed["state"] == JobState.FAILED
+    assert failed["error_code"] == "handler_error"
+    assert "the batch's writer broke" in failed["error_message"]
+    assert live_service.get(healthy["id"])["state"] == JobState.SUCCEEDED
+
+
 def test_discovering_handler_adds_items(live_service, session_factory):
     job = live_service.enqueue("test.discover", params={"count": 120})
     assert make_worker(live_service, session_factory).run() == 0

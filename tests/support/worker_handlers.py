@@ -33,6 +33,12 @@ def record(ctx: JobContext) -> None:
         with open(results, "a") as out:
             out.write(f"{key} {value}\n")
 
+    if ctx.params.get("flush_fails"):
+
+        def broken_writer() -> None:
+            raise RuntimeError("the batch's writer broke")
+
+        ctx.before_flush(broken_writer)
     ctx.map(record_item, on_result=keep)
 
 

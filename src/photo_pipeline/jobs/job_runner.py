@@ -122,7 +122,7 @@ class JobRunner:
 
     def _fail(self, ctx: JobContext, exc: Exception) -> JobState | None:
         try:
-            ctx.flush()  # items that succeeded before the failure stay succeeded
+            _flush_before_ending(ctx)
             final = self._service.transition(
                 ctx.job_id,
                 JobState.FAILED,
@@ -143,7 +143,7 @@ class JobRunner:
         backoff of its interruption count, until ``max_interruptions`` run out."""
         ctx.log.warning("job interrupted: %s: %s", *error)
         try:
-            ctx.flush()  # items that succeeded before stay succeeded
+            _flush_before_ending(ctx)
             final = self._service.interrupt(
                 ctx.job_id, fencing_token=ctx.fencing_token, error=error
             )
@@ -179,6 +179,21 @@ class JobRunner:
     def _unfinished(self, job_id: str) -> bool:
         progress = self._service.progress(job_id)
         return bool(progress["done"] < progress["total"])
+
+
+def _flush_before_ending(ctx: JobContext) -> None:
+    """Record the items that succeeded before a failure, so that they stay succeeded.
+    A flush that fails too (the broken writer that failed the job, say) leaves them
+    to run again, and the job still ends; an outage is raised for the caller."""
+    try:
+        ctx.flush()
+    except (DatabaseUnavailable, JobError, LeaseLost):
+        raise
+    except Exception as exc:
+        outage = database_outage(exc)
+        if outage is not None:
+            raise outage from exc
+        ctx.log.exception("the items done before the failure were not recorded; they run again")
 
 
 class Heartbeat(threading.Thread):

@@ -177,9 +177,9 @@ class Worker:
                     )
                     if job is not None:
                         if slots is None:
-                            self.run_job(job, pool)
+                            self._run_guarded(job, pool)
                         else:
-                            running.add(slots.submit(self._run_in_slot, job, pool))
+                            running.add(slots.submit(self._run_guarded, job, pool))
                         continue
                     if self.config.burst and not running and not self._work_left():
                         break
@@ -211,11 +211,13 @@ class Worker:
         return self._jobs.run(job, pool)
 
     # ── internals ──────────────────────────────────────────────────────────────
-    def _run_in_slot(self, job: JobSnapshot, pool: Executor | None) -> None:
+    def _run_guarded(self, job: JobSnapshot, pool: Executor | None) -> None:
+        # A bug escaping one job must not stop the others: its lease runs out, and
+        # recovery hands it back.
         try:
             self.run_job(job, pool)
         except Exception:
-            self._log.exception("job %s: unexpected failure in its slot", job["id"])
+            self._log.exception("job %s: unexpected failure", job["id"])
         finally:
             self._wake.set()  # a slot is free: claim again
 
