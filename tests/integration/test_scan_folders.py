@@ -18,6 +18,7 @@ from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.home import MARKER
 from photo_pipeline.pipeline.imports import InsideLibraryHome, PathNotUtf8, import_folders
 from tests.factories import photos
+from tests.support.api_server import running_server
 from tests.support.import_jobs import import_and_run, run_import, settings_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,6 +60,28 @@ def test_a_folder_holding_registered_ones_leaves_their_files_to_them(session_fac
         (str(root / "2023"), "b.jpg", "present"),
     ]
     assert Catalog(session_factory).duplicates() == []
+
+
+def test_the_api_imports_no_folder_whose_registered_holder_is_outside_the_roots(
+    session_factory, db_url, tmp_path
+):
+    root = tmp_path.resolve() / "photos"
+    allowed = root / "2023"
+    photos.jpeg(allowed / "b.jpg", size=(32, 24), seed=2)
+    (tmp_path / "elsewhere").mkdir()
+    run_import(session_factory, root)  # from the command line: the whole folder
+    with (
+        running_server(db_url, tmp_path / "home", allowed_roots=(allowed,)) as api,
+        api.client() as http,
+    ):
+        refused = http.post(
+            "/api/jobs", json={"type": "import", "params": {"paths": [str(allowed)]}}
+        )
+        scans = [j for j in api.library.service.list_jobs() if j["job_type"] == "scan"]
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["code"] == "path_not_allowed"
+    assert str(root) in refused.json()["detail"]
+    assert len(scans) == 1  # the command line's
 
 
 def test_files_an_older_version_catalogued_twice_leave_the_outer_folder(session_factory, tmp_path):

@@ -14,7 +14,7 @@ from photo_pipeline.api.job_types import (
 from photo_pipeline.api.models import JOB_ID, PLAIN_TEXT
 from photo_pipeline.jobs import Enqueued
 from photo_pipeline.pipeline import dedupe, organize, places, timeshift, verify
-from photo_pipeline.pipeline.imports import start_import
+from photo_pipeline.pipeline.imports import folders_to_scan, start_import
 from photo_pipeline.pipeline.library import Library
 from photo_pipeline.pipeline.render import enqueue_render, render_settings
 from photo_pipeline.pipeline.similar import enqueue_similar
@@ -68,6 +68,10 @@ class NoParams(Params):
 @job_type("import", ImportParams, "Scan folders, then render, then find near duplicates.")
 def start_import_job(lib: Library, params: ImportParams, key: str | None) -> Enqueued:
     folders = [confined_path(lib, raw, f"params.paths[{n}]") for n, raw in enumerate(params.paths)]
+    # A folder inside a registered one scans that one, which must be allowed too.
+    for folder in folders_to_scan(lib.catalog, folders):
+        if folder not in folders:
+            require_inside_allowed_roots(lib, folder, "import: the registered folder it lies in")
     return start_import(
         lib.service, lib.catalog, folders, lib.settings, idempotency_key=key, reread=params.reread
     )

@@ -95,7 +95,7 @@ def _of_the_home(folder: Path, home: Path) -> bool:
     return folder == home or any(folder.is_relative_to(home / own) for own in (STORE, QUARANTINE))
 
 
-def _sources_for(catalog: Catalog, folders: list[Path]) -> list[Path]:
+def folders_to_scan(catalog: Catalog, folders: list[Path]) -> list[Path]:
     """The folders to register and scan: a folder inside a registered source is that
     source's (the innermost one) and scanning it scans that source, so that no file is
     ever catalogued twice; each folder once, in order."""
@@ -131,7 +131,7 @@ def _import(
                 f"{folder} is the library home {home} or holds its own files (renditions, "
                 "quarantined copies), not photos to import",
             )
-    folders = _sources_for(catalog, folders)
+    folders = folders_to_scan(catalog, folders)
     for folder in folders:
         if not is_text(str(folder)):
             raise PathNotUtf8(
