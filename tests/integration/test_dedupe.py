@@ -410,6 +410,23 @@ def test_a_duplicated_raw_jpeg_pair_is_kept_whole_in_one_folder(session_factory,
     assert sorted(sha256_tree(root)) == ["backup/IMG_5.JPG", "backup/IMG_5.dng", "backup/IMG_5.xmp"]
 
 
+def test_a_sidecar_spelled_otherwise_than_its_photo_travels_with_it(session_factory, tmp_path):
+    """macOS writes names decomposed (NFD), other editors composed (NFC), and a card
+    may change their case: the sidecar is the photo's all the same."""
+    root = tmp_path / "photos"
+    stamp(photos.jpeg(root / "card/Cafe\u0301.JPG", size=(32, 24), seed=6), 9)
+    (root / "card/caf\u00e9.xmp").write_text("<x:xmpmeta>card</x:xmpmeta>")
+    same_bytes(root / "card/Cafe\u0301.JPG", root / "backup/Caf\u00e9.jpg", 20)  # older
+    (root / "backup/Caf\u00e9.xmp").write_text("<x:xmpmeta>backup</x:xmpmeta>")
+    scan_folders(session_factory, root)
+    service = JobService(session_factory)
+    job = run(session_factory, dedupe.start_dedupe(service, tmp_path / "home").job)
+    assert service.progress(job["id"])["by_state"] == {"succeeded": 2}
+    assert sorted(sha256_tree(root)) == ["backup/Caf\u00e9.jpg", "backup/Caf\u00e9.xmp"]
+    held = sha256_tree(tmp_path / "home" / "quarantine" / job["id"])
+    assert sorted(Path(p).name for p in held) == ["Cafe\u0301.JPG", "caf\u00e9.xmp"]
+
+
 def test_a_quarantine_inside_a_source_is_refused(session_factory, library):
     with pytest.raises(dedupe.DedupeError) as refused:
         dedupe.start_dedupe(JobService(session_factory), library / "card" / ".library")

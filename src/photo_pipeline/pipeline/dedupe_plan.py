@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,13 +114,14 @@ class GroupPlan:
 
 
 def bundle_stem(name: str) -> str:
-    """``IMG_1.JPG.xmp`` -> ``img_1``; ``IMG_1.CR2`` -> ``img_1`` (a bundle's key)."""
+    """``IMG_1.JPG.xmp`` -> ``img_1``; ``IMG_1.CR2`` -> ``img_1`` (a bundle's key: case
+    and Unicode spelling ignored, as the scan matches a sidecar, ``paths.name_key``)."""
     stem, ext = os.path.splitext(name)
     if ext.lower() in SIDECAR_EXTENSIONS:
         inner_stem, inner_ext = os.path.splitext(stem)
         if inner_ext.lower() in SUPPORTED_EXTENSIONS:
             stem = inner_stem
-    return stem.lower()
+    return paths.name_key(stem)
 
 
 def is_sidecar(path: str) -> bool:
@@ -221,15 +223,17 @@ def _rows_around(session: Session, base: Any, asset_ids: set[int]) -> list[Any]:
     wanted = asset_ids | set(stills)
     rows = {r.id: r for r in session.execute(base.where(files.c.asset_id.in_(wanted)))}
     # A bundle's files are named "<stem>.<anything>": each member's stem (as written,
-    # lower and upper case) bounds a range the (source_id, path) index serves, from
-    # "folder/stem." to "folder/stem/" ("." sorts just before "/", in byte order and in
-    # PostgreSQL's linguistic collations alike, which also take in other cases).
+    # lower and upper case, NFC and NFD) bounds a range the (source_id, path) index
+    # serves, from "folder/stem." to "folder/stem/" ("." sorts just before "/", in byte
+    # order and in PostgreSQL's linguistic collations alike, which also take in other
+    # cases).
     starts: set[tuple[int, str]] = set()
     for row in rows.values():
         folder, slash, name = row.path.rpartition("/")
         stem = os.path.splitext(name)[0]
-        for variant in (stem, stem.lower(), stem.upper()):
-            starts.add((row.source_id, f"{folder}{slash}{variant}."))
+        for cased in (stem, stem.lower(), stem.upper()):
+            for variant in {unicodedata.normalize(form, cased) for form in ("NFC", "NFD")}:
+                starts.add((row.source_id, f"{folder}{slash}{variant}."))
     ordered = sorted(starts)
     for first in range(0, len(ordered), _RANGES_PER_QUERY):
         ranges = [
