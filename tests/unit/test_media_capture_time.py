@@ -78,6 +78,8 @@ def test_exif_datetime(text, subsec, expected) -> None:
         "2023:02:29 10:00:00",
         "2023:07:14 10:60:00",
         "1601:01:01 00:00:00",
+        "9999:12:31 23:59:59",  # a placeholder; in UTC it would leave what a datetime holds
+        "9999:12:31 23:59:59-12:00",
         "2023:07:14",
         "garbage",
         None,
@@ -87,6 +89,14 @@ def test_exif_datetime(text, subsec, expected) -> None:
 )
 def test_garbage_exif_datetime(text) -> None:
     assert parse_exif_datetime(text) is None
+
+
+def test_sub_seconds_that_are_no_digits_are_left_out() -> None:
+    # "²" is a digit to str.isdigit(), not to int()
+    assert parse_exif_datetime("2023:07:14 10:15:30", "\u00b2") == (
+        datetime(2023, 7, 14, 10, 15, 30),
+        None,
+    )
 
 
 @pytest.mark.parametrize(

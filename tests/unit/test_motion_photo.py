@@ -64,6 +64,16 @@ def test_clip_appended_without_xmp_is_not_claimed(tmp_path) -> None:
     assert find_embedded_video(still) is None
 
 
+def test_an_offset_that_is_no_number_is_not_believed(tmp_path) -> None:
+    path, _, length = videos.motion_photo(tmp_path / "PXL.MP.jpg", style="microvideo")
+    data = path.read_bytes()
+    written = f'MicroVideoOffset="{length}"'.encode()
+    odd = b'MicroVideoOffset="\xc2\xb2' + b" " * (len(written) - 21) + b'"'
+    assert len(odd) == len(written) and written in data  # the JPEG's segments unchanged
+    path.write_bytes(data.replace(written, odd))
+    assert find_embedded_video(path) is None
+
+
 def test_damaged_xmp_is_ignored(tmp_path) -> None:
     path = tmp_path / "p.jpg"
     photos.picture((64, 48)).save(path, "JPEG", xmp=b"<x:xmpmeta <<< not xml")

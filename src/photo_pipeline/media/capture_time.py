@@ -9,6 +9,9 @@ from pathlib import PurePath
 
 # Photography began in 1826; earlier "dates" are unset camera clocks or garbage.
 _MIN_YEAR = 1826
+# 9999:12:31 is a placeholder, not a date; and a year later than this could leave what
+# a datetime holds once moved to UTC or another zone (OverflowError).
+_MAX_YEAR = 9998
 _MAX_OFFSET_MINUTES = 14 * 60
 
 # Where a capture time came from, best first: a photo or video gets the first that it has.
@@ -77,7 +80,7 @@ def _make(
         value = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
     except ValueError:
         return None  # month 13, day 0, year 0000, hour 24 …
-    if value.year < _MIN_YEAR:
+    if not _MIN_YEAR <= value.year <= _MAX_YEAR:
         return None
     return value.replace(microsecond=int(frac[:6].ljust(6, "0"))) if frac else value
 
@@ -107,7 +110,7 @@ def parse_exif_datetime(text: object, subsec: object = None) -> tuple[datetime, 
     year, month, day, hour, minute, second, frac, offset = match.groups()
     if not frac and isinstance(subsec, str):
         digits = subsec.strip("\x00 ")
-        frac = digits if digits.isdigit() else ""
+        frac = digits if digits.isascii() and digits.isdigit() else ""
     value = _make(year, month, day, hour, minute, second or "0", frac or "")
     if value is None:
         return None

@@ -142,7 +142,8 @@ def _property(element: ElementTree.Element, name: str) -> str | None:
 
 
 def _number(text: str | None) -> int | None:
-    if text is None or not text.strip().isdigit():
+    # isdigit() alone takes "²", which int() refuses
+    if text is None or not (text.strip().isascii() and text.strip().isdigit()):
         return None
     return int(text)
 
