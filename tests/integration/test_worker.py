@@ -75,7 +75,7 @@ def test_a_job_whose_failure_cannot_be_flushed_fails_and_the_worker_goes_on(
     live_service, session_factory, tmp_path, slots
 ):
     log = tmp_path / "run.log"
-    params = {"log": str(log), "flush_fails": True}
+    params = {"log": str(log), "writer_fails": 99}
     broken = live_service.enqueue("test.record", items=["a", "b"], params=params, max_attempts=1)
     healthy = live_service.enqueue("test.record", items=["c"], params={"log": str(log)})
     assert make_worker(live_service, session_factory, jobs=slots).run() == 0
@@ -84,6 +84,19 @@ def test_a_job_whose_failure_cannot_be_flushed_fails_and_the_worker_goes_on(
     assert failed["error_code"] == "handler_error"
     assert "the batch's writer broke" in failed["error_message"]
     assert live_service.get(healthy["id"])["state"] == JobState.SUCCEEDED
+
+
+def test_items_whose_rows_were_not_written_are_not_reported_done(
+    live_service, session_factory, tmp_path
+):
+    log = tmp_path / "run.log"
+    keys = [f"k{n}" for n in range(5)]
+    params = {"log": str(log), "writer_fails": 1}
+    job = live_service.enqueue("test.record", items=keys, params=params, max_attempts=2)
+    assert make_worker(live_service, session_factory).run() == 0
+    assert live_service.get(job["id"])["state"] == JobState.SUCCEEDED
+    # The first attempt's batch was lost with its writer: its items ran again.
+    assert sorted(log.with_suffix(".rows").read_text().split()) == keys
 
 
 def test_discovering_handler_adds_items(live_service, session_factory):

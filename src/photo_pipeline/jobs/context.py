@@ -199,8 +199,14 @@ class JobContext:
         self._before_flush.append(callback)
 
     def flush(self) -> None:
-        """Write the buffered item results (and the handler's rows) now."""
-        writers = [writer for callback in self._before_flush if (writer := callback())]
+        """Write the buffered item results (and the handler's rows) now. When a
+        callback fails, the buffered results are dropped with the rows it was
+        preparing: their items are not reported done without them, and run again."""
+        try:
+            writers = [writer for callback in self._before_flush if (writer := callback())]
+        except BaseException:
+            self._pending = []
+            raise
         if self._pending or writers:
             batch, self._pending = self._pending, []
             self._write(batch, writers)
