@@ -15,6 +15,7 @@ from PIL import Image
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.media.render import RenderSettings
+from photo_pipeline.pipeline import render
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.render import enqueue_render
@@ -119,17 +120,26 @@ def test_rerun_renders_only_what_is_missing_or_stale(session_factory, db_url, tm
     assert {r["format"] for r in Renditions(session_factory).all()} == {"jpeg"}
 
 
-def test_bad_input_fails_only_its_item(session_factory, db_url, tmp_path):
+def test_bad_input_fails_only_its_item(session_factory, db_url, tmp_path, monkeypatch):
     root, home = tmp_path / "photos", tmp_path / "home"
     for n in range(3):
         photos.jpeg(root / f"{n}.jpg", size=(200, 150), seed=n)
     good = photos.jpeg(root / "becomes-corrupt.jpg", size=(200, 150), seed=7)
     doomed = photos.jpeg(root / "disappears.jpg", size=(200, 150), seed=8)
+    photos.jpeg(root / "odd.jpg", size=(200, 150), seed=9)
     service = JobService(session_factory)
     import_folders(service, Catalog(session_factory), [root])
     run_worker_retrying_at_once(session_factory)  # catalogued while intact
     good.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])  # then damaged
     doomed.unlink()
+    render_file = render.render_file
+
+    def buggy(path, settings):  # a decoder's bug on one odd file (injected)
+        if Path(path).name == "odd.jpg":
+            raise ValueError("a tag nobody writes that way")
+        return render_file(path, settings)
+
+    monkeypatch.setattr(render, "render_file", buggy)
 
     job = enqueue_render(service, home, RenderSettings(**SMALL)).job
     run_worker_retrying_at_once(session_factory)
@@ -138,6 +148,7 @@ def test_bad_input_fails_only_its_item(session_factory, db_url, tmp_path):
     assert failed_items(service, job["id"]) == {
         "becomes-corrupt.jpg": "corrupt_file",
         "disappears.jpg": "file_vanished",
+        "odd.jpg": "unexpected_error",
     }
     assert len(Renditions(session_factory).all()) == 6
 

@@ -12,7 +12,7 @@ import pytest
 
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService
-from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline import paths, scan
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from tests.factories import photos
@@ -275,6 +275,31 @@ def test_unreadable_file_fails_its_item(session_factory, tmp_path):
         assert run_import(session_factory, root)["failed"] == {"locked.jpg": "unreadable_file"}
     finally:
         locked.chmod(0o644)
+
+
+def test_a_reader_raising_what_it_never_should_fails_that_file_only(
+    session_factory, tmp_path, monkeypatch
+):
+    """A parser's bug on one odd file (injected here: the known ones are fixed) fails
+    its item with ``unexpected_error``; the other files are catalogued."""
+    root = tmp_path / "photos"
+    for n in range(3):
+        photos.jpeg(root / f"ok{n}.jpg", size=(32, 24), seed=n)
+    photos.jpeg(root / "odd.jpg", size=(32, 24), seed=9)
+    read = scan.read_metadata
+
+    def buggy(path, **kwargs):
+        if Path(path).name == "odd.jpg":  # the pinned stand-in keeps the name
+            raise OverflowError("date value out of range")
+        return read(path, **kwargs)
+
+    monkeypatch.setattr(scan, "read_metadata", buggy)
+    outcome = run_import(session_factory, root)
+    assert outcome["failed"] == {"odd.jpg": "unexpected_error"}
+    [item] = JobService(session_factory).items(outcome["job"]["id"], states=["failed"])
+    assert "OverflowError: date value out of range" in item["error_message"]
+    present = {f["path"] for f in Catalog(session_factory).files() if f["state"] == "present"}
+    assert present == {"ok0.jpg", "ok1.jpg", "ok2.jpg"}
 
 
 def test_an_import_carries_the_libraries_video_time_limit(session_factory, tmp_path):

@@ -39,6 +39,7 @@ from photo_pipeline.pipeline.rendition_store import (
     sweep_temp_files,
 )
 from photo_pipeline.pipeline.renditions import Renditions
+from photo_pipeline.pipeline.unexpected import unexpected_failure
 
 JOB_TYPE = "render"
 _ADD_CHUNK = 1000
@@ -166,6 +167,9 @@ def render_item_within(allowed: Sequence[str], params: dict[str, Any], key: str)
             result = render_file(original.path, settings)
     except (MediaError, roots.PathOutsideRoots) as exc:
         return RenderOutcome(int(asset_id), error=(exc.code, exc.detail))
+    except Exception as exc:  # one odd file must not fail the render of all the others
+        error = unexpected_failure(exc, paths.display(stored))
+        return RenderOutcome(int(asset_id), error=error)
     return stage_renditions(Path(params["home"]), int(asset_id), content_hash, result, settings)
 
 

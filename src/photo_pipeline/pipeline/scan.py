@@ -72,6 +72,7 @@ from photo_pipeline.pipeline.sidecars import (
     may_be_sidecar,
     with_sidecars_of,
 )
+from photo_pipeline.pipeline.unexpected import unexpected_failure
 from photo_pipeline.pipeline.walk import below, listed_fingerprint, walk
 
 JOB_TYPE = "scan"
@@ -327,6 +328,10 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
         if exc.code == "file_vanished":
             return _vanished(base)
         return Inspected(FileReport(**base, error=(exc.code, exc.detail)))
+    except Exception as exc:  # one odd file must not fail the scan of all the others
+        return Inspected(
+            FileReport(**base, error=unexpected_failure(exc, paths.display(paths.to_text(path))))
+        )
     report = FileReport(**base, content_hash=content_hash, metadata=metadata, sidecars=sidecars)
     return Inspected(report, rendered)
 
