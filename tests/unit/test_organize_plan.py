@@ -110,3 +110,47 @@ def test_of_exact_copies_the_one_with_its_sidecar_is_placed():
         ("b/IMG_5.xmp", "move", None),
         ("a/IMG_5.JPG", "skip", "duplicate"),
     ]
+
+
+def test_same_named_photos_of_other_shots_are_no_companions():
+    """A merged card dump: a 2019 camera JPEG beside a 2023 phone HEIC of the same
+    number, and two unrelated clips; each goes by its own date. A RAW and its JPEG,
+    taken in one second, stay together."""
+    candidates = [
+        candidate("dump/IMG_0001.JPG", "canon", taken="2019-05-01T09:00:00"),
+        candidate("dump/IMG_0001.HEIC", "iphone", fmt="heif", taken="2023-12-24T18:30:00"),
+        candidate("dump/clip.mp4", "clip 1", fmt="mp4", taken="2023-03-01T10:00:00"),
+        candidate("dump/clip.mov", "clip 2", fmt="mov", taken="2021-01-01T10:00:00"),
+        candidate("dump/IMG_0002.CR2", "raw", fmt="cr2", taken="2019-05-01T09:01:00"),
+        candidate("dump/IMG_0002.JPG", "jpg", taken="2019-05-01T09:01:00.500000"),
+    ]
+    template = parse_template("{taken:%Y}/{original_name}.{ext}")
+    plan = build_plan(candidates, template, move=True, existing=lambda _: None)
+    assert {(e.candidate.path, e.kind, e.dest_path) for e in plan} == {
+        ("dump/IMG_0001.JPG", "photo", "2019/IMG_0001.jpg"),
+        ("dump/IMG_0001.HEIC", "photo", "2023/IMG_0001.heic"),
+        ("dump/clip.mp4", "photo", "2023/clip.mp4"),
+        ("dump/clip.mov", "photo", "2021/clip.mov"),
+        ("dump/IMG_0002.CR2", "photo", "2019/IMG_0002.cr2"),
+        ("dump/IMG_0002.JPG", "companion", "2019/IMG_0002.jpg"),
+    }
+
+
+def test_a_live_photo_keeps_its_motion_part_when_a_copy_of_it_lies_elsewhere():
+    """The MOV, exported under another name and dated a fraction earlier than its
+    still, is the duplicate; the pair stays whole."""
+    still = candidate("B/IMG_0002.JPG", "still", taken="2023-07-14T10:15:30.123000")
+    motion = replace(
+        candidate("B/IMG_0002.MOV", "motion", fmt="mov", taken="2023-07-14T10:15:30"),
+        bundle=group_key(still),
+    )
+    export = candidate(
+        "exports/clip_from_live.MOV", "motion", fmt="mov", taken="2023-07-14T10:15:30"
+    )
+    template = parse_template("{taken:%Y}/{original_name}.{ext}")
+    plan = build_plan([export, still, motion], template, move=True, existing=lambda _: None)
+    assert [(e.candidate.path, e.action, e.reason, e.dest_path) for e in plan] == [
+        ("B/IMG_0002.JPG", "move", None, "2023/IMG_0002.jpg"),
+        ("B/IMG_0002.MOV", "move", None, "2023/IMG_0002.mov"),
+        ("exports/clip_from_live.MOV", "skip", "duplicate", "2023/IMG_0002.mov"),
+    ]

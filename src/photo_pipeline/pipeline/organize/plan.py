@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -40,6 +41,9 @@ from photo_pipeline.pipeline.organize.template import sibling as sibling_name
 
 SIDECAR_EXTENSIONS = frozenset({".xmp", ".aae"})
 MAX_COUNTER = 10_000
+# A RAW and its JPEG carry one capture time; a photo of the same folder and stem taken
+# further apart is another shot (cameras and phones number from 0001 again).
+SAME_SHOT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,26 @@ class _Group:
     sidecars: list[tuple[Candidate, str]] = field(default_factory=list)  # with name suffix
 
 
+def _same_shot(primary: Candidate, other: Candidate) -> bool:
+    """Whether a photo of the primary's folder and stem is its companion (the JPEG of a
+    RAW, a phone's export of a HEIC): taken within ``SAME_SHOT_SECONDS`` of it, or
+    either without a capture time to tell."""
+    first, second = _taken(primary), _taken(other)
+    if first is None or second is None:
+        return True
+    return abs((first - second).total_seconds()) <= SAME_SHOT_SECONDS
+
+
+def _taken(candidate: Candidate) -> datetime | None:
+    value = candidate.values.get("taken")
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    return value.replace(tzinfo=None) if isinstance(value, datetime) else None
+
+
 def _split_name(name: str) -> tuple[str, str]:
     """``IMG_1.JPG.xmp`` -> (``IMG_1``, ``.JPG.xmp``); ``IMG_1.CR2`` -> (``IMG_1``, ``.CR2``)."""
     stem, ext = os.path.splitext(name)
@@ -206,16 +230,23 @@ def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
         seen_ext = {extension(photos[0].name, photos[0].file_format)}
         for photo in photos[1:]:
             ext = extension(photo.name, photo.file_format)
-            if ext in seen_ext:
-                groups.append(_Group(photo))  # IMG.jpg and IMG.JPG: two photos, two names
+            if ext in seen_ext or not _same_shot(group.primary, photo):
+                # IMG.jpg and IMG.JPG, or a merged card dump's IMG_0001.JPG of 2019
+                # beside a phone's IMG_0001.HEIC of 2023: two photos, two names
+                groups.append(_Group(photo))
             else:
                 seen_ext.add(ext)
                 group.companions.append(photo)
         for sidecar in sorted((c for c in members if not c.photo), key=lambda c: c.path):
             group.sidecars.append((sidecar, _split_name(sidecar.name)[1]))
         groups.append(group)
+    # A lone copy of content that is another group's companion (a Live Photo's MOV
+    # exported under another name) comes after every group: the pair, placed first,
+    # keeps its part beside it, and the lone copy is the duplicate.
+    companions = {c.content_hash for g in groups for c in g.companions}
     groups.sort(
         key=lambda g: (
+            not g.companions and g.primary.content_hash in companions,
             str(g.primary.values.get("taken") or ""),
             # Of copies of one photo, a real file before a symlink (which organize
             # does not follow), then the original-looking name, then the one with its
