@@ -68,6 +68,26 @@ def test_no_pair_across_identifiers_or_seconds_apart(session_factory, tmp_path):
     assert len(listed) == 4  # each half shown on its own
 
 
+def test_no_pair_between_two_makers_devices_named_alike(session_factory, tmp_path):
+    """A Nikon photo and an iPhone clip of one second, which an organize template
+    named alike: no Live Photo. A pair whose names differ only in case still pairs."""
+    root = tmp_path / "roll"
+    photos.jpeg(
+        root / "20230714_101530.jpg",
+        size=(32, 24),
+        seed=5,
+        taken="2023:07:14 10:15:30",
+        make="NIKON CORPORATION",
+        model="NIKON Z 6",
+    )
+    videos.iphone_mov(root / "20230714_101530.mov", codec="libx264", content_identifier=ID_C)
+    # Halves without identifiers (edited, or from an older iPhone)
+    photos.heic(root / "IMG_0005.HEIC", size=(32, 24), seed=6, make="Apple", model="iPhone 8")
+    videos.iphone_mov(root / "img_0005.mov", codec="libx264", content_identifier=None)
+    scan_folders(session_factory, root)
+    assert pairs(session_factory) == {("IMG_0005.HEIC", "img_0005.mov")}
+
+
 def test_the_still_catalogued_after_its_motion_part_pairs_the_same(session_factory, tmp_path):
     root = tmp_path / "roll"
     still, _ = videos.live_photo(root, stem="IMG_0400", content_identifier=ID_C, seed=5)

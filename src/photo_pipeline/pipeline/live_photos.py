@@ -9,8 +9,10 @@ inside the fenced transaction that reports the item done, after each file's asse
 recorded. Whichever half is recorded second finds the first:
 
 * by Apple's content identifier when both halves carry one (they must then be equal);
-* otherwise by place and time: same source, same folder, same stem (any case of
-  ``.HEIC``/``.JPG``/``.MOV``…), capture times within :data:`MAX_APART`.
+* otherwise by place and time: same source, same folder, same stem (as written, or
+  all in lower or upper case; any case of ``.HEIC``/``.JPG``/``.MOV``…), capture
+  times within :data:`MAX_APART`, and not two different cameras' (a Nikon photo and
+  an iPhone clip of one second, renamed alike by an organize template, are no pair).
 
 Among several candidates the one with the smallest content hash wins, so the pairing
 does not depend on the order files were read in (a resumed scan pairs as a clean one).
@@ -45,6 +47,7 @@ _COLUMNS = (
     assets.c.taken_local,
     assets.c.taken_utc,
     assets.c.live_of,
+    assets.c.make,
 )
 
 
@@ -111,7 +114,8 @@ def _candidates(session: Session, me: Any, source_id: int, path: str, *, still: 
     stem = os.path.splitext(name)[0]
     extensions = _STILL_EXTENSIONS if still else _MOTION_EXTENSIONS
     beside = [
-        paths.to_text(os.path.join(folder, stem + variant))
+        paths.to_text(os.path.join(folder, cased + variant))
+        for cased in {stem, stem.lower(), stem.upper()}
         for ext in extensions
         for variant in (ext, ext.upper())
     ]
@@ -132,6 +136,7 @@ def _candidates(session: Session, me: Any, source_id: int, path: str, *, still: 
         # two identifiers that differ say these are two different Live Photos
         if (row.content_identifier is None or me.content_identifier is None)
         and _close_in_time(me, row)
+        and _same_maker(me, row)
     ]
 
 
@@ -165,6 +170,11 @@ def _has_present_file(session: Session, asset_id: int) -> bool:
             select(exists().where(and_(files.c.asset_id == asset_id, files.c.state == PRESENT)))
         )
     )
+
+
+def _same_maker(a: Any, b: Any) -> bool:
+    """Not known to come from two different makers' devices."""
+    return a.make is None or b.make is None or a.make.casefold() == b.make.casefold()
 
 
 def _close_in_time(a: Any, b: Any) -> bool:
