@@ -15,6 +15,7 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
+from photo_pipeline.pipeline.browse import AssetFilter, Browser
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.imports import import_folders
 from photo_pipeline.pipeline.places import start_backfill
@@ -100,6 +101,20 @@ def test_scan_stores_zone_and_place_of_each_photo(session_factory, tmp_path):
     assert paris["region"] == "Île-de-France"
     # GPS columns keep what the file says, even where it means "no position"
     assert found["null-island.jpg"]["gps_latitude"] == 0.0
+
+
+def test_null_island_is_no_position_to_the_gps_filter(session_factory, tmp_path):
+    paths = {a["id"]: p for p, a in import_trip(session_factory, tmp_path / "trip").items()}
+    browser = Browser(session_factory)
+
+    def names(has_gps: bool) -> set[str]:
+        page, _ = browser.asset_page(AssetFilter(has_gps=has_gps))
+        return {paths[a["id"]] for a in page}
+
+    assert "null-island.jpg" in names(has_gps=False)
+    assert "null-island.jpg" not in names(has_gps=True)
+    assert "paris-dst.jpg" in names(has_gps=True)
+    assert names(has_gps=True) | names(has_gps=False) == set(TRIP)
 
 
 def test_place_filter_and_utc_ordering(session_factory, tmp_path):

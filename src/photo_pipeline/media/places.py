@@ -46,7 +46,7 @@ CITY_MAX_KM = 50.0
 # Without a one-country zone to say so, the nearest place's country is trusted this far.
 COUNTRY_MAX_KM = 150.0
 # Some phones write 0°, 0° when they have no fix: a position in the Gulf of Guinea.
-_NULL_ISLAND_DEGREES = 1e-6
+NULL_ISLAND_DEGREES = 1e-6
 _EARTH_RADIUS_KM = 6371.0088
 # The tz database calls the United Kingdom "Britain (UK)": fine for a zone list, odd as
 # a folder name.
@@ -106,7 +106,7 @@ def valid_position(latitude: float | None, longitude: float | None) -> tuple[flo
         return None
     if abs(latitude) > 90 or abs(longitude) > 180:
         return None
-    if abs(latitude) < _NULL_ISLAND_DEGREES and abs(longitude) < _NULL_ISLAND_DEGREES:
+    if abs(latitude) < NULL_ISLAND_DEGREES and abs(longitude) < NULL_ISLAND_DEGREES:
         return None
     return latitude, longitude
 

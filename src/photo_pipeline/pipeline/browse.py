@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import Select, exists, func, or_, select, tuple_
+from sqlalchemy import ColumnElement, Select, and_, exists, func, or_, select, tuple_
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -26,6 +26,7 @@ from photo_pipeline.db.schema import (
 )
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
+from photo_pipeline.media.places import NULL_ISLAND_DEGREES
 from photo_pipeline.pipeline import live_photos
 from photo_pipeline.pipeline.catalog import PRESENT, listing_session, type_matches
 from photo_pipeline.pipeline.paths import display
@@ -83,6 +84,15 @@ _SUMMARY = (
     assets.c.is_motion_photo,
     live_photos.motion_asset_id().label("motion_asset_id"),
 )
+
+
+def _has_position() -> ColumnElement[bool]:
+    """A position the place lookup takes (``media.places.valid_position``): null island
+    (0, 0), which phones write without a fix, is none; out-of-range values are dropped
+    when read."""
+    lat, lon = assets.c.gps_latitude, assets.c.gps_longitude
+    null_island = and_(func.abs(lat) < NULL_ISLAND_DEGREES, func.abs(lon) < NULL_ISLAND_DEGREES)
+    return and_(lat.is_not(None), lon.is_not(None), ~null_island)
 
 
 def _has_present_file() -> Any:
@@ -312,9 +322,9 @@ def _filtered(query: Select[*tuple[Any, ...]], where: AssetFilter) -> Select[*tu
             )
         )
     if where.has_gps is True:
-        query = query.where(assets.c.gps_latitude.is_not(None))
+        query = query.where(_has_position())
     elif where.has_gps is False:
-        query = query.where(assets.c.gps_latitude.is_(None))
+        query = query.where(~_has_position())
     if where.duplicates == "exact":
         query = query.where(_present_file_count() > 1)
     elif where.duplicates == "near":
