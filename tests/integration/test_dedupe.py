@@ -363,10 +363,10 @@ def test_a_copy_held_open_by_a_writer_stays_and_leaves_no_quarantined_twin(
     held: list[int] = []
     real_retire = transfer.retire
 
-    def open_then_retire(place, *args):
+    def open_then_retire(place, *args, **kwargs):
         if place.path == str(target) and not held:
             held.append(os.open(target, os.O_WRONLY))
-        return real_retire(place, *args)
+        return real_retire(place, *args, **kwargs)
 
     monkeypatch.setattr(transfer, "retire", open_then_retire)
     service = JobService(session_factory)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.organize import transfer
-from tests.support.photo_jobs import TEMPLATE, run_organize, three_photos_scanned
+from tests.support.photo_jobs import TEMPLATE, run_organize, run_worker, three_photos_scanned
 
 TARGET = "IMG_0001.jpg"
 KEPT_CODES = {"content_changed", "source_changed", "source_in_use"}
@@ -112,10 +113,10 @@ def hook(monkeypatch, moment: str, editor: Editor, hard_links: bool) -> None:
     elif moment == "before_unlink":
         real_retire = transfer.retire
 
-        def edit_then_retire(place, *args):
+        def edit_then_retire(place, *args, **kwargs):
             if place.name == TARGET:
                 editor()  # placed and verified; the source is about to go
-            return real_retire(place, *args)
+            return real_retire(place, *args, **kwargs)
 
         monkeypatch.setattr(transfer, "retire", edit_then_retire)
     elif moment == "after_park":
@@ -168,10 +169,10 @@ def test_a_source_held_open_by_a_writer_is_kept(session_factory, library, tmp_pa
     held: list[int] = []
     real_retire = transfer.retire
 
-    def open_then_retire(place, *args):
+    def open_then_retire(place, *args, **kwargs):
         if place.name == TARGET:
             held.append(os.open(library / TARGET, os.O_WRONLY))
-        return real_retire(place, *args)
+        return real_retire(place, *args, **kwargs)
 
     monkeypatch.setattr(transfer, "retire", open_then_retire)
     job = run_organize(session_factory, dest, move=True, hard_links=False)
@@ -242,3 +243,59 @@ def test_an_error_while_a_file_is_parked_gives_it_back_at_once(
 
 def job_items(session_factory, job) -> list[dict]:
     return JobService(session_factory).items(job["id"])
+
+
+def test_a_worker_paused_past_its_lease_never_removes_what_an_undo_put_back(
+    session_factory, library, tmp_path, monkeypatch
+):
+    """Worker A stops (SIGSTOP, a suspended VM) just before it removes a moved file's
+    source. Its lease runs out, worker B finishes the job, the user undoes it, and the
+    undo links the file back under its name: the very inode A checked. Then A wakes up.
+    What it was about to remove is now the only copy: it must stay."""
+    dest = tmp_path / "organized"
+    originals = {p.name: p.read_bytes() for p in library.iterdir()}
+    service = JobService(session_factory)
+    job = organize.start_organize(service, dest, TEMPLATE, move=True).job
+    paused, resume = threading.Event(), threading.Event()
+    real_retire = transfer.retire
+
+    def pause_then_retire(place, *args, **kwargs):
+        if place.name == TARGET and not paused.is_set():
+            paused.set()
+            assert resume.wait(60), "the test never resumed worker A"
+        return real_retire(place, *args, **kwargs)
+
+    monkeypatch.setattr(transfer, "retire", pause_then_retire)
+    # A's heartbeat stops with it (a stopped process runs no thread).
+    service_a = JobService(session_factory)
+    renew = service_a.renew_lease
+
+    def renew_unless_paused(*args, **kwargs):
+        if paused.is_set():
+            resume.wait(60)
+        return renew(*args, **kwargs)
+
+    monkeypatch.setattr(service_a, "renew_lease", renew_unless_paused)
+    config = WorkerConfig(job_types=(organize.JOB_TYPE,), burst=True, lease_seconds=1)
+    worker_a = Worker(service_a, WorkerRegistry(session_factory), registry, config)
+    a = threading.Thread(target=worker_a.run)
+    a.start()
+    try:
+        assert paused.wait(60), "worker A never reached the source's removal"
+        # A's one-second lease runs out; recovery hands the job to B, which finishes it.
+        at_once = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
+        deadline = time.monotonic() + 30
+        while at_once.recover_stale() != [job["id"]]:
+            assert time.monotonic() < deadline, "A's lease never ran out"
+            time.sleep(0.05)  # polling the database for the expiry, not a timed wait
+        run_worker(session_factory, organize.JOB_TYPE, service=at_once)
+        assert service.get(job["id"])["state"] == "succeeded"
+        undo = organize.start_undo(service, job["id"]).job
+        run_worker(session_factory, organize.UNDO_JOB_TYPE, service=at_once)
+        assert service.get(undo["id"])["state"] == "succeeded"
+        assert {p.name: p.read_bytes() for p in library.iterdir()} == originals
+    finally:
+        resume.set()
+        a.join(60)
+    assert not a.is_alive()
+    assert {p.name: p.read_bytes() for p in library.iterdir()} == originals

@@ -18,7 +18,11 @@ from photo_pipeline.pipeline import parked, paths
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe.journal import PURGED, QUARANTINED, Journal, Recorded, entries
 from photo_pipeline.pipeline.dedupe.start import PURGE_JOB_TYPE, quarantine_folder
-from photo_pipeline.pipeline.dedupe.steps import check_keeper, remove_empty_folders
+from photo_pipeline.pipeline.dedupe.steps import (
+    check_keeper,
+    keeper_still_there,
+    remove_empty_folders,
+)
 from photo_pipeline.pipeline.organize import transfer
 
 
@@ -49,14 +53,14 @@ def purge(ctx: JobContext) -> None:
             continue
         quarantine = quarantine_folder(home, entry.job_id)
         try:
-            check_keeper(entry)  # never delete what may be the last copy
+            kept = keeper_still_there(entry, check_keeper(entry))  # never the last copy
             try:
                 with transfer.spot(quarantine, paths.from_text(entry.quarantine_path)) as held:
                     names = transfer.PrivateNames(
                         PURGE_JOB_TYPE, ctx.job_id, entry.seq, ctx.fencing_token
                     )
                     transfer.unpark_leftovers(held, names.prefix)  # a run that died mid-remove
-                    transfer.retire(held, entry.content_hash, None, names.parking)
+                    transfer.retire(held, entry.content_hash, None, names.parking, kept=kept)
             except ItemError as exc:
                 if exc.code != "missing":
                     raise

@@ -33,7 +33,12 @@ from photo_pipeline.pipeline.dedupe.journal import (
     places,
 )
 from photo_pipeline.pipeline.dedupe.start import JOB_TYPE, quarantine_folder
-from photo_pipeline.pipeline.dedupe.steps import check_keeper, put_back, remove_empty_folders
+from photo_pipeline.pipeline.dedupe.steps import (
+    check_keeper,
+    keeper_still_there,
+    put_back,
+    remove_empty_folders,
+)
 from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan
 from photo_pipeline.pipeline.organize import transfer
 
@@ -128,9 +133,11 @@ def _quarantine_one(
         seen = None  # placed by an earlier run: the original is checked by its bytes alone
         if there is None:
             link = q_device is not None and transfer.device(entry.source()) == q_device
-            _, seen = transfer.place(source, held, names.temp, entry.content_hash, link=link)
+            info, seen = transfer.place(source, held, names.temp, entry.content_hash, link=link)
+            there = (entry.content_hash, transfer.Identity.of(info))
+        kept = transfer.still_there(held, there[1])
         try:
-            transfer.retire(source, entry.content_hash, seen, names.parking)
+            transfer.retire(source, entry.content_hash, seen, names.parking, kept=kept)
         except ItemError:
             _withdraw(held, entry, names.parking)  # the original stays: so no second copy
             raise
@@ -150,8 +157,8 @@ def _withdraw(held: transfer.Spot, entry: Entry, parking: str) -> None:
         transfer.remove(held)
     elif entry.kind == "copy":
         with contextlib.suppress(ItemError):
-            check_keeper(entry)
-            transfer.retire(held, entry.content_hash, None, parking)
+            kept = keeper_still_there(entry, check_keeper(entry))
+            transfer.retire(held, entry.content_hash, None, parking, kept=kept)
 
 
 def _catalogue_quarantined(session: Session, batch: list[Recorded]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError
@@ -13,8 +14,9 @@ from photo_pipeline.pipeline.dedupe.journal import PURGED, QUARANTINED, Entry
 from photo_pipeline.pipeline.organize import transfer
 
 
-def check_keeper(entry: Entry) -> None:
-    """The keeper must be there and be what the plan saw: else the group is skipped."""
+def check_keeper(entry: Entry) -> transfer.Identity:
+    """The keeper must be there and be what the plan saw: else the group is skipped.
+    Returns the keeper's identity, for ``keeper_still_there``."""
     where = os.path.join(entry.keeper_root, paths.display(entry.keeper_path))
     try:
         with transfer.spot(entry.keeper_root, paths.from_text(entry.keeper_path)) as place:
@@ -29,6 +31,24 @@ def check_keeper(entry: Entry) -> None:
         raise ItemError(
             "keeper_changed", f"{where}: the copy kept changed since the plan; this one stays"
         )
+    return found[1]
+
+
+def keeper_still_there(entry: Entry, identity: transfer.Identity) -> Callable[[], None]:
+    """``retire``'s last check when the keeper holds the bytes of a copy to remove: it
+    must still be the file ``check_keeper`` hashed."""
+
+    def check() -> None:
+        try:
+            with transfer.spot(entry.keeper_root, paths.from_text(entry.keeper_path)) as place:
+                transfer.still_there(place, identity)()
+        except ItemError as exc:
+            if exc.code != "missing":
+                raise
+            where = os.path.join(entry.keeper_root, paths.display(entry.keeper_path))
+            raise ItemError("copy_gone", f"{where}: the copy kept is gone; this one stays") from exc
+
+    return check
 
 
 def remove_empty_folders(top: str) -> None:
@@ -66,12 +86,14 @@ def put_back(entry: Entry, quarantine: str, ctx: JobContext, kind: str) -> os.st
         seen = None
         if at_source is None:
             link = transfer.device(quarantine) == transfer.device_of_folder(source.path)
-            _, seen = transfer.place(held, source, names.temp, expected, link=link)
+            info, seen = transfer.place(held, source, names.temp, expected, link=link)
+            at_source = (expected, transfer.Identity.of(info))
         elif at_source[0] != expected:
             raise ItemError(
                 "source_taken", f"{source.path}: another file now has this name; left alone"
             )
-        transfer.retire(held, expected, seen, names.parking)
+        kept = transfer.still_there(source, at_source[1])
+        transfer.retire(held, expected, seen, names.parking, kept=kept)
         return os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
 
 

@@ -159,16 +159,18 @@ def _organize_one(
                 move and link_device is not None and transfer.device(entry.source()) == link_device
             )
             try:
-                _, seen = transfer.place(
+                info, seen = transfer.place(
                     source, dest, names.temp, entry.content_hash, link=link, sync_folder=move
                 )
+                there = (entry.content_hash, transfer.Identity.of(info))
             except ItemError as exc:
                 # Lost a race for the name: fine if the winner placed this very content.
-                placed = transfer.hash_at(dest)
-                if exc.code != "destination_taken" or not placed or placed[0] != entry.content_hash:
+                there = transfer.hash_at(dest)
+                if exc.code != "destination_taken" or not there or there[0] != entry.content_hash:
                     raise
         if move:
-            transfer.retire(source, entry.content_hash, seen, names.parking)
+            kept = transfer.still_there(dest, there[1])
+            transfer.retire(source, entry.content_hash, seen, names.parking, kept=kept)
         return os.stat(dest.name, dir_fd=dest.fd, follow_symlinks=False)
 
 

@@ -10,9 +10,12 @@ the name is first renamed to a private "parking" name in the same folder (so a s
 or replace by rename lands beside it, untouched), then the parked file must still be
 the very file that was read (device, inode, size, mtime), nobody may hold it open (a
 Linux write lease: any later ``open`` by another process waits until we are done),
-and its bytes must hash to the expected value. Only then is it unlinked. On any
-doubt the file goes back to its name and the item fails with ``source_changed`` or
-``source_in_use``: both copies are kept. Where leases are not available (NFS, SMB,
+and its bytes must hash to the expected value; last, the copy that keeps those bytes
+must still be there, the very file placed (``still_there``: a worker paused past its
+lease, whose job another worker finished and an undo then reversed, must not remove
+the only copy). Only then is it unlinked. On any doubt the file goes back to its name
+and the item fails with ``source_changed``, ``source_in_use`` or ``copy_gone``: both
+copies are kept. Where leases are not available (NFS, SMB,
 a file owned by another user), the checks run without one, and the parked inode is
 examined again after the unlink; a write that slipped in is written back.
 
@@ -22,6 +25,8 @@ Failures raise ``ItemError`` with a stable code:
 - ``content_changed``: the source's bytes are not the catalogued ones (never copied);
 - ``source_changed``, ``source_in_use``: a file to remove changed or was held open
   during the move; it was kept;
+- ``copy_gone``: the copy that was to keep the bytes of a file to remove is gone or
+  changed; the file was kept;
 - ``destination_taken``: a different file holds the destination name;
 - ``copy_mismatch``: what landed on disk does not hash to the catalogued value;
 - ``disk_full``, ``destination_unwritable``, ``unreadable_file``: the OS refused;
@@ -39,7 +44,7 @@ import os
 import signal
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.pipeline.organize.placing import (
@@ -99,10 +104,19 @@ def place(
     return place_by_copy(source, dest, temp_name, expected, sync_folder)
 
 
-def retire(place: Spot, expected: str, seen: Identity | None, parking_name: str) -> None:
+def retire(
+    place: Spot,
+    expected: str,
+    seen: Identity | None,
+    parking_name: str,
+    *,
+    kept: Callable[[], None],
+) -> None:
     """Delete ``place`` (a file whose bytes were placed elsewhere) only when the bytes
     removed are provably ``expected`` and, when ``seen`` is given, the very file that
-    was read. Otherwise it stays (see the module docstring). Nothing there: done."""
+    was read, and when ``kept()`` (run last, just before the unlink) raises no
+    ``ItemError``: the copy that keeps the bytes is there. Otherwise it stays (see the
+    module docstring). Nothing there: done."""
     parked = place.sibling(parking_name)
     try:
         os.rename(place.name, parked.name, src_dir_fd=place.fd, dst_dir_fd=place.fd)
@@ -119,7 +133,7 @@ def retire(place: Spot, expected: str, seen: Identity | None, parking_name: str)
         unpark(place, parking_name)
         raise ItemError("unreadable_file", f"{place.path}: {exc.strerror}") from exc
     try:
-        _retire_parked(fd, place, parked, expected, seen)
+        _retire_parked(fd, place, parked, expected, seen, kept)
     except ItemError:
         raise  # the file was given its name back (or is gone for good, verified)
     except BaseException:
@@ -132,7 +146,12 @@ def retire(place: Spot, expected: str, seen: Identity | None, parking_name: str)
 
 
 def _retire_parked(
-    fd: int, place: Spot, parked: Spot, expected: str, seen: Identity | None
+    fd: int,
+    place: Spot,
+    parked: Spot,
+    expected: str,
+    seen: Identity | None,
+    kept: Callable[[], None],
 ) -> None:
     before = os.fstat(fd)
     if not stat.S_ISREG(before.st_mode):
@@ -160,12 +179,35 @@ def _retire_parked(
     elif changed_since(before, os.fstat(fd)):
         unpark(place, parked.name)
         raise ItemError("source_changed", f"{place.path}: changed during the move; both kept")
+    try:
+        kept()
+    except ItemError:
+        unpark(place, parked.name)
+        raise
     unlink_durably(parked)
     if not leased and changed_since(before, os.fstat(fd)):
         # Written through a descriptor opened before the rename, after our last
         # look: the bytes are still reachable through ``fd``; put them back.
         _write_back(fd, place)
         raise ItemError("source_changed", f"{place.path}: written during the move; both kept")
+
+
+def still_there(copy: Spot, identity: Identity) -> Callable[[], None]:
+    """``retire``'s last check when ``copy`` keeps the bytes: it must still be the
+    file ``identity`` describes (placed by this run, or found there and hashed)."""
+
+    def check() -> None:
+        try:
+            info = os.stat(copy.name, dir_fd=copy.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            info = None
+        if info is None or Identity.of(info) != identity:
+            raise ItemError(
+                "copy_gone",
+                f"{copy.path}: the copy that keeps these bytes is gone or changed; this file stays",
+            )
+
+    return check
 
 
 def _take_write_lease(fd: int) -> bool | None:
@@ -278,6 +320,7 @@ __all__ = [
     "remove",
     "retire",
     "spot",
+    "still_there",
     "sweep_temp_files",
     "unpark",
     "unpark_leftovers",

@@ -111,11 +111,12 @@ def _undo_one(
             if dest is not None and there is not None:
                 with transfer.spot(entry.source_root, source_rel) as source:
                     original = transfer.hash_at(source)
-                if original is None or original[0] != expected:
-                    raise ItemError(
-                        "missing", f"{source.path}: the original is gone; the copy is kept"
-                    )
-                transfer.retire(dest, expected, there[1], names.parking)
+                    if original is None or original[0] != expected:
+                        raise ItemError(
+                            "missing", f"{source.path}: the original is gone; the copy is kept"
+                        )
+                    kept = transfer.still_there(source, original[1])
+                    transfer.retire(dest, expected, there[1], names.parking, kept=kept)
             return True, None
         source = stack.enter_context(transfer.spot(entry.source_root, source_rel, create=True))
         at_source = transfer.hash_at(source)
@@ -124,13 +125,15 @@ def _undo_one(
             if dest is None or there is None:
                 raise ItemError("missing", f"{entry.dest(destination)}: the moved file is gone")
             link = transfer.device(dest.path) == transfer.device_of_folder(source.path)
-            _, seen = transfer.place(dest, source, names.temp, expected, link=link)
+            info, seen = transfer.place(dest, source, names.temp, expected, link=link)
+            at_source = (expected, transfer.Identity.of(info))
         elif at_source[0] != expected:
             raise ItemError(
                 "source_taken", f"{source.path}: another file now has this name; left alone"
             )
         if dest is not None:
-            transfer.retire(dest, expected, seen, names.parking)
+            kept = transfer.still_there(source, at_source[1])
+            transfer.retire(dest, expected, seen, names.parking, kept=kept)
         return True, os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
 
 
