@@ -231,7 +231,8 @@ def test_an_error_while_a_file_is_parked_gives_it_back_at_once(
     job = organize.start_organize(service, dest, TEMPLATE, move=True, hard_links=False).job
     config = WorkerConfig(job_types=(organize.JOB_TYPE,), burst=True, executor="thread")
     workers = WorkerRegistry(session_factory)
-    Worker(service, workers, registry, config).run_job(service.claim([organize.JOB_TYPE], "w1"))
+    worker = Worker(service, workers, registry, config)
+    worker.run_job(service.claim([organize.JOB_TYPE], worker.id))
     monkeypatch.undo()
     assert service.get(job["id"])["state"] == "retry_queued"
     assert {p.name for p in library.iterdir()} == before, "nothing left parked"

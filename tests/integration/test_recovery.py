@@ -1,12 +1,15 @@
 """Leases that expire: recovery, fencing of the old owner, and the races known to
 have hit other queues."""
 
+import threading
+
 import pytest
 from psycopg import pq
 from sqlalchemy import text
 
 from photo_pipeline.db import read_session
 from photo_pipeline.jobs import JobConflict, JobState
+from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.service import JobService
 
@@ -126,6 +129,25 @@ def test_reclaimed_job_fences_out_the_old_owner(service, clock):
     assert err.value.code == "not_lease_owner"
     assert service.get(old["id"])["lease_owner"] == "new"
     assert service.items(old["id"])[0]["state"] == "queued"
+
+
+def test_the_old_owner_cannot_confirm_a_lease_recovered_or_taken_over(service, clock):
+    """Before a step on the user's files, a worker asks the database, not its last
+    heartbeat: stopped past its lease, it finds the job gone to another."""
+    old = running_job(service, items=["a"], worker="old", lease=10)
+    ctx = JobContext(service, old, "old", shutdown=threading.Event())
+    ctx.confirm_lease()  # held
+    clock.advance(seconds=11)
+    service.recover_stale()
+    with pytest.raises(LeaseLost):
+        ctx.confirm_lease()
+    assert ctx.should_stop
+    clock.advance(seconds=3600)
+    new = service.claim(["t"], "new")
+    JobContext(service, new, "new", shutdown=threading.Event()).confirm_lease()
+    stale = JobContext(service, old, "new", shutdown=threading.Event())  # the old token
+    with pytest.raises(LeaseLost):
+        stale.confirm_lease()
 
 
 def test_recovered_but_unclaimed_job_refuses_old_owner_writes(service, clock):

@@ -92,6 +92,17 @@ class JobContext:
     def should_stop(self) -> bool:
         return self._cancel.is_set() or self._lost.is_set() or self._shutdown.is_set()
 
+    def confirm_lease(self) -> None:
+        """Raise ``LeaseLost`` unless this worker holds the job now, as the database
+        says (not as the last heartbeat did): before a step on the user's files that
+        cannot be taken back, so that a worker that was stopped past its lease (and
+        whose job another worker took over) does not go on moving them."""
+        if self._lost.is_set() or not self._service.holds_lease(
+            self.job_id, self.worker_id, self.fencing_token
+        ):
+            self._lost.set()
+            raise LeaseLost(f"job {self.job_id} is no longer held by {self.worker_id}")
+
     def observe(self, state: JobState | None) -> None:
         """Take in the job's state as the coordinator last reported it (None: the
         lease is gone)."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, update
+from sqlalchemy import Row, select, update
 from sqlalchemy.exc import IntegrityError
 
 from photo_pipeline.db import read_session, write_session
@@ -109,6 +109,19 @@ def renew_lease(
             require_job(session, job_id)
         return None
     return JobState(state)
+
+
+def holds_lease(store: JobStore, job_id: str, worker_id: str, fencing_token: int) -> bool:
+    """Whether ``worker_id`` still holds the job under ``fencing_token`` (the job
+    running or cancelling): read now, not at the last heartbeat."""
+    held = select(jobs.c.id).where(
+        jobs.c.id == job_id,
+        jobs.c.lease_owner == worker_id,
+        jobs.c.fencing_token == fencing_token,
+        jobs.c.state.in_(LEASED_STATES),
+    )
+    with read_session(store.session_factory) as session:
+        return session.scalar(held) is not None
 
 
 def transition(

@@ -199,6 +199,10 @@ class JobService:
             self._store, job_id, worker_id, lease_seconds=lease_seconds, fencing_token=fencing_token
         )
 
+    def holds_lease(self, job_id: str, worker_id: str, fencing_token: int) -> bool:
+        """Whether ``worker_id`` holds the job under ``fencing_token`` now."""
+        return lease.holds_lease(self._store, job_id, worker_id, fencing_token)
+
     # ── transitions ────────────────────────────────────────────────────────────
     @transactional
     def transition(

@@ -52,6 +52,7 @@ def purge(ctx: JobContext) -> None:
             ctx.succeed(key)
             continue
         quarantine = quarantine_folder(home, entry.job_id)
+        ctx.confirm_lease()  # a worker stopped past its lease deletes no more
         try:
             kept = keeper_still_there(entry, check_keeper(entry))  # never the last copy
             try:

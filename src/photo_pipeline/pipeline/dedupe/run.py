@@ -85,6 +85,7 @@ def dedupe(ctx: JobContext) -> None:
             try:
                 if entry.kind == "sidecar" and not set(photos_of.get(entry.bundle, [])) <= moved:
                     raise ItemError("photo_kept", f"{entry.source()}: its photo stays; so does it")
+                ctx.confirm_lease()  # a worker stopped past its lease moves no more
                 info = _quarantine_one(entry, quarantine, ctx, q_device)
             except OSError as exc:  # an I/O error on this file fails it, not the job
                 raise transfer.write_error(exc, exc.filename or entry.source()) from exc

@@ -58,6 +58,7 @@ def undo(ctx: JobContext) -> None:
             continue
         try:
             try:
+                ctx.confirm_lease()  # a worker stopped past its lease moves no more
                 restored = put_back(entry, quarantine, ctx, UNDO_JOB_TYPE)
             except OSError as exc:
                 raise transfer.write_error(exc, exc.filename or entry.source()) from exc

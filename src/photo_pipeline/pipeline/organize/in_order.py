@@ -34,7 +34,14 @@ def run_in_order(
     """``act`` on the entry of each of the job's items (not ``finished`` ones) in a
     small pool, and ``take`` each item's outcome in item order: its future, or None
     for an entry finished before a crash. A stop lets started entries finish (and be
-    taken); queued ones are not started and stay for the next run."""
+    taken); queued ones are not started and stay for the next run. Each entry starts
+    only while the job's lease is held (``JobContext.confirm_lease``): else its
+    future raises ``LeaseLost``."""
+
+    def act_while_held(entry: Entry) -> T:
+        ctx.confirm_lease()
+        return act(entry)
+
     with ThreadPoolExecutor(THREADS, thread_name_prefix=name) as pool:
         queue: deque[tuple[str, Entry, Future[T] | None]] = deque()
         try:
@@ -49,7 +56,7 @@ def run_in_order(
                     or any(e.content_hash == entry.content_hash for _, e, _ in queue)
                 ):
                     take(*queue.popleft())
-                outcome = None if finished(entry) else pool.submit(act, entry)
+                outcome = None if finished(entry) else pool.submit(act_while_held, entry)
                 queue.append((key, entry, outcome))
             for _, _, outcome in queue:
                 if ctx.should_stop and outcome is not None:
