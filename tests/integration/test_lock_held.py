@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from photo_pipeline.jobs import JobBlocked, JobService, LockHeld
-from photo_pipeline.pipeline import locks, organize, verify
+from photo_pipeline.pipeline import dedupe, locks, organize, verify
 
 
 def test_a_held_lock_is_refused_as_lock_held_naming_the_holder(session_factory):
@@ -52,3 +52,15 @@ def test_a_verify_asked_again_rejoins_the_active_one_and_nothing_else(session_fa
     with pytest.raises(organize.LibraryBusy) as refused:
         verify.start_verify(service, rejoin=True)
     assert refused.value.blocking_jobs == [holder["id"]]
+
+
+def test_a_purge_asked_again_rejoins_the_active_one_with_its_cutoff(session_factory, tmp_path):
+    service = JobService(session_factory)
+    first = dedupe.start_purge(service, tmp_path / "home", 30)
+    again = dedupe.start_purge(service, tmp_path / "home", 30, rejoin=True)
+    assert (again.job["id"], again.created) == (first.job["id"], False)
+    assert again.job["params"]["before"] == first.job["params"]["before"]
+    with pytest.raises(organize.LibraryBusy):  # another request is refused
+        dedupe.start_purge(service, tmp_path / "home", 7, rejoin=True)
+    with pytest.raises(organize.LibraryBusy):  # and so is this one, without joining
+        dedupe.start_purge(service, tmp_path / "home", 30)

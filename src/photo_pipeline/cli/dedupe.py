@@ -73,7 +73,7 @@ def dedupe(
         job = deduping.start_undo(lib.service, full_job_id(lib.service, undo)).job
     elif purge:
         assert older_than_days is not None
-        job = deduping.start_purge(lib.service, lib.settings.home, older_than_days).job
+        job = deduping.start_purge(lib.service, lib.settings.home, older_than_days, rejoin=True).job
     else:
         # Rerunning a command whose job is still active (it was killed) rejoins it.
         job = deduping.start_dedupe(lib.service, lib.settings.home, near=near, rejoin=True).job

@@ -11,11 +11,11 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import Enqueued, JobNotFound, JobService, utc_now
+from photo_pipeline.jobs import Enqueued, JobNotFound, JobService, LockHeld, utc_now
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan, summary
 from photo_pipeline.pipeline.home import QUARANTINE
-from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
+from photo_pipeline.pipeline.locks import LIBRARY_LOCK, enqueue_library_job, enqueue_or_join
 
 JOB_TYPE = "dedupe"
 UNDO_JOB_TYPE = "dedupe_undo"
@@ -117,9 +117,12 @@ def start_purge(
     *,
     idempotency_key: str | None = None,
     max_attempts: int = 10,
+    rejoin: bool = False,
 ) -> Enqueued:
     """Queue a purge of files quarantined more than ``older_than_days`` days ago (a
-    replay of ``idempotency_key`` returns its job, whose cutoff was fixed then)."""
+    replay of ``idempotency_key`` returns its job, whose cutoff was fixed then);
+    ``rejoin`` returns the active purge of this very request (its command killed and
+    run again), with the cutoff it fixed then."""
     if type(older_than_days) is not int or not 0 <= older_than_days <= _MAX_DAYS:
         raise DedupeError(
             "invalid_days", f"--older-than-days must be 0..{_MAX_DAYS}, got {older_than_days!r}"
@@ -131,7 +134,14 @@ def start_purge(
     # The cutoff is fixed now, so a resumed purge deletes what was asked, no more.
     cutoff = utc_now() - timedelta(days=older_than_days)
     params = {**asked, "before": cutoff.isoformat()}
-    return enqueue_library_job(service, PURGE_JOB_TYPE, params, idempotency_key, max_attempts)
+    try:
+        return enqueue_library_job(service, PURGE_JOB_TYPE, params, idempotency_key, max_attempts)
+    except LockHeld:
+        for holder in service.blockers(LIBRARY_LOCK) if rejoin else []:
+            job = service.get(holder["id"])
+            if job and job["job_type"] == PURGE_JOB_TYPE and job["params"] | asked == job["params"]:
+                return Enqueued(job, False)
+        raise
 
 
 def _check_quarantine(session_factory: sessionmaker[Session], home: str) -> None:
