@@ -18,6 +18,7 @@ from photo_pipeline.jobs.context import LeaseLost
 from photo_pipeline.media import hash_file
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.home import MARKER
 from photo_pipeline.pipeline.organize.template import TemplateError
 from tests.factories import photos
 from tests.support.photo_jobs import (
@@ -249,7 +250,12 @@ def test_bad_destinations_and_templates_are_refused(session_factory, source, tmp
         source / "card/organized": "destination_inside_source",
         source / "card/IMG_0000.jpg": "destination_not_a_folder",
         tmp_path: "destination_contains_source",
+        tmp_path / "home": "inside_library_home",
+        tmp_path / "home/quarantine/photos": "inside_library_home",
+        tmp_path / "home/renditions": "inside_library_home",
     }
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / MARKER).write_text("a library id")
     for dest, code in cases.items():
         with pytest.raises(organize.OrganizeError) as refused:
             organize.plan_organize(session_factory, dest, TEMPLATE)

@@ -17,6 +17,7 @@ from photo_pipeline.db.schema import sources
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobNotFound, JobService
 from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline.home import MARKER, QUARANTINE, STORE
 from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
 from photo_pipeline.pipeline.organize.plan import (
     DestinationState,
@@ -41,8 +42,18 @@ class OrganizeError(PhotoPipelineError):
 
 def check_destination(session_factory: sessionmaker[Session], destination: Path | str) -> str:
     """The destination as an absolute path, refused when it is a file, not writable,
-    or overlaps a registered source (other than itself)."""
+    a library home or a folder of its own files, or overlaps a registered source
+    (other than itself)."""
     target = Path(destination).expanduser().resolve()
+    for home in (target, *target.parents):
+        if (home / MARKER).is_file() and (
+            target == home or any(target.is_relative_to(home / own) for own in (STORE, QUARANTINE))
+        ):
+            raise OrganizeError(
+                "inside_library_home",
+                f"{target} is the library home {home} or holds its own files (renditions, "
+                "quarantined copies): choose a destination outside them",
+            )
     if target.exists() and not target.is_dir():
         raise OrganizeError("destination_not_a_folder", f"{target} exists and is not a folder")
     existing = target
