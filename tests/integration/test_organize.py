@@ -346,6 +346,9 @@ def test_cli_dry_run_organize_undo_and_lock_held(cli, session_factory, source, t
     assert code == 3 and "job_not_found" in err  # not found, as for `job show`
     code, _, err = cli("organize", "--undo", a_scan_job_id(session_factory), "--wait")
     assert code == 2 and "not_an_organize_job" in err
+    # Pruning the job history keeps what an undo reads.
+    code, out, _ = cli("prune", "--older-than-days", "0", "--json")
+    assert code == 0 and json.loads(out)["jobs"] >= 1  # the scans, not the organize
     code, out, _ = cli("organize", "--undo", queued["id"], "--wait", "--json")
     assert code == 0, out
     shown = json.loads(out)

@@ -194,8 +194,13 @@ def prune(
     older_than_days: Annotated[float, typer.Option(min=0, help="Age in days.")] = 30,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete finished jobs and their events older than the given age."""
-    counts = library().service.prune(older_than=timedelta(days=older_than_days))
+    """Delete finished jobs and their events older than the given age. Organize,
+    timeshift and dedupe jobs are kept: their journals are what undo and purge read."""
+    from photo_pipeline.pipeline.job_types import UNDOABLE
+
+    counts = library().service.prune(
+        older_than=timedelta(days=older_than_days), keep_types=UNDOABLE
+    )
     if as_json:
         print_json(counts)
     else:

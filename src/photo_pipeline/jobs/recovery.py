@@ -170,10 +170,12 @@ def _end_stuck_holders(store: JobStore, abandoned: ColumnElement[bool]) -> None:
             raise
 
 
-def prune(store: JobStore, *, older_than: timedelta, now: datetime | None) -> dict[str, int]:
+def prune(
+    store: JobStore, *, older_than: timedelta, now: datetime | None, keep_types: Iterable[str] = ()
+) -> dict[str, int]:
     """Delete finished jobs (with their items and events) that finished more than
-    ``older_than`` ago, and older events of other finished jobs. Active jobs and their
-    events are never touched."""
+    ``older_than`` ago, but for jobs of ``keep_types``, and older events of other
+    finished jobs. Active jobs and their events are never touched."""
     if not isinstance(older_than, timedelta) or older_than < timedelta(0):
         raise InvalidArgument(
             "invalid_older_than", f"older_than must be a timedelta >= 0, got {older_than!r}"
@@ -181,7 +183,11 @@ def prune(store: JobStore, *, older_than: timedelta, now: datetime | None) -> di
     finished = [s.value for s in FINISHED_STATES]
     with write_session(store.session_factory) as session:
         cutoff = (now or store.clock.now(session)) - older_than
-        old_jobs = select(jobs.c.id).where(jobs.c.state.in_(finished), jobs.c.finished_at < cutoff)
+        old_jobs = select(jobs.c.id).where(
+            jobs.c.state.in_(finished),
+            jobs.c.finished_at < cutoff,
+            jobs.c.job_type.not_in(list(keep_types)),
+        )
         events = changed_rows(
             session,
             delete(job_events).where(

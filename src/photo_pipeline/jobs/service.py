@@ -303,9 +303,16 @@ class JobService:
         return recovery.recover_stale(self._store, now=now, dead_workers=dead_workers)
 
     @transactional
-    def prune(self, *, older_than: timedelta, now: datetime | None = None) -> dict[str, int]:
-        """Delete jobs finished more than ``older_than`` ago, and old events."""
-        return recovery.prune(self._store, older_than=older_than, now=now)
+    def prune(
+        self,
+        *,
+        older_than: timedelta,
+        now: datetime | None = None,
+        keep_types: Iterable[str] = (),
+    ) -> dict[str, int]:
+        """Delete jobs finished more than ``older_than`` ago (not those of
+        ``keep_types``), and old events."""
+        return recovery.prune(self._store, older_than=older_than, now=now, keep_types=keep_types)
 
     # ── queries ────────────────────────────────────────────────────────────────
     def blockers(self, lock: str) -> list[dict[str, Any]]:

@@ -21,5 +21,8 @@ PROVIDERS = {
     "dedupe_undo": f"{_PIPELINE}.dedupe.undo",
     "dedupe_purge": f"{_PIPELINE}.dedupe.purge",
 }
+# Jobs whose journals their undo (and dedupe's purge) read: ``prune`` keeps them.
+UNDOABLE = ("organize", "timeshift", "dedupe")
+
 for _job_type, _module in PROVIDERS.items():
     registry.defer(_job_type, _module)
