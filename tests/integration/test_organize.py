@@ -376,6 +376,21 @@ def test_an_undo_that_cannot_reverse_a_file_says_which_and_why(cli, source, tmp_
     assert edited.exists() and not (source / "card/IMG_0100.xmp").exists()  # left as it was
 
 
+def test_undoing_a_copy_whose_original_was_edited_keeps_the_copy_and_says_so(
+    session_factory, source, tmp_path
+):
+    dest = tmp_path / "organized"
+    job = run_organize(session_factory, dest)
+    (source / "card/IMG_0100.xmp").write_text("<x:xmpmeta>edited since</x:xmpmeta>")
+    service = JobService(session_factory)
+    undo = organize.start_undo(service, job["id"]).job
+    run_worker(session_factory, organize.UNDO_JOB_TYPE)
+    [failed] = service.items(undo["id"], states=["failed"])
+    assert failed["error_code"] == "source_changed"
+    assert "the original changed since; the copy is kept" in failed["error_message"]
+    assert len(list(dest.rglob("*.xmp"))) == 1
+
+
 def test_a_move_off_a_read_only_card_copies_nothing_and_completes_once_writable(
     session_factory, tmp_path
 ):

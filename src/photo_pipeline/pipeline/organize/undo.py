@@ -111,9 +111,14 @@ def _undo_one(
             if dest is not None and there is not None:
                 with transfer.spot(entry.source_root, source_rel) as source:
                     original = transfer.hash_at(source)
-                    if original is None or original[0] != expected:
+                    if original is None:
                         raise ItemError(
                             "missing", f"{source.path}: the original is gone; the copy is kept"
+                        )
+                    if original[0] != expected:
+                        raise ItemError(
+                            "source_changed",
+                            f"{source.path}: the original changed since; the copy is kept",
                         )
                     kept = transfer.still_there(source, original[1])
                     transfer.retire(dest, expected, there[1], names.parking, kept=kept)
