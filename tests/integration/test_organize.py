@@ -19,6 +19,7 @@ from photo_pipeline.media import hash_file
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.home import MARKER
+from photo_pipeline.pipeline.organize import transfer
 from photo_pipeline.pipeline.organize.template import TemplateError
 from tests.factories import photos
 from tests.support.photo_jobs import (
@@ -374,6 +375,39 @@ def test_an_undo_that_cannot_reverse_a_file_says_which_and_why(cli, source, tmp_
     undo_failed = [(p["source"], p["reason"]) for p in problems if p["state"] == "undo_failed"]
     assert undo_failed == [("card/IMG_0100.xmp", "destination_changed")]
     assert edited.exists() and not (source / "card/IMG_0100.xmp").exists()  # left as it was
+
+
+def test_a_card_gone_read_only_mid_move_says_where_the_hidden_original_is(
+    session_factory, tmp_path, monkeypatch
+):
+    """The folder turns read-only (a failing card remounted by the kernel) between the
+    source's parking and its removal: neither can be finished, and the item says
+    where the original is kept; its bytes are in the destination too."""
+    card = tmp_path / "card"
+    photo = photos.jpeg(card / "IMG_1.jpg", size=(32, 24), seed=1)
+    content = photo.read_bytes()
+    scan_folders(session_factory, card)
+    dest = tmp_path / "organized"
+    mounted = subprocess.run(["mount", "--bind", str(card), str(card)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {mounted.stderr.decode().strip()}")
+    real_lease = transfer._take_write_lease
+
+    def go_read_only_then_lease(fd: int):
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(card)], check=True)
+        return real_lease(fd)
+
+    monkeypatch.setattr(transfer, "_take_write_lease", go_read_only_then_lease)
+    try:
+        job = run_organize(session_factory, dest, move=True, hard_links=False)
+    finally:
+        subprocess.run(["umount", str(card)], check=True)
+    [failed] = JobService(session_factory).items(job["id"], states=["failed"])
+    assert failed["error_code"] == "left_parked", failed
+    [hidden] = [p for p in card.iterdir() if p.name.startswith(".pp-organize-")]
+    assert hidden.name in failed["error_message"]
+    assert hidden.read_bytes() == content
+    assert [p.read_bytes() for p in dest.rglob("*.jpg")] == [content]
 
 
 def test_undoing_a_copy_whose_original_was_edited_keeps_the_copy_and_says_so(

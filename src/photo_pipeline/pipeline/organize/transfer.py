@@ -27,6 +27,8 @@ Failures raise ``ItemError`` with a stable code:
   during the move; it was kept;
 - ``copy_gone``: the copy that was to keep the bytes of a file to remove is gone or
   changed; the file was kept;
+- ``left_parked``: a file to remove could be neither removed nor given its name back
+  (its folder went read-only meanwhile); the message says where it is;
 - ``destination_taken``: a different file holds the destination name;
 - ``copy_mismatch``: what landed on disk does not hash to the catalogued value;
 - ``disk_full``, ``destination_unwritable``, ``unreadable_file``: the OS refused;
@@ -136,10 +138,18 @@ def retire(
         _retire_parked(fd, place, parked, expected, seen, kept)
     except ItemError:
         raise  # the file was given its name back (or is gone for good, verified)
-    except BaseException:
+    except BaseException as failure:
         # An unforeseen error must not leave the file under its private name.
-        with contextlib.suppress(OSError):
+        try:
             unpark(place, parked.name)
+        except OSError as exc:  # the folder went read-only (a card failing), say
+            if isinstance(failure, Exception):
+                raise ItemError(
+                    "left_parked",
+                    f"{place.path}: could not be removed nor given its name back "
+                    f"({exc.strerror}); it is kept, hidden, as {parked.path}: rename it "
+                    "back once its folder is writable",
+                ) from failure
         raise
     finally:
         os.close(fd)  # also releases the lease
