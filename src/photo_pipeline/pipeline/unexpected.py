@@ -15,7 +15,10 @@ log = logging.getLogger("photo_pipeline.unexpected")
 
 
 def unexpected_failure(exc: Exception, path: str) -> tuple[str, str]:
-    """The item error of ``exc``, raised while reading ``path`` (logged here)."""
+    """The item error of ``exc``, raised while reading ``path`` (logged here); an OS
+    error a reader let through is the file's: ``unreadable_file``."""
+    if isinstance(exc, OSError):
+        return "unreadable_file", f"{path}: {exc.strerror or exc}"
     log.error("%s: reading it raised %s", storable(path), type(exc).__name__, exc_info=exc)
     return (
         UNEXPECTED_ERROR,
