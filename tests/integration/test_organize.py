@@ -382,7 +382,8 @@ def test_a_card_gone_read_only_mid_move_says_where_the_hidden_original_is(
 ):
     """The folder turns read-only (a failing card remounted by the kernel) between the
     source's parking and its removal: neither can be finished, and the item says
-    where the original is kept; its bytes are in the destination too."""
+    where the original is kept (its bytes are in the destination too). Once the folder
+    is writable again, the next scan gives it its name back."""
     card = tmp_path / "card"
     photo = photos.jpeg(card / "IMG_1.jpg", size=(32, 24), seed=1)
     content = photo.read_bytes()
@@ -408,6 +409,9 @@ def test_a_card_gone_read_only_mid_move_says_where_the_hidden_original_is(
     assert hidden.name in failed["error_message"]
     assert hidden.read_bytes() == content
     assert [p.read_bytes() for p in dest.rglob("*.jpg")] == [content]
+    # Writable again: the next scan gives the original its name back.
+    scan_folders(session_factory, card)
+    assert [(p.name, p.read_bytes()) for p in card.iterdir()] == [("IMG_1.jpg", content)]
 
 
 def test_undoing_a_copy_whose_original_was_edited_keeps_the_copy_and_says_so(

@@ -13,8 +13,10 @@ comes back beside it as ``NAME (kept N).EXT``, and a warning names both.
 its undo, dedupe, its undo and purge) and of scan and verify (which would otherwise
 see the file missing); ``cancel`` runs it right after a cancel. Each job type that
 parks says where (``register``: its journal's unfinished entries, as places). Only
-cancelled or failed jobs are looked at, and only names of fencing tokens they had
-when looked at: a job retried meanwhile parks under a newer token, not touched.
+cancelled or failed jobs are looked at, and succeeded ones with an item that failed
+``left_parked`` (its folder went read-only mid-removal: the file is put back once it
+is writable again), and only names of fencing tokens they had when looked at: a job
+retried meanwhile parks under a newer token, not touched.
 """
 
 from __future__ import annotations
@@ -27,18 +29,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
-from photo_pipeline.db.schema import jobs
+from photo_pipeline.db.schema import job_items, jobs
 from photo_pipeline.jobs import JobService, JobSnapshot, JobState
 from photo_pipeline.jobs.handlers import ItemError
+from photo_pipeline.jobs.states import ItemState
 from photo_pipeline.jobs.workers import WorkerRegistry
 
 log = logging.getLogger(__name__)
 
 ABANDONED = (JobState.CANCELLED, JobState.FAILED)
+# An item's error when its file could be neither removed nor given its name back.
+LEFT_PARKED = "left_parked"
 
 
 @dataclass(frozen=True)
@@ -76,8 +81,17 @@ def restore_abandoned(
     """Give every file parked by a cancelled or failed job (of ``job_ids``, or any)
     its name back and delete their temp files. Returns the files put back."""
     movers = _movers()
+    left_parked = exists().where(
+        job_items.c.job_id == jobs.c.id,
+        job_items.c.state == ItemState.FAILED,
+        job_items.c.error_code == LEFT_PARKED,
+    )
     query = select(jobs.c.id, jobs.c.job_type, jobs.c.params, jobs.c.fencing_token).where(
-        jobs.c.job_type.in_(list(movers)), jobs.c.state.in_([s.value for s in ABANDONED])
+        jobs.c.job_type.in_(list(movers)),
+        or_(
+            jobs.c.state.in_([s.value for s in ABANDONED]),
+            and_(jobs.c.state == JobState.SUCCEEDED, left_parked),
+        ),
     )
     if job_ids is not None:
         query = query.where(jobs.c.id.in_(list(job_ids)))

@@ -75,6 +75,7 @@ from photo_pipeline.pipeline.organize.spots import (
     unlink_durably,
     write_error,
 )
+from photo_pipeline.pipeline.parked import LEFT_PARKED
 
 # A lease break signals its holder (SIGIO, whose default action ends the process)
 # until ``retire`` clears the owner right after taking the lease; ignore it
@@ -145,10 +146,11 @@ def retire(
         except OSError as exc:  # the folder went read-only (a card failing), say
             if isinstance(failure, Exception):
                 raise ItemError(
-                    "left_parked",
+                    LEFT_PARKED,
                     f"{place.path}: could not be removed nor given its name back "
-                    f"({exc.strerror}); it is kept, hidden, as {parked.path}: rename it "
-                    "back once its folder is writable",
+                    f"({exc.strerror}); it is kept, hidden, as {parked.path} until its "
+                    "folder is writable again: the next import, organize or verify gives it "
+                    "its name back",
                 ) from failure
         raise
     finally:
