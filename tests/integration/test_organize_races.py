@@ -246,27 +246,33 @@ def job_items(session_factory, job) -> list[dict]:
     return JobService(session_factory).items(job["id"])
 
 
+@pytest.mark.parametrize("moment", ["before_placing", "before_removal"])
 def test_a_worker_paused_past_its_lease_never_removes_what_an_undo_put_back(
-    session_factory, library, tmp_path, monkeypatch
+    session_factory, library, tmp_path, monkeypatch, moment
 ):
-    """Worker A stops (SIGSTOP, a suspended VM) just before it removes a moved file's
-    source. Its lease runs out, worker B finishes the job, the user undoes it, and the
-    undo links the file back under its name: the very inode A checked. Then A wakes up.
-    What it was about to remove is now the only copy: it must stay."""
+    """Worker A stops (SIGSTOP, a suspended VM) in the middle of a file's move: before
+    it places the file, or just before it removes the source. Its lease runs out,
+    worker B finishes the job, the user undoes it, and the undo links the file back
+    under its name: the very inode A checked. Then A wakes up. What it was about to
+    remove is now the only copy: it must stay."""
     dest = tmp_path / "organized"
+    # A file of the user's keeps the day's folder (the one A holds open) after the undo.
+    (dest / "2023/2023-07-14").mkdir(parents=True)
+    (dest / "2023/2023-07-14/notes.txt").write_text("the user's")
     originals = {p.name: p.read_bytes() for p in library.iterdir()}
     service = JobService(session_factory)
     job = organize.start_organize(service, dest, TEMPLATE, move=True).job
     paused, resume = threading.Event(), threading.Event()
-    real_retire = transfer.retire
+    hooked = "place" if moment == "before_placing" else "retire"
+    real = getattr(transfer, hooked)
 
-    def pause_then_retire(place, *args, **kwargs):
+    def pause_then_go_on(place, *args, **kwargs):
         if place.name == TARGET and not paused.is_set():
             paused.set()
             assert resume.wait(60), "the test never resumed worker A"
-        return real_retire(place, *args, **kwargs)
+        return real(place, *args, **kwargs)
 
-    monkeypatch.setattr(transfer, "retire", pause_then_retire)
+    monkeypatch.setattr(transfer, hooked, pause_then_go_on)
     # A's heartbeat stops with it (a stopped process runs no thread).
     service_a = JobService(session_factory)
     renew = service_a.renew_lease
@@ -282,7 +288,7 @@ def test_a_worker_paused_past_its_lease_never_removes_what_an_undo_put_back(
     a = threading.Thread(target=worker_a.run)
     a.start()
     try:
-        assert paused.wait(60), "worker A never reached the source's removal"
+        assert paused.wait(60), f"worker A never reached {moment}"
         # A's one-second lease runs out; recovery hands the job to B, which finishes it.
         at_once = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
         deadline = time.monotonic() + 30

@@ -54,7 +54,9 @@ def purge(ctx: JobContext) -> None:
         quarantine = quarantine_folder(home, entry.job_id)
         ctx.confirm_lease()  # a worker stopped past its lease deletes no more
         try:
-            kept = keeper_still_there(entry, check_keeper(entry))  # never the last copy
+            kept = transfer.checked(  # never the last copy
+                ctx.confirm_lease, keeper_still_there(entry, check_keeper(entry))
+            )
             try:
                 with transfer.spot(quarantine, paths.from_text(entry.quarantine_path)) as held:
                     names = transfer.PrivateNames(

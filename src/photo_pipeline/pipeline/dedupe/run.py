@@ -136,7 +136,7 @@ def _quarantine_one(
             link = q_device is not None and transfer.device(entry.source()) == q_device
             info, seen = transfer.place(source, held, names.temp, entry.content_hash, link=link)
             there = (entry.content_hash, transfer.Identity.of(info))
-        kept = transfer.still_there(held, there[1])
+        kept = transfer.checked(ctx.confirm_lease, transfer.still_there(held, there[1]))
         try:
             transfer.retire(source, entry.content_hash, seen, names.parking, kept=kept)
         except ItemError:

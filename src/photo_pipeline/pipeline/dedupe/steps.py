@@ -92,7 +92,7 @@ def put_back(entry: Entry, quarantine: str, ctx: JobContext, kind: str) -> os.st
             raise ItemError(
                 "source_taken", f"{source.path}: another file now has this name; left alone"
             )
-        kept = transfer.still_there(source, at_source[1])
+        kept = transfer.checked(ctx.confirm_lease, transfer.still_there(source, at_source[1]))
         transfer.retire(held, expected, seen, names.parking, kept=kept)
         return os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
 

@@ -169,7 +169,7 @@ def _organize_one(
                 if exc.code != "destination_taken" or not there or there[0] != entry.content_hash:
                     raise
         if move:
-            kept = transfer.still_there(dest, there[1])
+            kept = transfer.checked(ctx.confirm_lease, transfer.still_there(dest, there[1]))
             transfer.retire(source, entry.content_hash, seen, names.parking, kept=kept)
         return os.stat(dest.name, dir_fd=dest.fd, follow_symlinks=False)
 

@@ -222,6 +222,17 @@ def still_there(copy: Spot, identity: Identity) -> Callable[[], None]:
     return check
 
 
+def checked(*checks: Callable[[], None]) -> Callable[[], None]:
+    """``retire``'s last check made of several, run in order (the job's lease, say,
+    then the copy that keeps the bytes)."""
+
+    def check() -> None:
+        for one in checks:
+            one()
+
+    return check
+
+
 def _take_write_lease(fd: int) -> bool | None:
     """True with a write lease held on ``fd``; None when another descriptor of the
     file is open anywhere (a writer might still write); False when this filesystem
@@ -320,6 +331,7 @@ __all__ = [
     "Identity",
     "PrivateNames",
     "Spot",
+    "checked",
     "content_hash",
     "device",
     "device_of_folder",

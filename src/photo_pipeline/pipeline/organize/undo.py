@@ -120,7 +120,9 @@ def _undo_one(
                             "source_changed",
                             f"{source.path}: the original changed since; the copy is kept",
                         )
-                    kept = transfer.still_there(source, original[1])
+                    kept = transfer.checked(
+                        ctx.confirm_lease, transfer.still_there(source, original[1])
+                    )
                     transfer.retire(dest, expected, there[1], names.parking, kept=kept)
             return True, None
         source = stack.enter_context(transfer.spot(entry.source_root, source_rel, create=True))
@@ -137,7 +139,7 @@ def _undo_one(
                 "source_taken", f"{source.path}: another file now has this name; left alone"
             )
         if dest is not None:
-            kept = transfer.still_there(source, at_source[1])
+            kept = transfer.checked(ctx.confirm_lease, transfer.still_there(source, at_source[1]))
             transfer.retire(dest, expected, seen, names.parking, kept=kept)
         return True, os.stat(source.name, dir_fd=source.fd, follow_symlinks=False)
 
