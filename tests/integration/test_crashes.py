@@ -19,7 +19,10 @@ from tests.support.api_server import free_port
 from tests.support.cli_processes import environment, run_command, wait_until
 
 KILLS = 5
-PHOTOS = 200  # enough that the scan, which renders too, outlasts five serves
+# Enough that the scan, which renders too, outlasts five serves: each runs until its
+# progress shows, which the worker writes once a second (200 were too few on a fast
+# machine: the fifth serve finished the scan within a second, unseen).
+PHOTOS = 400
 
 
 class Serve:
