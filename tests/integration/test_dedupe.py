@@ -6,6 +6,8 @@ from __future__ import annotations
 import errno
 import json
 import os
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -14,10 +16,15 @@ import pytest
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.context import LeaseLost
+from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.jobs.retry import RetryPolicy
+from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import dedupe, organize
 from photo_pipeline.pipeline.browse import Browser
 from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups, exact_keepers
+from photo_pipeline.pipeline.organize import transfer
 from tests.factories import photos, videos
 from tests.support.dedupe_library import (  # noqa: F401
     digests,
@@ -490,3 +497,56 @@ def test_one_file_under_two_names_is_never_its_own_duplicate(session_factory, tm
     assert service.progress(job["id"])["total"] == 0
     assert only.read_bytes() == only_bytes
     assert (root / "a.jpg").is_file() and (root / "a-link.jpg").is_file()
+
+
+def test_a_worker_paused_past_its_lease_never_removes_what_an_undo_put_back(
+    session_factory, library, tmp_path, monkeypatch
+):
+    """As organize's (tests/integration/test_organize_races.py): worker A stops just
+    before it removes a copy it has quarantined; B finishes the dedupe, the user undoes
+    it (the copy is linked back under its name: the inode A checked), then A wakes up."""
+    before = sha256_tree(library)
+    service = JobService(session_factory)
+    job = dedupe.start_dedupe(service, tmp_path / "home").job
+    paused, resume = threading.Event(), threading.Event()
+    real_retire = transfer.retire
+
+    def pause_then_retire(place, *args, **kwargs):
+        if not paused.is_set():
+            paused.set()
+            assert resume.wait(60), "the test never resumed worker A"
+        return real_retire(place, *args, **kwargs)
+
+    monkeypatch.setattr(transfer, "retire", pause_then_retire)
+    service_a = JobService(session_factory)  # its heartbeat stops with it
+    renew = service_a.renew_lease
+
+    def renew_unless_paused(*args, **kwargs):
+        if paused.is_set():
+            resume.wait(60)
+        return renew(*args, **kwargs)
+
+    monkeypatch.setattr(service_a, "renew_lease", renew_unless_paused)
+    config = WorkerConfig(job_types=(dedupe.JOB_TYPE,), burst=True, lease_seconds=1)
+    a = threading.Thread(
+        target=Worker(service_a, WorkerRegistry(session_factory), registry, config).run
+    )
+    a.start()
+    try:
+        assert paused.wait(60), "worker A never reached a removal"
+        at_once = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
+        deadline = time.monotonic() + 30
+        while at_once.recover_stale() != [job["id"]]:
+            assert time.monotonic() < deadline, "A's lease never ran out"
+            time.sleep(0.05)  # polling the database for the expiry, not a timed wait
+        run_worker(session_factory, dedupe.JOB_TYPE, service=at_once)
+        assert service.get(job["id"])["state"] == "succeeded"
+        undo = dedupe.start_undo(service, job["id"]).job
+        run_worker(session_factory, dedupe.UNDO_JOB_TYPE, service=at_once)
+        assert service.get(undo["id"])["state"] == "succeeded"
+        assert sha256_tree(library) == before
+    finally:
+        resume.set()
+        a.join(60)
+    assert not a.is_alive()
+    assert sha256_tree(library) == before
