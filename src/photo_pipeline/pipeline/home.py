@@ -29,6 +29,12 @@ STORE = "renditions"  # the rendition store (pipeline.rendition_store)
 QUARANTINE = "quarantine"  # dedupe's quarantine
 
 
+def of_the_home(folder: Path, home: Path) -> bool:
+    """``folder`` is the home itself, or a folder of the library's own files in it
+    (both resolved): never photos to import, nor a destination to organize into."""
+    return folder == home or any(folder.is_relative_to(home / own) for own in (STORE, QUARANTINE))
+
+
 class HomeNotShared(PhotoPipelineError):
     """This process's library home is not the library's (``library_home_not_shared``)."""
 

@@ -11,7 +11,7 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobService, JobSnapshot, LockHeld
 from photo_pipeline.media import DEFAULT_MAX_PIXELS
 from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.home import QUARANTINE, STORE
+from photo_pipeline.pipeline.home import of_the_home
 
 
 class NotAFolder(PhotoPipelineError):
@@ -90,11 +90,6 @@ def _scan_or_its_holder(service: JobService, request: dict[str, Any]) -> Enqueue
         return Enqueued(held, False)
 
 
-def _of_the_home(folder: Path, home: Path) -> bool:
-    """The home itself, or a folder of the library's own files in it."""
-    return folder == home or any(folder.is_relative_to(home / own) for own in (STORE, QUARANTINE))
-
-
 def folders_to_scan(catalog: Catalog, folders: list[Path]) -> list[Path]:
     """The folders to register and scan: a folder inside a registered source is that
     source's (the innermost one) and scanning it scans that source, so that no file is
@@ -125,7 +120,7 @@ def _import(
     for folder in folders:
         if not folder.is_dir():
             raise NotAFolder("not_a_folder", f"{folder} is not a folder")
-        if home is not None and _of_the_home(folder.resolve(), home):
+        if home is not None and of_the_home(folder.resolve(), home):
             raise InsideLibraryHome(
                 "inside_library_home",
                 f"{folder} is the library home {home} or holds its own files (renditions, "

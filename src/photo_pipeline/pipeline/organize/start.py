@@ -17,7 +17,7 @@ from photo_pipeline.db.schema import sources
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobNotFound, JobService
 from photo_pipeline.pipeline import paths
-from photo_pipeline.pipeline.home import MARKER, QUARANTINE, STORE
+from photo_pipeline.pipeline.home import MARKER, of_the_home
 from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
 from photo_pipeline.pipeline.organize.plan import (
     DestinationState,
@@ -46,9 +46,7 @@ def check_destination(session_factory: sessionmaker[Session], destination: Path 
     (other than itself)."""
     target = Path(destination).expanduser().resolve()
     for home in (target, *target.parents):
-        if (home / MARKER).is_file() and (
-            target == home or any(target.is_relative_to(home / own) for own in (STORE, QUARANTINE))
-        ):
+        if (home / MARKER).is_file() and of_the_home(target, home):
             raise OrganizeError(
                 "inside_library_home",
                 f"{target} is the library home {home} or holds its own files (renditions, "
