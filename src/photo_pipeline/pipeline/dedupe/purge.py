@@ -52,7 +52,6 @@ def purge(ctx: JobContext) -> None:
             ctx.succeed(key)
             continue
         quarantine = quarantine_folder(home, entry.job_id)
-        ctx.confirm_lease()  # a worker stopped past its lease deletes no more
         try:
             kept = transfer.checked(  # never the last copy
                 ctx.confirm_lease, keeper_still_there(entry, check_keeper(entry))
