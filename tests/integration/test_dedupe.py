@@ -6,8 +6,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -16,10 +14,6 @@ import pytest
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.context import LeaseLost
-from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.jobs.retry import RetryPolicy
-from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import dedupe, organize
 from photo_pipeline.pipeline.browse import Browser
 from photo_pipeline.pipeline.catalog import Catalog
@@ -33,6 +27,7 @@ from tests.support.dedupe_library import (  # noqa: F401
     sha256_tree,
     stamp,
 )
+from tests.support.paused_worker import take_over, worker_stopped_at
 from tests.support.photo_jobs import (
     a_scan_job_id,
     run_worker,
@@ -358,7 +353,6 @@ def test_a_copy_held_open_by_a_writer_stays_and_leaves_no_quarantined_twin(
 ):
     """A program that opened the copy before the move: it stays in place, and what was
     already placed in the quarantine is taken back (no file in both places)."""
-    from photo_pipeline.pipeline.organize import transfer
 
     home = tmp_path / "home"
     plan = dedupe.plan_dedupe(session_factory)
@@ -508,45 +502,11 @@ def test_a_worker_paused_past_its_lease_never_removes_what_an_undo_put_back(
     before = sha256_tree(library)
     service = JobService(session_factory)
     job = dedupe.start_dedupe(service, tmp_path / "home").job
-    paused, resume = threading.Event(), threading.Event()
-    real_retire = transfer.retire
-
-    def pause_then_retire(place, *args, **kwargs):
-        if not paused.is_set():
-            paused.set()
-            assert resume.wait(60), "the test never resumed worker A"
-        return real_retire(place, *args, **kwargs)
-
-    monkeypatch.setattr(transfer, "retire", pause_then_retire)
-    service_a = JobService(session_factory)  # its heartbeat stops with it
-    renew = service_a.renew_lease
-
-    def renew_unless_paused(*args, **kwargs):
-        if paused.is_set():
-            resume.wait(60)
-        return renew(*args, **kwargs)
-
-    monkeypatch.setattr(service_a, "renew_lease", renew_unless_paused)
-    config = WorkerConfig(job_types=(dedupe.JOB_TYPE,), burst=True, lease_seconds=1)
-    a = threading.Thread(
-        target=Worker(service_a, WorkerRegistry(session_factory), registry, config).run
-    )
-    a.start()
-    try:
-        assert paused.wait(60), "worker A never reached a removal"
-        at_once = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
-        deadline = time.monotonic() + 30
-        while at_once.recover_stale() != [job["id"]]:
-            assert time.monotonic() < deadline, "A's lease never ran out"
-            time.sleep(0.05)  # polling the database for the expiry, not a timed wait
-        run_worker(session_factory, dedupe.JOB_TYPE, service=at_once)
+    with worker_stopped_at(session_factory, monkeypatch, dedupe.JOB_TYPE, "retire"):
+        at_once = take_over(session_factory, job["id"], dedupe.JOB_TYPE)
         assert service.get(job["id"])["state"] == "succeeded"
         undo = dedupe.start_undo(service, job["id"]).job
         run_worker(session_factory, dedupe.UNDO_JOB_TYPE, service=at_once)
         assert service.get(undo["id"])["state"] == "succeeded"
         assert sha256_tree(library) == before
-    finally:
-        resume.set()
-        a.join(60)
-    assert not a.is_alive()
     assert sha256_tree(library) == before

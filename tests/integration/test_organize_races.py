@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.organize import transfer
+from tests.support.paused_worker import take_over, worker_stopped_at
 from tests.support.photo_jobs import TEMPLATE, run_organize, run_worker, three_photos_scanned
 
 TARGET = "IMG_0001.jpg"
@@ -262,47 +262,14 @@ def test_a_worker_paused_past_its_lease_never_removes_what_an_undo_put_back(
     originals = {p.name: p.read_bytes() for p in library.iterdir()}
     service = JobService(session_factory)
     job = organize.start_organize(service, dest, TEMPLATE, move=True).job
-    paused, resume = threading.Event(), threading.Event()
-    hooked = "place" if moment == "before_placing" else "retire"
-    real = getattr(transfer, hooked)
-
-    def pause_then_go_on(place, *args, **kwargs):
-        if place.name == TARGET and not paused.is_set():
-            paused.set()
-            assert resume.wait(60), "the test never resumed worker A"
-        return real(place, *args, **kwargs)
-
-    monkeypatch.setattr(transfer, hooked, pause_then_go_on)
-    # A's heartbeat stops with it (a stopped process runs no thread).
-    service_a = JobService(session_factory)
-    renew = service_a.renew_lease
-
-    def renew_unless_paused(*args, **kwargs):
-        if paused.is_set():
-            resume.wait(60)
-        return renew(*args, **kwargs)
-
-    monkeypatch.setattr(service_a, "renew_lease", renew_unless_paused)
-    config = WorkerConfig(job_types=(organize.JOB_TYPE,), burst=True, lease_seconds=1)
-    worker_a = Worker(service_a, WorkerRegistry(session_factory), registry, config)
-    a = threading.Thread(target=worker_a.run)
-    a.start()
-    try:
-        assert paused.wait(60), f"worker A never reached {moment}"
-        # A's one-second lease runs out; recovery hands the job to B, which finishes it.
-        at_once = JobService(session_factory, retry_policy=RetryPolicy(0.001, 0.01))
-        deadline = time.monotonic() + 30
-        while at_once.recover_stale() != [job["id"]]:
-            assert time.monotonic() < deadline, "A's lease never ran out"
-            time.sleep(0.05)  # polling the database for the expiry, not a timed wait
-        run_worker(session_factory, organize.JOB_TYPE, service=at_once)
+    hook = "place" if moment == "before_placing" else "retire"
+    with worker_stopped_at(
+        session_factory, monkeypatch, organize.JOB_TYPE, hook, lambda place: place.name == TARGET
+    ):
+        at_once = take_over(session_factory, job["id"], organize.JOB_TYPE)
         assert service.get(job["id"])["state"] == "succeeded"
         undo = organize.start_undo(service, job["id"]).job
         run_worker(session_factory, organize.UNDO_JOB_TYPE, service=at_once)
         assert service.get(undo["id"])["state"] == "succeeded"
         assert {p.name: p.read_bytes() for p in library.iterdir()} == originals
-    finally:
-        resume.set()
-        a.join(60)
-    assert not a.is_alive()
     assert {p.name: p.read_bytes() for p in library.iterdir()} == originals
