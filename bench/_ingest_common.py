@@ -12,7 +12,7 @@ from multiprocessing import get_context
 from typing import Any
 
 from bench import _photos
-from photo_pipeline.pipeline import scan
+from photo_pipeline.pipeline.ingest import scan
 
 CPUS = os.cpu_count() or 1
 HASH_TARGET = 0.8

@@ -28,8 +28,8 @@ from PIL import Image, ImageChops
 from tests.factories.photos import build_exif
 
 from photo_pipeline.media import hash_file
-from photo_pipeline.pipeline import scan
-from photo_pipeline.pipeline.catalog import FileReport
+from photo_pipeline.pipeline.ingest import scan
+from photo_pipeline.pipeline.library.catalog import FileReport
 
 SIZE = (4000, 3000)
 QUALITY = 90

@@ -15,8 +15,8 @@ def give_renditions(url: str, home: Path) -> str:
     """Every asset given both renditions with the library's settings (rows only, as
     the render job records them); returns the settings' fingerprint."""
     from photo_pipeline.config import Settings
-    from photo_pipeline.pipeline import render
-    from photo_pipeline.pipeline.renditions import KINDS
+    from photo_pipeline.pipeline.renditions import render
+    from photo_pipeline.pipeline.renditions.rows import KINDS
 
     settings = render.render_settings(Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)}))
     fingerprint = settings.fingerprint()
@@ -56,8 +56,8 @@ def noop_render(urls: dict[int, str], homes: dict[int, Path], repeat: int):
     from photo_pipeline.jobs.handlers import registry
     from photo_pipeline.jobs.runtime import Worker, WorkerConfig
     from photo_pipeline.jobs.workers import WorkerRegistry
-    from photo_pipeline.pipeline import render
-    from photo_pipeline.pipeline.renditions import Renditions
+    from photo_pipeline.pipeline.renditions import render
+    from photo_pipeline.pipeline.renditions.rows import Renditions
 
     fingerprints = {size: give_renditions(url, homes[size]) for size, url in urls.items()}
     factories = {size: open_database(url) for size, url in urls.items()}

@@ -17,8 +17,8 @@ def rescan(kind: str, count: int, workdir: Path) -> dict[str, float]:
     from photo_pipeline.jobs.handlers import registry
     from photo_pipeline.jobs.runtime import Worker, WorkerConfig
     from photo_pipeline.jobs.workers import WorkerRegistry
-    from photo_pipeline.pipeline import scan
-    from photo_pipeline.pipeline.catalog import Catalog
+    from photo_pipeline.pipeline.ingest import scan
+    from photo_pipeline.pipeline.library.catalog import Catalog
 
     url, drop = database_url(kind, workdir, count)
     try:

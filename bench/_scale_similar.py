@@ -24,7 +24,7 @@ def similar_child(url: str, full: bool) -> None:
 
     import photo_pipeline
     from photo_pipeline.db import create_database_engine
-    from photo_pipeline.pipeline.similar import regroup
+    from photo_pipeline.pipeline.near.similar import regroup
 
     # No migration: the catalogue is at the current code's head, which a baseline's
     # migrations do not know.
@@ -143,7 +143,7 @@ def stored_groups(url: str) -> dict[int, list[int]]:
 
 def chained_groups(hashes: list[int], radius: int = 12) -> dict[int, list[int]]:
     """The old grouping: connected components of pairs within ``radius`` bits."""
-    from photo_pipeline.pipeline.near_groups import PairFinder
+    from photo_pipeline.pipeline.near.groups import PairFinder
 
     left, right, _ = PairFinder(np.array(hashes, dtype=np.uint64), radius).all_pairs()
     parent = list(range(len(hashes)))

@@ -124,9 +124,9 @@ def child(what: str, folder: Path, home: Path) -> dict[str, Any]:
     from photo_pipeline.config import Settings
     from photo_pipeline.jobs.handlers import registry
     from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-    from photo_pipeline.pipeline.imports import import_folders
+    from photo_pipeline.pipeline.ingest.imports import import_folders
     from photo_pipeline.pipeline.library import open_library
-    from photo_pipeline.pipeline.render import enqueue_render, render_settings
+    from photo_pipeline.pipeline.renditions.render import enqueue_render, render_settings
 
     settings = Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)})
     lib = open_library(settings)

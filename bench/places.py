@@ -172,7 +172,7 @@ def child_main(argv: list[str]) -> int:
     parser.add_argument("root")
     parser.add_argument("mode", choices=["with", "without"])
     args = parser.parse_args(argv)
-    from photo_pipeline.pipeline import scan
+    from photo_pipeline.pipeline.ingest import scan
 
     if args.mode == "without":
         scan.locate_reports = lambda reports: reports  # the scan as it was before zones

@@ -159,8 +159,8 @@ def _run_worker(factory: Any, service: Any, workers: int) -> None:
 def child_scan(folder: Path, home: str) -> dict[str, Any]:
     """Catalogue the photos (a process of its own: its memory is not the render's)."""
     import photo_pipeline.pipeline.job_types  # noqa: F401
-    from photo_pipeline.pipeline.catalog import Catalog
-    from photo_pipeline.pipeline.imports import import_folders
+    from photo_pipeline.pipeline.ingest.imports import import_folders
+    from photo_pipeline.pipeline.library.catalog import Catalog
 
     factory, service = _open(home)
     import_folders(service, Catalog(factory), [folder])
@@ -172,8 +172,8 @@ def child_scan(folder: Path, home: str) -> dict[str, Any]:
 def child_job(workers: int, folder: Path) -> dict[str, Any]:
     import photo_pipeline.pipeline.job_types  # noqa: F401
     from photo_pipeline.media.render import RenderSettings
-    from photo_pipeline.pipeline.render import enqueue_render
-    from photo_pipeline.pipeline.renditions import Renditions
+    from photo_pipeline.pipeline.renditions.render import enqueue_render
+    from photo_pipeline.pipeline.renditions.rows import Renditions
 
     with tempfile.TemporaryDirectory() as home:
         in_child("scan", "1", str(folder), home)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from photo_pipeline.jobs.states import FINISHED_STATES
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.sample import write_sample
 from tests.support import api_job_types  # noqa: F401  (registers "test.record")
 from tests.support.api_server import TOKEN, ApiServer, running_server

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.sample import write_sample
 from tests.e2e.conftest import require_chromium, sign_in, wait_for_jobs
 from tests.support.api_server import running_server

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
 from tests.e2e.conftest import require_chromium, sign_in, wait_for_jobs
 from tests.factories import photos, videos
 from tests.support.api_server import running_server

@@ -7,7 +7,7 @@ import pytest
 
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.sample import write_sample
 from tests.support.api_server import running_server
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.sample import write_sample
 from tests.support.api_server import running_server
 from tests.support.photo_jobs import run_library_jobs

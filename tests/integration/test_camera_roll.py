@@ -13,9 +13,9 @@ import pytest
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.pipeline import paths, render, scan, similar  # noqa: F401  (their job types)
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.near import similar  # noqa: F401  (their job types)
 from tests.factories import photos, videos
 from tests.support.api_server import running_server
 from tests.support.camera_roll import LIVE_ID, copy_roll, roll_template_fixture  # noqa: F401

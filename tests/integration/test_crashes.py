@@ -13,7 +13,7 @@ import httpx
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.states import FINISHED_STATES
-from photo_pipeline.pipeline.renditions import Renditions
+from photo_pipeline.pipeline.renditions.rows import Renditions
 from tests.factories import photos
 from tests.support.api_server import free_port
 from tests.support.cli_processes import environment, run_command, wait_until

@@ -15,10 +15,10 @@ import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.context import LeaseLost
 from photo_pipeline.pipeline import dedupe, organize
-from photo_pipeline.pipeline.browse import Browser
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups, exact_keepers
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.dedupe.plan import annotate_exact_groups, exact_keepers
+from photo_pipeline.pipeline.files import transfer
+from photo_pipeline.pipeline.library.browse import Browser
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos, videos
 from tests.support.dedupe_library import (  # noqa: F401
     digests,

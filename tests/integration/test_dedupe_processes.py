@@ -15,7 +15,7 @@ import pytest
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState, RetryPolicy
 from photo_pipeline.pipeline import dedupe
-from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.organize import LibraryBusy
 from tests.factories import photos
 from tests.support.cli_processes import run_command, wait_until

@@ -18,9 +18,10 @@ from photo_pipeline.jobs.states import ItemState
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS
 from photo_pipeline.media.render import RenderSettings
-from photo_pipeline.pipeline import organize, scan
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.render import enqueue_render
+from photo_pipeline.pipeline import organize
+from photo_pipeline.pipeline.ingest import scan
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.renditions.render import enqueue_render
 from tests.factories import photos
 from tests.support.photo_jobs import scan_folders
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from photo_pipeline.jobs import JobService, JobState
-from photo_pipeline.pipeline import render, scan, similar  # noqa: F401  (their job types)
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.near import similar  # noqa: F401  (their job types)
 from tests.factories import dated, photos, videos
 from tests.factories.dated import require_exiftool
 from tests.support.import_jobs import catalogue_by_path, run_worker_two_threads

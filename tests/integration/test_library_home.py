@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from photo_pipeline.pipeline.home import MARKER
+from photo_pipeline.pipeline.library.home import MARKER
 from tests.support.cli_processes import environment, run_command
 from tests.support.tcp_proxy import POSTGRES_ONLY, proxy_fixture  # noqa: F401
 

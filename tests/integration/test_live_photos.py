@@ -10,7 +10,7 @@ from pathlib import Path
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import organize
-from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos, videos
 from tests.support.photo_jobs import run_worker, scan_folders
 
@@ -106,7 +106,7 @@ def test_the_still_catalogued_after_its_motion_part_pairs_the_same(session_facto
 
 
 def test_dedupe_keeps_a_live_photo_whole(session_factory, tmp_path):
-    from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan
+    from photo_pipeline.pipeline.dedupe.plan import build_dedupe_plan
 
     root = tmp_path / "roll"
     still, motion = videos.live_photo(root / "a", stem="IMG_0600", content_identifier=ID_C)

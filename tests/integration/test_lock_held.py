@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from photo_pipeline.jobs import JobBlocked, JobService, LockHeld
-from photo_pipeline.pipeline import dedupe, locks, organize, verify
+from photo_pipeline.pipeline import dedupe, organize, verify
+from photo_pipeline.pipeline.library import locks
 
 
 def test_a_held_lock_is_refused_as_lock_held_naming_the_holder(session_factory):

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from photo_pipeline.media.cost import FLOOR, check_cost, render_cost
 from photo_pipeline.media.render import RenderSettings
-from photo_pipeline.pipeline import paths, render, scan
+from photo_pipeline.pipeline.files import paths
+from photo_pipeline.pipeline.ingest import scan
+from photo_pipeline.pipeline.renditions import render
 from tests.factories.photos import picture
 
 

@@ -17,9 +17,9 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.context import LeaseLost
 from photo_pipeline.media import hash_file
 from photo_pipeline.pipeline import organize
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.home import MARKER
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.files import transfer
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.library.home import MARKER
 from photo_pipeline.pipeline.organize.template import TemplateError
 from tests.factories import photos
 from tests.support.photo_jobs import (

@@ -19,7 +19,7 @@ import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job
 from photo_pipeline.jobs import JobService, JobState, RetryPolicy
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import dedupe, organize
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.files import transfer
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 from tests.factories import photos
 from tests.support.photo_jobs import TEMPLATE, run_worker, scan_folders, three_photos_scanned

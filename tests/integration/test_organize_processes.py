@@ -15,7 +15,7 @@ import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job
 from photo_pipeline.jobs import JobService, JobState, RetryPolicy
 from photo_pipeline.media import hash_file
 from photo_pipeline.pipeline import organize
-from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
 from tests.support.cli_processes import run_command, wait_until
 from tests.support.photo_jobs import TEMPLATE, scan_folders, tree

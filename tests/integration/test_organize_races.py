@@ -22,7 +22,7 @@ from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import organize
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.files import transfer
 from tests.support.paused_worker import take_over, worker_stopped_at
 from tests.support.photo_jobs import TEMPLATE, run_organize, run_worker, three_photos_scanned
 

@@ -18,7 +18,7 @@ from photo_pipeline.api.auth import load_or_create_token
 from photo_pipeline.config import Settings
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.pipeline.library import open_library
 from tests.factories import photos
 

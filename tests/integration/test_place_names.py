@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import update
 
 from photo_pipeline.db.schema import assets
-from photo_pipeline.pipeline.imports import import_folders
-from photo_pipeline.pipeline.places import start_backfill
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.ingest.places import start_backfill
 from tests.factories import photos
 from tests.support.api_server import running_server
 from tests.support.photo_jobs import run_library_jobs

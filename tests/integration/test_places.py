@@ -15,10 +15,10 @@ from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline.browse import AssetFilter, Browser
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
-from photo_pipeline.pipeline.places import start_backfill
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.ingest.places import start_backfill
+from photo_pipeline.pipeline.library.browse import AssetFilter, Browser
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
 
 PLACE_COLUMNS = (

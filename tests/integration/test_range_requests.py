@@ -10,8 +10,8 @@ import pytest
 
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-from photo_pipeline.pipeline import scan  # noqa: F401  (its job type)
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest import scan  # noqa: F401  (its job type)
+from photo_pipeline.pipeline.ingest.imports import import_folders
 from tests.factories import videos
 from tests.support.api_server import running_server
 

@@ -15,12 +15,12 @@ from PIL import Image
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.media.render import RenderSettings
-from photo_pipeline.pipeline import render
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
-from photo_pipeline.pipeline.render import enqueue_render
-from photo_pipeline.pipeline.renditions import Renditions, rendition_file
-from photo_pipeline.pipeline.similar import near_duplicate_groups
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.near.similar import near_duplicate_groups
+from photo_pipeline.pipeline.renditions import render
+from photo_pipeline.pipeline.renditions.render import enqueue_render
+from photo_pipeline.pipeline.renditions.rows import Renditions, rendition_file
 from tests.factories import photos
 from tests.factories.near_copies import scene, write_near_copies
 from tests.support.cli_processes import environment

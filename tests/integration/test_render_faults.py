@@ -8,8 +8,8 @@ from __future__ import annotations
 import subprocess
 
 from photo_pipeline.jobs import JobService, JobState
-from photo_pipeline.pipeline.render import enqueue_render, render_settings
-from photo_pipeline.pipeline.renditions import Renditions
+from photo_pipeline.pipeline.renditions.render import enqueue_render, render_settings
+from photo_pipeline.pipeline.renditions.rows import Renditions
 from tests.factories import photos
 from tests.support.import_jobs import import_and_run, run_worker_retrying_at_once, settings_for
 from tests.support.photo_jobs import tiny_filesystem  # noqa: F401  (fixture)

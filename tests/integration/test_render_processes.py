@@ -10,10 +10,10 @@ from PIL import Image
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.media.render import RenderSettings
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
-from photo_pipeline.pipeline.render import enqueue_render
-from photo_pipeline.pipeline.renditions import Renditions
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.renditions.render import enqueue_render
+from photo_pipeline.pipeline.renditions.rows import Renditions
 from tests.factories import photos
 from tests.support.cli_processes import WorkerProcess, wait_until
 from tests.support.import_jobs import run_worker_retrying_at_once

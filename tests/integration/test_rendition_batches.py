@@ -19,11 +19,11 @@ import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job
 from photo_pipeline.db import write_session
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.media.render import RenderSettings
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
-from photo_pipeline.pipeline.render import enqueue_render, render_item_within
-from photo_pipeline.pipeline.rendition_store import RenderOutcome, publish
-from photo_pipeline.pipeline.renditions import Renditions
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.renditions.render import enqueue_render, render_item_within
+from photo_pipeline.pipeline.renditions.rows import Renditions
+from photo_pipeline.pipeline.renditions.store import RenderOutcome, publish
 from tests.factories import photos
 from tests.support.cli_processes import WorkerProcess, wait_until
 from tests.support.import_jobs import run_worker_retrying_at_once, settings_for
@@ -195,7 +195,7 @@ def test_a_batch_publishes_what_it_can(session_factory, tmp_path):
     run_worker_retrying_at_once(session_factory)
     params = {"home": str(home), "settings": SETTINGS.to_params()}
     todo = Renditions(session_factory).to_render(SETTINGS.fingerprint())
-    from photo_pipeline.pipeline.render import item_key
+    from photo_pipeline.pipeline.renditions.render import item_key
 
     staged: list[RenderOutcome] = [
         render_item_within([str(root)], params, item_key(row)) for row in todo

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from photo_pipeline.pipeline import rendition_store
-from photo_pipeline.pipeline.home import STORE
-from photo_pipeline.pipeline.rendition_store import stage, sweep_temp_files
+from photo_pipeline.pipeline.library.home import STORE
+from photo_pipeline.pipeline.renditions import store as rendition_store
+from photo_pipeline.pipeline.renditions.store import stage, sweep_temp_files
 
 
 def stage_in_a_process_that_ends(home: Path, relative: str) -> int:
@@ -20,7 +20,7 @@ def stage_in_a_process_that_ends(home: Path, relative: str) -> int:
     worker killed mid-batch leaves it); returns the dead process's id."""
     code = (
         "import sys; from pathlib import Path; "
-        "from photo_pipeline.pipeline.rendition_store import stage; "
+        "from photo_pipeline.pipeline.renditions.store import stage; "
         "stage(Path(sys.argv[1]), {sys.argv[2]: b'partial'})"
     )
     subprocess.run([sys.executable, "-c", code, str(home), relative], check=True)

@@ -13,9 +13,9 @@ from sqlalchemy import update
 from photo_pipeline.db import write_session
 from photo_pipeline.db.schema import assets
 from photo_pipeline.jobs import JobService, JobState, LockHeld
-from photo_pipeline.pipeline import render, scan, similar, timeshift  # noqa: F401
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline import timeshift
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
 from tests.integration.test_takeout_import import PARIS, takeout_json, undated_jpeg
 from tests.support.import_jobs import catalogue_by_path, run_import

@@ -14,18 +14,23 @@ from sqlalchemy.orm import sessionmaker
 from photo_pipeline.db import create_database_engine
 from photo_pipeline.db.migrate import upgrade
 from photo_pipeline.db.schema import assets, files, jobs, near_duplicates, renditions, sources
-from photo_pipeline.pipeline import keeper
-from photo_pipeline.pipeline.browse import AssetFilter, Browser, _filtered, _has_present_file
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.dedupe_plan import exact_keepers, organized_destinations
-from photo_pipeline.pipeline.rendition_store import RenderOutcome, StoredRendition
-from photo_pipeline.pipeline.renditions import KINDS, Renditions
-from photo_pipeline.pipeline.similar import (
+from photo_pipeline.pipeline.dedupe.plan import exact_keepers, organized_destinations
+from photo_pipeline.pipeline.library import keeper
+from photo_pipeline.pipeline.library.browse import (
+    AssetFilter,
+    Browser,
+    _filtered,
+    _has_present_file,
+)
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.near.similar import (
     _replace_groups,
     find_groups,
     near_group_page,
     regroup,
 )
+from photo_pipeline.pipeline.renditions.rows import KINDS, Renditions
+from photo_pipeline.pipeline.renditions.store import RenderOutcome, StoredRendition
 from tests.support.api_server import running_server
 from tests.support.catalogue_rows import NOW, add_assets
 

@@ -12,9 +12,10 @@ import pytest
 
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.jobs import JobService
-from photo_pipeline.pipeline import paths, scan
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.files import paths
+from photo_pipeline.pipeline.ingest import scan
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
 from tests.support.import_jobs import run_import
 
@@ -246,7 +247,7 @@ def test_a_batch_without_one_readable_photo_is_recorded_all_the_same(session_fac
 def test_file_deleted_between_listing_and_reading_fails_its_item(
     session_factory, tmp_path, monkeypatch
 ):
-    from photo_pipeline.pipeline import scan
+    from photo_pipeline.pipeline.ingest import scan
 
     root = tmp_path / "photos"
     photos.jpeg(root / "kept.jpg", size=(32, 24), seed=1)

@@ -14,9 +14,9 @@ import pytest
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.home import MARKER
-from photo_pipeline.pipeline.imports import InsideLibraryHome, PathNotUtf8, import_folders
+from photo_pipeline.pipeline.ingest.imports import InsideLibraryHome, PathNotUtf8, import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.library.home import MARKER
 from tests.factories import photos
 from tests.support.api_server import running_server
 from tests.support.import_jobs import import_and_run, run_import, settings_for

@@ -7,8 +7,8 @@ import json
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
 from tests.support.cli_processes import WorkerProcess, run_command, wait_until
 from tests.support.import_jobs import run_import

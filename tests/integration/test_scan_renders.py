@@ -14,11 +14,11 @@ from photo_pipeline.db.schema import assets
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.media import hash_file, read_metadata
 from photo_pipeline.media.decode import pixels_checked_by_caller
-from photo_pipeline.pipeline.browse import AssetFilter, Browser
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
-from photo_pipeline.pipeline.render import enqueue_render, render_settings
-from photo_pipeline.pipeline.renditions import Renditions
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.browse import AssetFilter, Browser
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.renditions.render import enqueue_render, render_settings
+from photo_pipeline.pipeline.renditions.rows import Renditions
 from tests.factories import photos
 from tests.support.import_jobs import import_and_run, run_worker_retrying_at_once, settings_for
 

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from photo_pipeline.jobs import JobService, JobState
-from photo_pipeline.pipeline import paths, render, scan, similar, timeshift  # noqa: F401
-from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline import timeshift
+from photo_pipeline.pipeline.files import paths
+from photo_pipeline.pipeline.ingest import scan
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
 from tests.factories.dated import require_exiftool, xmp_packet
 from tests.support.import_jobs import catalogue_by_path, run_import

@@ -21,8 +21,8 @@ from photo_pipeline.db.schema import (
     near_index,
     near_pairs,
 )
-from photo_pipeline.pipeline.near_groups import Layout, PairFinder, adaptive_radius
-from photo_pipeline.pipeline.similar import find_groups, regroup
+from photo_pipeline.pipeline.near.groups import Layout, PairFinder, adaptive_radius
+from photo_pipeline.pipeline.near.similar import find_groups, regroup
 from tests.support.catalogue_rows import NOW, add_assets
 
 

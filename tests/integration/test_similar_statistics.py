@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from photo_pipeline.db import open_database
 from photo_pipeline.db.dialect import engine_of
-from photo_pipeline.pipeline.similar import regroup
+from photo_pipeline.pipeline.near.similar import regroup
 from tests.conftest import make_database_url
 from tests.support.catalogue_rows import NOW, add_assets
 

@@ -20,11 +20,12 @@ import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job
 from photo_pipeline.config import Settings
 from photo_pipeline.jobs import JobService, JobState, RetryPolicy
 from photo_pipeline.media import MediaError, hash_file, read_metadata
-from photo_pipeline.pipeline import organize, paths, roots
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
-from photo_pipeline.pipeline.render import enqueue_render, render_settings
-from photo_pipeline.pipeline.renditions import Renditions
+from photo_pipeline.pipeline import organize
+from photo_pipeline.pipeline.files import paths, roots
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.renditions.render import enqueue_render, render_settings
+from photo_pipeline.pipeline.renditions.rows import Renditions
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 from tests.factories import photos
 from tests.support import photo_jobs

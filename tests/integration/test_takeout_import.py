@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from photo_pipeline.pipeline import render, scan, similar  # noqa: F401  (their job types)
-from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.near import similar  # noqa: F401  (their job types)
 from tests.factories import photos
 from tests.support.import_jobs import catalogue_by_path, run_import
 

@@ -13,8 +13,8 @@ import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job
 from photo_pipeline.db.schema import assets, timeshift_entries
 from photo_pipeline.jobs import JobBlocked, JobService, JobState
 from photo_pipeline.pipeline import timeshift
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
 from tests.support.photo_jobs import run_worker
 

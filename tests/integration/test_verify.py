@@ -6,7 +6,7 @@ import json
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import organize
-from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 from tests.factories import photos
 from tests.support.photo_jobs import run_worker, scan_folders, tree

@@ -13,8 +13,9 @@ from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.media import metadata as metadata_module
 from photo_pipeline.media import poster as poster_module
 from photo_pipeline.media.render import RenderSettings
-from photo_pipeline.pipeline import render, scan
-from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline.ingest import scan
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.renditions import render
 from tests.factories import videos
 
 # seconds: the per-item limit of these jobs; a good clip's probe and poster must fit in

@@ -8,9 +8,9 @@ import random
 
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
-from photo_pipeline.pipeline import render, scan, similar  # noqa: F401  (their job types)
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.near import similar  # noqa: F401  (their job types)
 from tests.factories import photos, videos
 from tests.support.cli_processes import WorkerProcess, run_command, wait_until
 from tests.support.import_jobs import catalogue_by_path, run_import

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from photo_pipeline.pipeline.browse import Browser
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.similar import _replace_groups
+from photo_pipeline.pipeline.library.browse import Browser
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.near.similar import _replace_groups
 from tests.factories import photos
 from tests.support.photo_jobs import scan_folders
 

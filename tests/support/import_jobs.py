@@ -18,9 +18,9 @@ from photo_pipeline.jobs import JobService, JobState, RetryPolicy
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline import paths
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.imports import import_folders
+from photo_pipeline.pipeline.files import paths
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from photo_pipeline.pipeline.library.catalog import Catalog
 
 SMALL = {"thumbnail_size": 64, "preview_size": 160}
 

@@ -16,7 +16,7 @@ from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.files import transfer
 from tests.support.photo_jobs import run_worker
 
 

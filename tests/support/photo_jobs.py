@@ -17,9 +17,10 @@ from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, hash_file
-from photo_pipeline.pipeline import organize, scan
-from photo_pipeline.pipeline.catalog import Catalog
+from photo_pipeline.pipeline import organize
+from photo_pipeline.pipeline.ingest import scan
 from photo_pipeline.pipeline.library import Library
+from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
 
 TEMPLATE = "{taken:%Y}/{taken:%Y-%m-%d}/{original_name}.{ext}"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from photo_pipeline.pipeline import keeper
-from photo_pipeline.pipeline.keeper import Copy
+from photo_pipeline.pipeline.library import keeper
+from photo_pipeline.pipeline.library.keeper import Copy
 
 
 def copy(path: str, mtime: int = 100, **facts) -> Copy:

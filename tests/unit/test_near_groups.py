@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from photo_pipeline.pipeline.near_groups import (
+from photo_pipeline.pipeline.near.groups import (
     Layout,
     PairFinder,
     adaptive_radius,

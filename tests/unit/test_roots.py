@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from photo_pipeline.pipeline import roots
+from photo_pipeline.pipeline.files import roots
 
 
 def test_a_sibling_with_the_same_prefix_is_not_inside(tmp_path):
@@ -58,7 +58,7 @@ def test_symlink_below_finds_a_linked_parent_but_not_the_root(tmp_path):
 
 HOLD_PINNED = """
 import sys
-from photo_pipeline.pipeline import roots
+from photo_pipeline.pipeline.files import roots
 with roots.pinned(sys.argv[1], [sys.argv[2]]) as opened:
     print(opened.path, flush=True)
     sys.stdin.read()  # held open until killed

@@ -1,7 +1,7 @@
 """Where a file's XMP sidecar may be: its own full name first, then its stem's, in any case."""
 
 from photo_pipeline.media.sidecar import sidecar_names
-from photo_pipeline.pipeline.sidecars import beside_changed_sidecars
+from photo_pipeline.pipeline.ingest.sidecars import beside_changed_sidecars
 
 
 def test_a_files_own_sidecar_comes_before_the_one_its_stem_shares() -> None:

@@ -15,9 +15,10 @@ from pydantic import BaseModel, ValidationError
 from photo_pipeline.api.problems import ApiError
 from photo_pipeline.db.text import is_text, storable
 from photo_pipeline.jobs import Enqueued, JobConflict
-from photo_pipeline.pipeline import dedupe, organize, scan
+from photo_pipeline.pipeline import dedupe, organize
+from photo_pipeline.pipeline.files.roots import PathOutsideRoots, real_path_inside
+from photo_pipeline.pipeline.ingest import scan
 from photo_pipeline.pipeline.library import Library
-from photo_pipeline.pipeline.roots import PathOutsideRoots, real_path_inside
 
 Start = Callable[[Library, Any, str | None], Enqueued]
 

@@ -27,7 +27,7 @@ from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
 from photo_pipeline.api.state import api_state
 from photo_pipeline.jobs import ItemState, JobNotFound, JobState
 from photo_pipeline.jobs.events import EventFeed
-from photo_pipeline.pipeline import parked
+from photo_pipeline.pipeline.files import parked
 from photo_pipeline.pipeline.library import Library
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"], responses=PROBLEM_RESPONSES)

@@ -25,17 +25,17 @@ from photo_pipeline.api.problems import (
     problem,
 )
 from photo_pipeline.api.state import api_state
-from photo_pipeline.pipeline.browse import (
+from photo_pipeline.pipeline.dedupe.plan import annotate_exact_groups
+from photo_pipeline.pipeline.library.browse import (
     AssetFilter,
     Browser,
     decode_group_cursor,
     encode_group_cursor,
 )
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
-from photo_pipeline.pipeline.originals import OpenedOriginal, open_original, playable
-from photo_pipeline.pipeline.renditions import rendition_file
-from photo_pipeline.pipeline.similar import near_group_page
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.library.originals import OpenedOriginal, open_original, playable
+from photo_pipeline.pipeline.near.similar import near_group_page
+from photo_pipeline.pipeline.renditions.rows import rendition_file
 
 router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
 media_router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)

@@ -13,11 +13,12 @@ from photo_pipeline.api.job_types import (
 )
 from photo_pipeline.api.models import JOB_ID, PLAIN_TEXT
 from photo_pipeline.jobs import Enqueued
-from photo_pipeline.pipeline import dedupe, organize, places, timeshift, verify
-from photo_pipeline.pipeline.imports import folders_to_scan, start_import
+from photo_pipeline.pipeline import dedupe, organize, timeshift, verify
+from photo_pipeline.pipeline.ingest import places
+from photo_pipeline.pipeline.ingest.imports import folders_to_scan, start_import
 from photo_pipeline.pipeline.library import Library
-from photo_pipeline.pipeline.render import enqueue_render, render_settings
-from photo_pipeline.pipeline.similar import enqueue_similar
+from photo_pipeline.pipeline.near.similar import enqueue_similar
+from photo_pipeline.pipeline.renditions.render import enqueue_render, render_settings
 
 
 class Params(BaseModel):

@@ -155,7 +155,7 @@ def events(
 @job_app.command("cancel")
 def cancel(job_id: JobId, as_json: JsonOption = False) -> None:
     """Cancel a job: queued at once, running once its worker notices."""
-    from photo_pipeline.pipeline import parked
+    from photo_pipeline.pipeline.files import parked
 
     # parked.cancel: a job killed while it moved a file gives the file back at once.
     job = parked.cancel(library().service, _job_or_exit(job_id)["id"])

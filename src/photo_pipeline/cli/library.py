@@ -24,14 +24,14 @@ from photo_pipeline.cli.common import (
 )
 from photo_pipeline.cli.finish import finish_jobs, summarise
 from photo_pipeline.cli.shown import shown
-from photo_pipeline.pipeline import paths
+from photo_pipeline.pipeline.files import paths
 
 if TYPE_CHECKING:
-    from photo_pipeline.pipeline.catalog import Catalog
+    from photo_pipeline.pipeline.library.catalog import Catalog
 
 
 def _catalog() -> Catalog:
-    from photo_pipeline.pipeline.catalog import Catalog
+    from photo_pipeline.pipeline.library.catalog import Catalog
 
     return Catalog(library().sessions)
 
@@ -53,7 +53,7 @@ def import_(
 ) -> None:
     """Register folders and catalogue their photos: scan (hash, metadata, exact
     duplicates), then render (thumbnails, previews), then similar (near duplicates)."""
-    from photo_pipeline.pipeline.imports import import_folders
+    from photo_pipeline.pipeline.ingest.imports import import_folders
 
     lib = library()
     jobs = import_folders(
@@ -176,7 +176,7 @@ def duplicates(
     if near:
         _near_duplicates(as_json)
         return
-    from photo_pipeline.pipeline.dedupe_plan import annotate_exact_groups
+    from photo_pipeline.pipeline.dedupe.plan import annotate_exact_groups
 
     # The suggested keeper (what `dedupe` would keep) first, with why.
     sessions = library().sessions
@@ -201,7 +201,7 @@ def duplicates(
 
 
 def _near_duplicates(as_json: bool) -> None:
-    from photo_pipeline.pipeline.similar import iter_near_groups, near_duplicate_groups
+    from photo_pipeline.pipeline.near.similar import iter_near_groups, near_duplicate_groups
 
     if as_json:
         _stream_json(iter_near_groups(library().sessions))

@@ -80,7 +80,7 @@ def places(
     as_json: JsonOption = False,
 ) -> None:
     """Work out time zones and places of photos catalogued before they were known."""
-    from photo_pipeline.pipeline import places as places_job
+    from photo_pipeline.pipeline.ingest import places as places_job
 
     lib = library()
     job = places_job.start_backfill(lib.service, refresh=refresh).job

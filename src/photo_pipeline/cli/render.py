@@ -32,7 +32,7 @@ def render(
     as_json: JsonOption = False,
 ) -> None:
     """Make the thumbnails and previews that are missing or stale (settings changed)."""
-    from photo_pipeline.pipeline.render import enqueue_render, render_settings
+    from photo_pipeline.pipeline.renditions.render import enqueue_render, render_settings
 
     lib = library()
     try:
@@ -55,7 +55,7 @@ def similar(
     as_json: JsonOption = False,
 ) -> None:
     """Hash the thumbnails and group near duplicates (see `duplicates --near`)."""
-    from photo_pipeline.pipeline.similar import enqueue_similar
+    from photo_pipeline.pipeline.near.similar import enqueue_similar
 
     lib = library()
     distance = lib.settings.near_distance if max_distance is None else max_distance

@@ -122,7 +122,7 @@ def worker(
         )
     from photo_pipeline.jobs.handlers import registry
     from photo_pipeline.jobs.runtime import Worker, WorkerConfig
-    from photo_pipeline.pipeline.home import check_home
+    from photo_pipeline.pipeline.library.home import check_home
 
     logs.configure(log_level)
     load_handlers(import_modules or [])

@@ -204,7 +204,7 @@ workers = Table(
 # ── the photo library ──────────────────────────────────────────────────────────
 
 # One row: the library's id. A marker file in the library home carries it too, so a
-# worker on another machine can tell that it sees this library's home (pipeline.home).
+# worker on another machine can tell that it sees this library's home (pipeline.library.home).
 library_identity = Table(
     "library_identity",
     metadata,
@@ -247,7 +247,7 @@ assets = Table(
     Column("gps_latitude", Float),
     Column("gps_longitude", Float),
     Column("gps_altitude", Float),
-    # Time zone and place of the capture (pipeline.places): tz_source is exif_offset,
+    # Time zone and place of the capture (pipeline.ingest.places): tz_source is exif_offset,
     # gps_timezone, utc or floating; NULL until resolved (rows older than 0006).
     Column("tz_name", String(64)),  # IANA name, or UTC±HH:MM for a bare EXIF offset
     Column("tz_source", String(16)),
@@ -266,7 +266,7 @@ assets = Table(
     Column("duration_seconds", Float),
     Column("video_codec", String(32)),  # FFmpeg's name: h264, hevc, vp9…
     Column("frame_rate", Float),
-    # Apple's Live Photo id, the same in the still and its MOV (pipeline.live_photos)
+    # Apple's Live Photo id, the same in the still and its MOV (pipeline.library.live_photos)
     Column("content_identifier", String(100)),
     # On a Live Photo's motion part (its MOV): the still's asset. The pair is one asset
     # to show; listings leave the motion part out. No foreign key: SQLite cannot add
@@ -275,7 +275,7 @@ assets = Table(
     # A Google/Samsung Motion Photo: a JPEG with its clip appended (shown as live)
     Column("is_motion_photo", Boolean, nullable=False, server_default=false()),
     # The settings fingerprint every kind of the asset's renditions was made with
-    # (pipeline.renditions keeps it with their rows); NULL while one is missing or they
+    # (pipeline.renditions.rows keeps it with their rows); NULL while one is missing or they
     # differ. A render with nothing to do finds no stale asset in its index.
     Column("renditions_fingerprint", String(16)),
     Index("ix_assets_taken_local", "taken_local"),
@@ -306,7 +306,7 @@ files = Table(
         ForeignKey("sources.id", ondelete="CASCADE"),
         nullable=False,
     ),
-    Column("path", Text, nullable=False),  # relative to the source (pipeline.paths encoding)
+    Column("path", Text, nullable=False),  # relative to the source (pipeline.files.paths encoding)
     Column("size", BigInteger, nullable=False),
     Column("mtime_ns", BigInteger, nullable=False),
     Column("inode", BigInteger, nullable=False),
@@ -321,7 +321,7 @@ files = Table(
     Column("error_message", Text),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
-    # The sidecars it was last read with ("name:size:mtime_ns;…", pipeline.sidecars)
+    # The sidecars it was last read with ("name:size:mtime_ns;…", pipeline.ingest.sidecars)
     Column("sidecars", Text),
     UniqueConstraint("source_id", "path"),
     # "Has a present file", "how many present files": answered from the index alone.
@@ -341,7 +341,7 @@ organize_entries = Table(
     Column("reason", String(32)),  # why skipped / collision resolved
     Column("file_id", BigInteger),  # the catalogue's file row (no FK: it may be re-keyed)
     Column("source_id", BigInteger, nullable=False),
-    Column("source_path", Text, nullable=False),  # relative to the source (pipeline.paths)
+    Column("source_path", Text, nullable=False),  # relative to the source (pipeline.files.paths)
     Column("dest_path", Text, nullable=False),  # relative to the destination
     Column("content_hash", String(64), nullable=False),
     Column("size", BigInteger, nullable=False),
@@ -398,10 +398,10 @@ dedupe_entries = Table(
     Column("seq", Integer, nullable=False),  # order in the plan
     Column("group_key", String(64), nullable=False),  # exact:<asset id>, near:<group id>
     Column("kind", String(16), nullable=False),  # copy, near, sidecar
-    Column("reason", String(32), nullable=False),  # why the keeper won (pipeline.keeper)
+    Column("reason", String(32), nullable=False),  # why the keeper won (pipeline.library.keeper)
     Column("file_id", BigInteger),  # the catalogue's file row
     Column("source_id", BigInteger, nullable=False),
-    Column("source_path", Text, nullable=False),  # relative to the source (pipeline.paths)
+    Column("source_path", Text, nullable=False),  # relative to the source (pipeline.files.paths)
     Column("quarantine_path", Text, nullable=False),  # relative to the job's quarantine
     Column("content_hash", String(64), nullable=False),
     Column("size", BigInteger, nullable=False),
@@ -463,7 +463,7 @@ near_duplicates = Table(
 
 # Pairs of assets whose hashes lie within the near-duplicate radius, each pair once
 # (asset_id < other_id): what `similar` keeps between runs, so that new assets are
-# paired with the library without pairing the library again (pipeline.near_groups).
+# paired with the library without pairing the library again (pipeline.near.groups).
 near_pairs = Table(
     "near_pairs",
     metadata,
@@ -500,7 +500,7 @@ near_index = Table(
 )
 
 # Each paired hash cut into the chunks of near_index.chunk_bits, one row per chunk
-# (pipeline.near_chunks): new assets find their candidates by looking up a few chunk
+# (pipeline.near.chunks): new assets find their candidates by looking up a few chunk
 # values here instead of reading every hash. ``phash`` is the hash as a signed 64-bit
 # integer, so a candidate is checked without another read. No foreign key: a full
 # regroup writes millions of rows at once (a key check per row would double the

@@ -16,7 +16,7 @@ def storable(text: str) -> str:
     """``text`` with any lone surrogate written as an escape. ``os`` decodes a file name
     that is not UTF-8 with surrogates (``caf\\udce9.jpg``), which no text column or JSON
     encoder takes: a message naming such a file shows the byte as ``\\xe9``, as
-    ``pipeline.paths.display`` does."""
+    ``pipeline.files.paths.display`` does."""
     if is_text(text):
         return text
     try:

@@ -6,7 +6,7 @@ photo never exists at full size in memory. HEIC is decoded by libheif at full si
 (HEVC has no scaled decode) and read by libvips in place. The largest rendition is
 decoded once and kept in memory; the smaller ones are resized from it, and the pHash
 is taken from the thumbnail. The decode runs with ``fail_on="error"``: a truncated
-file fails here (the scan relies on it: ``pipeline.scan``).
+file fails here (the scan relies on it: ``pipeline.ingest.scan``).
 
 Every rendition is oriented (EXIF orientation applied), converted to sRGB from an
 embedded ICC profile, and carries no metadata at all (no EXIF, no GPS, no XMP, no ICC:

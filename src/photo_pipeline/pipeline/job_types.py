@@ -8,13 +8,13 @@ from photo_pipeline.jobs.handlers import registry
 
 _PIPELINE = "photo_pipeline.pipeline"
 PROVIDERS = {
-    "scan": f"{_PIPELINE}.scan",
-    "render": f"{_PIPELINE}.render",
-    "similar": f"{_PIPELINE}.similar",
+    "scan": f"{_PIPELINE}.ingest.scan",
+    "render": f"{_PIPELINE}.renditions.render",
+    "similar": f"{_PIPELINE}.near.similar",
     "organize": f"{_PIPELINE}.organize.run",
     "organize.undo": f"{_PIPELINE}.organize.undo",
     "verify": f"{_PIPELINE}.verify",
-    "places": f"{_PIPELINE}.places",
+    "places": f"{_PIPELINE}.ingest.places",
     "timeshift": f"{_PIPELINE}.timeshift.job",
     "timeshift_undo": f"{_PIPELINE}.timeshift.job",
     "dedupe": f"{_PIPELINE}.dedupe.run",

@@ -24,14 +24,15 @@ from photo_pipeline.jobs import Enqueued, JobService
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
-from photo_pipeline.pipeline import locks, parked, paths
-from photo_pipeline.pipeline.catalog import PRESENT
-from photo_pipeline.pipeline.roots import (
+from photo_pipeline.pipeline.files import parked, paths
+from photo_pipeline.pipeline.files.roots import (
     SYMLINK_OUTSIDE_ROOTS,
     PathOutsideRoots,
     library_roots,
     pinned,
 )
+from photo_pipeline.pipeline.library import locks
+from photo_pipeline.pipeline.library.catalog import PRESENT
 
 JOB_TYPE = "verify"
 PROBLEM_CODES = ("content_changed", "missing", "unreadable_file", SYMLINK_OUTSIDE_ROOTS)

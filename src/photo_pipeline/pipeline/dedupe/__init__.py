@@ -2,7 +2,7 @@
 quarantine under the library home, where an undo finds it and a purge deletes it.
 
 The plan (``dedupe_plan.build_dedupe_plan``) keeps one file of each exact group (the
-keeper policy, ``pipeline.keeper``) and, with ``near``, the assets the user kept in
+keeper policy, ``pipeline.library.keeper``) and, with ``near``, the assets the user kept in
 near groups. Each job holds the library lock and journals its whole plan
 (``dedupe_entries``) before it touches a file. The catalogue follows every step: a
 quarantined file's row is ``quarantined`` (not present), present again after an undo,

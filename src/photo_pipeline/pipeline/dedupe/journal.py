@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import dedupe_entries, job_items, jobs, sources
 from photo_pipeline.jobs import utc_now
-from photo_pipeline.pipeline import parked, paths
+from photo_pipeline.pipeline.dedupe.plan import GroupPlan, bundle_stem
 from photo_pipeline.pipeline.dedupe.start import PURGE_JOB_TYPE, UNDO_JOB_TYPE, quarantine_folder
-from photo_pipeline.pipeline.dedupe_plan import GroupPlan, bundle_stem
-from photo_pipeline.pipeline.fenced_journal import FencedJournal, SourceEntry
+from photo_pipeline.pipeline.files import parked, paths
+from photo_pipeline.pipeline.files.fenced_journal import FencedJournal, SourceEntry
 
 PLANNED, QUARANTINED, SKIPPED = "planned", "quarantined", "skipped"
 RESTORED, PURGED = "restored", "purged"

@@ -14,8 +14,6 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import dedupe_entries
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.pipeline import parked, paths
-from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe.journal import PURGED, QUARANTINED, Journal, Recorded, entries
 from photo_pipeline.pipeline.dedupe.start import PURGE_JOB_TYPE, quarantine_folder
 from photo_pipeline.pipeline.dedupe.steps import (
@@ -23,7 +21,8 @@ from photo_pipeline.pipeline.dedupe.steps import (
     keeper_still_there,
     remove_empty_folders,
 )
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.files import parked, paths, transfer
+from photo_pipeline.pipeline.library.catalog import Catalog
 
 
 @registry.handler(PURGE_JOB_TYPE)

@@ -1,5 +1,5 @@
 """The ``dedupe`` job: moves every copy but one of each group into the quarantine
-(``<home>/quarantine/<job id>/<source-relative path>``) with ``organize.transfer``.
+(``<home>/quarantine/<job id>/<source-relative path>``) with ``files.transfer``.
 The keeper must be there and hash to what the plan saw (else ``keeper_missing`` /
 ``keeper_changed``), the copy is re-hashed as it is placed (else
 ``content_changed``), and the original is removed only by ``retire``, which proves
@@ -20,8 +20,6 @@ from photo_pipeline.db.schema import dedupe_entries
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.pipeline import parked, paths
-from photo_pipeline.pipeline.catalog import Catalog
 from photo_pipeline.pipeline.dedupe.journal import (
     PLANNED,
     QUARANTINED,
@@ -32,6 +30,7 @@ from photo_pipeline.pipeline.dedupe.journal import (
     entries,
     places,
 )
+from photo_pipeline.pipeline.dedupe.plan import build_dedupe_plan
 from photo_pipeline.pipeline.dedupe.start import JOB_TYPE, quarantine_folder
 from photo_pipeline.pipeline.dedupe.steps import (
     check_keeper,
@@ -39,8 +38,8 @@ from photo_pipeline.pipeline.dedupe.steps import (
     put_back,
     remove_empty_folders,
 )
-from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.files import parked, paths, transfer
+from photo_pipeline.pipeline.library.catalog import Catalog
 
 
 @registry.handler(JOB_TYPE)

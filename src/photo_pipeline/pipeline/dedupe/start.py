@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobNotFound, JobService, LockHeld, utc_now
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.dedupe_plan import build_dedupe_plan, summary
-from photo_pipeline.pipeline.home import QUARANTINE
-from photo_pipeline.pipeline.locks import LIBRARY_LOCK, enqueue_library_job, enqueue_or_join
+from photo_pipeline.pipeline.dedupe.plan import build_dedupe_plan, summary
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.library.home import QUARANTINE
+from photo_pipeline.pipeline.library.locks import LIBRARY_LOCK, enqueue_library_job, enqueue_or_join
 
 JOB_TYPE = "dedupe"
 UNDO_JOB_TYPE = "dedupe_undo"

@@ -9,9 +9,8 @@ from collections.abc import Callable
 
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError
-from photo_pipeline.pipeline import paths
 from photo_pipeline.pipeline.dedupe.journal import PURGED, QUARANTINED, Entry
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.files import paths, transfer
 
 
 def check_keeper(entry: Entry) -> transfer.Identity:

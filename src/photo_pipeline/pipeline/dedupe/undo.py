@@ -13,8 +13,6 @@ from photo_pipeline.db.schema import dedupe_entries
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.pipeline import parked
-from photo_pipeline.pipeline.catalog import PRESENT, Catalog
 from photo_pipeline.pipeline.dedupe.journal import (
     PLANNED,
     PURGED,
@@ -28,7 +26,8 @@ from photo_pipeline.pipeline.dedupe.journal import (
 )
 from photo_pipeline.pipeline.dedupe.start import UNDO_JOB_TYPE, quarantine_folder
 from photo_pipeline.pipeline.dedupe.steps import put_back, remove_empty_folders
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.files import parked, transfer
+from photo_pipeline.pipeline.library.catalog import PRESENT, Catalog
 
 
 @registry.handler(UNDO_JOB_TYPE)

@@ -9,8 +9,8 @@ and ``LibraryBusy``.
 - :mod:`.plan`: which file goes where, from catalogue rows and the destination;
 - :mod:`.start`: checking a request, the dry run, queueing the jobs;
 - :mod:`.journal`: the plan as rows, their states, the report;
-- :mod:`.transfer`: placing and removing one file, crash-safe and verified (on
-  :mod:`.spots`, files reached by descriptor, and :mod:`.placing`, link or copy);
+- :mod:`pipeline.files.transfer` (not in this package: dedupe uses it too): placing
+  and removing one file, crash-safe and verified;
 - :mod:`.run`, :mod:`.undo`: the two job types.
 
 The names below load on first use, and with them both job types (registered on the
@@ -24,7 +24,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from photo_pipeline.pipeline.locks import (
+    from photo_pipeline.pipeline.library.locks import (
         LIBRARY_LOCK,
         LibraryBusy,
         library_busy,
@@ -45,10 +45,10 @@ if TYPE_CHECKING:
     from photo_pipeline.pipeline.organize.template import DEFAULT_TEMPLATE, TemplateError
 
 _HOMES = {
-    "LIBRARY_LOCK": "photo_pipeline.pipeline.locks",
-    "LibraryBusy": "photo_pipeline.pipeline.locks",
-    "library_busy": "photo_pipeline.pipeline.locks",
-    "library_job_of": "photo_pipeline.pipeline.locks",
+    "LIBRARY_LOCK": "photo_pipeline.pipeline.library.locks",
+    "LibraryBusy": "photo_pipeline.pipeline.library.locks",
+    "library_busy": "photo_pipeline.pipeline.library.locks",
+    "library_job_of": "photo_pipeline.pipeline.library.locks",
     "Journal": f"{__name__}.journal",
     "organize_report": f"{__name__}.journal",
     "Candidate": f"{__name__}.plan",

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import organize_entries, sources
 from photo_pipeline.jobs import JobService, utc_now
-from photo_pipeline.pipeline import paths
-from photo_pipeline.pipeline.fenced_journal import FencedJournal, SourceEntry
+from photo_pipeline.pipeline.files import paths
+from photo_pipeline.pipeline.files.fenced_journal import FencedJournal, SourceEntry
 from photo_pipeline.pipeline.organize.plan import PlanEntry
 
 PLANNED, DONE, FAILED, SKIPPED, UNDONE = "planned", "done", "failed", "skipped", "undone"

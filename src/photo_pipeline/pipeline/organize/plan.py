@@ -33,9 +33,9 @@ from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
 from photo_pipeline.media.formats import RAW_FORMATS
 from photo_pipeline.media.takeout_names import takeout_owners, takeout_renamed
-from photo_pipeline.pipeline import keeper, paths
-from photo_pipeline.pipeline.catalog import MISSING, PRESENT
-from photo_pipeline.pipeline.organize import transfer
+from photo_pipeline.pipeline.files import paths, transfer
+from photo_pipeline.pipeline.library import keeper
+from photo_pipeline.pipeline.library.catalog import MISSING, PRESENT
 from photo_pipeline.pipeline.organize.template import Template, extension
 from photo_pipeline.pipeline.organize.template import sibling as sibling_name
 
@@ -63,7 +63,7 @@ class Candidate:
     # content counts as placed there.
     resident: bool = False
     # A Live Photo's motion part: the group key (source, folder, stem) of its still,
-    # whatever its own name (pipeline.live_photos).
+    # whatever its own name (pipeline.library.live_photos).
     bundle: tuple[int, str, str] | None = None
     # A Google Takeout JSON: the path (stored form) of the photo it describes.
     takeout_of: str | None = None
@@ -251,7 +251,7 @@ def _groups(candidates: Iterable[Candidate]) -> list[_Group]:
             # Of copies of one photo, a real file before a symlink (which organize
             # does not follow), then the original-looking name, then the one with its
             # RAW+JPEG partner and sidecars (the user's edits travel with it), is
-            # placed first: as dedupe's keeper (pipeline.keeper).
+            # placed first: as dedupe's keeper (pipeline.library.keeper).
             paths.is_symlink(g.primary.source_root, g.primary.path),
             keeper.looks_like_copy(g.primary.name),
             -(len(g.companions) + len(g.sidecars)),

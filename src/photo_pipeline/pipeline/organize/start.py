@@ -16,9 +16,9 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import sources
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobNotFound, JobService
-from photo_pipeline.pipeline import paths
-from photo_pipeline.pipeline.home import MARKER, of_the_home
-from photo_pipeline.pipeline.locks import enqueue_library_job, enqueue_or_join
+from photo_pipeline.pipeline.files import paths
+from photo_pipeline.pipeline.library.home import MARKER, of_the_home
+from photo_pipeline.pipeline.library.locks import enqueue_library_job, enqueue_or_join
 from photo_pipeline.pipeline.organize.plan import (
     DestinationState,
     PlanEntry,

@@ -17,9 +17,9 @@ from sqlalchemy.orm import Session
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.pipeline import parked, paths
-from photo_pipeline.pipeline.catalog import Catalog
-from photo_pipeline.pipeline.organize import in_order, transfer
+from photo_pipeline.pipeline.files import parked, paths, transfer
+from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.organize import in_order
 from photo_pipeline.pipeline.organize.journal import (
     DONE,
     FAILED,

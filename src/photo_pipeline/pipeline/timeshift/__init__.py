@@ -10,7 +10,7 @@ dicts), ``start_timeshift``, ``start_undo`` and ``journal``.
 - :mod:`.job`: the two job types and how they are queued.
 """
 
-from photo_pipeline.pipeline.locks import LIBRARY_LOCK
+from photo_pipeline.pipeline.library.locks import LIBRARY_LOCK
 from photo_pipeline.pipeline.timeshift.apply import apply_shift, apply_undo, journal
 from photo_pipeline.pipeline.timeshift.arithmetic import (
     MAX_SHIFT,

@@ -22,7 +22,7 @@ from photo_pipeline.jobs import (
 )
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.pipeline.locks import LIBRARY_LOCK
+from photo_pipeline.pipeline.library.locks import LIBRARY_LOCK
 from photo_pipeline.pipeline.timeshift.apply import apply_shift, apply_undo
 from photo_pipeline.pipeline.timeshift.plan import NothingToShift, plan_timeshift, shift_request
 

@@ -3,7 +3,7 @@ renditions was made with (NULL while one is missing or they differ), indexed, so
 a render with nothing to do finds no stale asset in the index instead of counting
 every asset's renditions
 
-Filled here from the renditions already recorded; pipeline.renditions keeps it with
+Filled here from the renditions already recorded; pipeline.renditions.rows keeps it with
 their rows from then on.
 
 Revision ID: 0017
@@ -21,7 +21,7 @@ down_revision = "0016"
 branch_labels = None
 depends_on = None
 
-# pipeline.renditions.KINDS, as they were at this revision.
+# pipeline.renditions.rows.KINDS, as they were at this revision.
 KINDS = ("thumbnail", "preview")
 
 

@@ -1,6 +1,6 @@
 """files.sidecars: the sidecars (XMP, Google Takeout JSON) a file was last read with,
 each as name, size and mtime, so that the scan that reads it again knows whether its
-asset must follow them (pipeline.sidecars). NULL: none, or read before this revision.
+asset must follow them (pipeline.ingest.sidecars). NULL: none, or read before this revision.
 
 Revision ID: 0018
 Revises: 0017

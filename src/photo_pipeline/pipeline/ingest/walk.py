@@ -1,0 +1,107 @@
+"""Listing a source's files for the scan: every file below the folder, once.
+
+Left out, besides hidden entries (``.DS_Store``, AppleDouble ``._*`` files,
+``.thumbnails``, ``.Trashes``): folders that hold no photo of the user's. A library
+home's own folders (in a folder with the marker, ``pipeline.library.home``: renditions and
+quarantined copies are no originals); registered sources inside this one (each file
+belongs to the innermost source that holds it, so no file is catalogued twice); and
+the folders NAS systems, Windows and Lightroom keep for themselves
+(``SYSTEM_FOLDERS``: Synology's ``@eaDir`` thumbnails, recycle bins, snapshots,
+``.lrdata`` previews; Immich skips the same).
+
+A folder that cannot be listed (no permission) is reported, not taken for empty: the
+files catalogued below it are not gone, and its item fails with ``unreadable_folder``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Collection, Iterator
+
+from photo_pipeline.pipeline.library.home import MARKER, QUARANTINE, STORE
+
+# Compared case-insensitively (FAT, NTFS and SMB shares ignore case).
+SYSTEM_FOLDERS = frozenset(
+    {
+        "@eadir",  # Synology: thumbnails and metadata of every photo
+        "#recycle",  # Synology's recycle bin
+        "#snapshot",  # Synology's snapshots (the same photos again)
+        "@recycle",  # QNAP's recycle bin
+        "@recently-snapshot",  # QNAP's snapshots
+        "$recycle.bin",  # Windows' recycle bin (a card formatted there too)
+        "system volume information",  # Windows
+        "lost+found",  # ext4's, readable by root only
+    }
+)
+# Lightroom's previews and smart previews (``Catalog Previews.lrdata``).
+SYSTEM_SUFFIXES = (".lrdata",)
+
+Fingerprint = tuple[int, int, int]  # size, mtime_ns, inode
+
+
+def is_system_folder(name: str) -> bool:
+    folded = name.casefold()
+    return folded in SYSTEM_FOLDERS or folded.endswith(SYSTEM_SUFFIXES)
+
+
+def walk(
+    root: str, *, skip: Collection[str] = (), unreadable: list[str] | None = None
+) -> Iterator[tuple[str, Fingerprint | None]]:
+    """Yield ``(relative path, (size, mtime_ns, inode))`` for every file below
+    ``root``; a link that leads nowhere (to nothing, or round in a loop) has the link's
+    own, so that its failure is remembered like any file's; None when even that cannot
+    be had (its item then fails with the reason). Folders at the relative paths in
+    ``skip`` are not entered. A folder that cannot be listed is appended to
+    ``unreadable`` ("" for ``root``) and yielded with None (not ``root``).
+    Directory symlinks are not followed, so the walk always ends."""
+    stack = [""]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, folder) if folder else root))
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed during the walk: what was below it is gone
+        except OSError:
+            if unreadable is not None:
+                unreadable.append(folder)
+            if folder:
+                yield folder, None
+            continue
+        # A library home: its renditions and quarantined copies are not the user's.
+        own = (STORE, QUARANTINE) if any(e.name == MARKER for e in entries) else ()
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            relative = os.path.join(folder, entry.name) if folder else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if not (relative in skip or entry.name in own or is_system_folder(entry.name)):
+                    stack.append(relative)
+                continue
+            try:
+                info = entry.stat()
+            except OSError:
+                yield relative, listed_fingerprint(os.path.join(root, relative))
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                continue  # a symlink to a folder
+            yield relative, (info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def listed_fingerprint(path: str) -> Fingerprint | None:
+    """A file's fingerprint as walk() lists it: what it names, else the link itself."""
+    for follow in (True, False):
+        try:
+            info = os.stat(path, follow_symlinks=follow)
+        except OSError:
+            continue
+        return info.st_size, info.st_mtime_ns, info.st_ino
+    return None
+
+
+def below(relative: str, folders: Collection[str]) -> bool:
+    """Whether ``relative`` lies in one of ``folders`` ("" holds everything)."""
+    return any(
+        not folder or relative == folder or relative.startswith(folder + os.sep)
+        for folder in folders
+    )
