@@ -27,7 +27,7 @@ from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
 from photo_pipeline.api.state import api_state
 from photo_pipeline.jobs import ItemState, JobNotFound, JobState
 from photo_pipeline.jobs.events import EventFeed
-from photo_pipeline.pipeline.files import parked
+from photo_pipeline.pipeline import abandoned
 from photo_pipeline.pipeline.library import Library
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"], responses=PROBLEM_RESPONSES)
@@ -122,8 +122,8 @@ def get_job(job_id: JobId, request: Request) -> Job:
 def cancel_job(job_id: JobId, request: Request) -> Job:
     """Cancel: a queued job ends at once, a running one stops after its current items."""
     lib = api_state(request).library
-    # parked.cancel: a job killed while it moved a file gives the file back at once.
-    return _job(lib, parked.cancel(lib.service, job_id, reason="cancelled through the API"))
+    # abandoned.cancel: a job killed while it moved a file gives the file back at once.
+    return _job(lib, abandoned.cancel(lib.service, job_id, reason="cancelled through the API"))
 
 
 @router.post("/{job_id}/retry", response_model=Job)

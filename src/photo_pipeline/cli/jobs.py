@@ -155,10 +155,10 @@ def events(
 @job_app.command("cancel")
 def cancel(job_id: JobId, as_json: JsonOption = False) -> None:
     """Cancel a job: queued at once, running once its worker notices."""
-    from photo_pipeline.pipeline.files import parked
+    from photo_pipeline.pipeline import abandoned
 
-    # parked.cancel: a job killed while it moved a file gives the file back at once.
-    job = parked.cancel(library().service, _job_or_exit(job_id)["id"])
+    # abandoned.cancel: a job killed while it moved a file gives the file back at once.
+    job = abandoned.cancel(library().service, _job_or_exit(job_id)["id"])
     print_json(job) if as_json else console.print(f"job {job['id']} is {job['state']}")
 
 

@@ -28,6 +28,8 @@ VIDEO_EXTENSIONS: frozenset[str] = frozenset(
     {".mp4", ".mov", ".m4v", ".3gp", ".3g2", ".mts", ".m2ts", ".ts", ".avi", ".mkv", ".webm"}
 )
 SUPPORTED_EXTENSIONS: frozenset[str] = PHOTO_EXTENSIONS | VIDEO_EXTENSIONS
+# Sidecars that travel with their photo (scan reads them; organize and dedupe move them).
+SIDECAR_EXTENSIONS: frozenset[str] = frozenset({".xmp", ".aae"})
 
 MIME_TYPES: dict[str, str] = {
     "jpeg": "image/jpeg",

@@ -24,7 +24,8 @@ from photo_pipeline.jobs import Enqueued, JobService
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
-from photo_pipeline.pipeline.files import parked, paths
+from photo_pipeline.pipeline import abandoned
+from photo_pipeline.pipeline.files import paths
 from photo_pipeline.pipeline.files.roots import (
     SYMLINK_OUTSIDE_ROOTS,
     PathOutsideRoots,
@@ -73,7 +74,7 @@ def _expected(session_factory: sessionmaker[Session]) -> tuple[dict[str, str], d
 
 @registry.handler(JOB_TYPE)
 def verify(ctx: JobContext) -> None:
-    parked.restore_abandoned(ctx.session_factory)  # else a file a killed job hid is missing
+    abandoned.restore_abandoned(ctx.session_factory)  # else a file a killed job hid is missing
     expected, roots = _expected(ctx.session_factory)
     # Added on every run (existing keys are ignored), so a resumed job also checks
     # files catalogued meanwhile.

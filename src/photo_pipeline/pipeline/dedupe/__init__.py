@@ -14,11 +14,10 @@ Front doors (CLI and API) use: ``plan_dedupe``, ``start_dedupe``, ``start_undo``
 - :mod:`.start`: the dry run and queueing the jobs;
 - :mod:`.journal`: the plan as rows, their states, the report;
 - :mod:`.steps`: checking a keeper, putting a copy back;
-- :mod:`.run`, :mod:`.undo`, :mod:`.purge`: the three job types (importing this
-  package registers them).
+- :mod:`.run`, :mod:`.undo`, :mod:`.purge`: the three job types (registered on the
+  handler registry by ``pipeline.job_types``).
 """
 
-from photo_pipeline.pipeline.dedupe import purge, run, undo
 from photo_pipeline.pipeline.dedupe.journal import Journal, dedupe_report
 from photo_pipeline.pipeline.dedupe.start import (
     JOB_TYPE,
@@ -41,12 +40,9 @@ __all__ = [
     "Journal",
     "dedupe_report",
     "plan_dedupe",
-    "purge",
     "quarantine_folder",
-    "run",
     "start_dedupe",
     "start_purge",
     "start_undo",
-    "undo",
     "undo_key",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, func, select, true
@@ -17,7 +18,12 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import dedupe_entries, job_items, jobs, sources
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.pipeline.dedupe.plan import GroupPlan, bundle_stem
-from photo_pipeline.pipeline.dedupe.start import PURGE_JOB_TYPE, UNDO_JOB_TYPE, quarantine_folder
+from photo_pipeline.pipeline.dedupe.start import (
+    JOB_TYPE,
+    PURGE_JOB_TYPE,
+    UNDO_JOB_TYPE,
+    quarantine_folder,
+)
 from photo_pipeline.pipeline.files import parked, paths
 from photo_pipeline.pipeline.files.fenced_journal import FencedJournal, SourceEntry
 
@@ -250,3 +256,42 @@ def dedupe_report(
         "bytes_quarantined": quarantined_bytes,
         "problems": problems,
     }
+
+
+def _dedupe_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    unfinished = dedupe_entries.c.state.in_([PLANNED, SKIPPED])
+    for row in entries(session, dedupe_entries.c.job_id == job_id, unfinished):
+        yield from places(JOB_TYPE, params["home"], row)
+
+
+def _undo_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    unfinished = dedupe_entries.c.state.in_([PLANNED, QUARANTINED, PURGED])
+    for row in entries(session, dedupe_entries.c.job_id == params["dedupe_job_id"], unfinished):
+        yield from places(UNDO_JOB_TYPE, params["home"], row)
+
+
+def _purge_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    before = datetime.fromisoformat(params["before"])
+    rows = entries(
+        session,
+        dedupe_entries.c.state == QUARANTINED,
+        dedupe_entries.c.quarantined_at < before,
+    )
+    for row in rows:
+        held = paths.from_text(row.quarantine_path)
+        quarantine = quarantine_folder(params["home"], row.job_id)
+        yield parked.Place(PURGE_JOB_TYPE, quarantine, held, row.seq)
+
+
+# Where each job type may have left a parked or temp file (``pipeline.abandoned``).
+LEFTOVERS: dict[str, parked.Places] = {
+    JOB_TYPE: _dedupe_leftovers,
+    UNDO_JOB_TYPE: _undo_leftovers,
+    PURGE_JOB_TYPE: _purge_leftovers,
+}

@@ -38,11 +38,11 @@ from photo_pipeline.db.schema import (
 )
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
+from photo_pipeline.media.formats import SIDECAR_EXTENSIONS
 from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library import keeper
 from photo_pipeline.pipeline.library.catalog import MISSING, PRESENT, QUARANTINED
 
-SIDECAR_EXTENSIONS = frozenset({".xmp", ".aae"})
 # Up to this many assets, Live Photo pairs are looked up by id rather than all read.
 _FEW = 5_000
 # Bundle ranges read per query (an OR of index ranges).

@@ -3,9 +3,7 @@ only while its keeper is still there and the quarantined bytes are the ones move
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -14,20 +12,21 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import dedupe_entries
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.pipeline.dedupe.journal import PURGED, QUARANTINED, Journal, Recorded, entries
+from photo_pipeline.pipeline import abandoned
+from photo_pipeline.pipeline.dedupe.journal import PURGED, QUARANTINED, Journal, Recorded
 from photo_pipeline.pipeline.dedupe.start import PURGE_JOB_TYPE, quarantine_folder
 from photo_pipeline.pipeline.dedupe.steps import (
     check_keeper,
     keeper_still_there,
     remove_empty_folders,
 )
-from photo_pipeline.pipeline.files import parked, paths, transfer
+from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
 
 
 @registry.handler(PURGE_JOB_TYPE)
 def purge(ctx: JobContext) -> None:
-    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
+    abandoned.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     home = ctx.params["home"]
     before = datetime.fromisoformat(ctx.params["before"])
     journal = Journal(ctx.session_factory, (ctx.job_id, ctx.fencing_token))
@@ -90,19 +89,3 @@ def _purged_by(ctx: JobContext) -> set[int]:
 
 def _catalogue_purged(session: Session, batch: list[Recorded]) -> None:
     Catalog.record_purged(session, [e.file_id for e, _, _ in batch if e.file_id is not None])
-
-
-def _leftovers(session: Session, job_id: str, params: dict[str, Any]) -> Iterator[parked.Place]:
-    before = datetime.fromisoformat(params["before"])
-    rows = entries(
-        session,
-        dedupe_entries.c.state == QUARANTINED,
-        dedupe_entries.c.quarantined_at < before,
-    )
-    for row in rows:
-        held = paths.from_text(row.quarantine_path)
-        quarantine = quarantine_folder(params["home"], row.job_id)
-        yield parked.Place(PURGE_JOB_TYPE, quarantine, held, row.seq)
-
-
-parked.register(PURGE_JOB_TYPE, _leftovers)

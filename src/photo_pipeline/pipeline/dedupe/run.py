@@ -11,24 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
-from typing import Any
 
 from sqlalchemy.orm import Session
 
-from photo_pipeline.db.schema import dedupe_entries
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
+from photo_pipeline.pipeline import abandoned
 from photo_pipeline.pipeline.dedupe.journal import (
-    PLANNED,
     QUARANTINED,
     SKIPPED,
     Entry,
     Journal,
     Recorded,
-    entries,
-    places,
 )
 from photo_pipeline.pipeline.dedupe.plan import build_dedupe_plan
 from photo_pipeline.pipeline.dedupe.start import JOB_TYPE, quarantine_folder
@@ -38,13 +33,13 @@ from photo_pipeline.pipeline.dedupe.steps import (
     put_back,
     remove_empty_folders,
 )
-from photo_pipeline.pipeline.files import parked, paths, transfer
+from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
 
 
 @registry.handler(JOB_TYPE)
 def dedupe(ctx: JobContext) -> None:
-    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
+    abandoned.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     quarantine = quarantine_folder(ctx.params["home"], ctx.job_id)
     journal = Journal(ctx.session_factory, (ctx.job_id, ctx.fencing_token))
     entries = journal.of_job(ctx.job_id)
@@ -168,12 +163,3 @@ def _catalogue_quarantined(session: Session, batch: list[Recorded]) -> None:
         if values["state"] == QUARANTINED and entry.file_id is not None
     ]
     Catalog.record_quarantined(session, ids, utc_now())
-
-
-def _leftovers(session: Session, job_id: str, params: dict[str, Any]) -> Iterator[parked.Place]:
-    unfinished = dedupe_entries.c.state.in_([PLANNED, SKIPPED])
-    for row in entries(session, dedupe_entries.c.job_id == job_id, unfinished):
-        yield from places(JOB_TYPE, params["home"], row)
-
-
-parked.register(JOB_TYPE, _leftovers)

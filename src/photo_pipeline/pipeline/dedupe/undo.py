@@ -4,35 +4,28 @@ were (same bytes, mtime, mode), newest first, and removes the emptied quarantine
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import Any
 
 from sqlalchemy.orm import Session
 
-from photo_pipeline.db.schema import dedupe_entries
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
+from photo_pipeline.pipeline import abandoned
 from photo_pipeline.pipeline.dedupe.journal import (
-    PLANNED,
-    PURGED,
-    QUARANTINED,
     RESTORED,
     SKIPPED,
     Journal,
     Recorded,
-    entries,
-    places,
 )
 from photo_pipeline.pipeline.dedupe.start import UNDO_JOB_TYPE, quarantine_folder
 from photo_pipeline.pipeline.dedupe.steps import put_back, remove_empty_folders
-from photo_pipeline.pipeline.files import parked, transfer
+from photo_pipeline.pipeline.files import transfer
 from photo_pipeline.pipeline.library.catalog import PRESENT, Catalog
 
 
 @registry.handler(UNDO_JOB_TYPE)
 def undo(ctx: JobContext) -> None:
-    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
+    abandoned.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     dedupe_id = ctx.params["dedupe_job_id"]
     quarantine = quarantine_folder(ctx.params["home"], dedupe_id)
     journal = Journal(ctx.session_factory, (ctx.job_id, ctx.fencing_token))
@@ -87,12 +80,3 @@ def _catalogue_restored(session: Session, batch: list[Recorded]) -> None:
         if info is not None and entry.file_id is not None
     ]
     Catalog.record_restored(session, rows, utc_now())
-
-
-def _leftovers(session: Session, job_id: str, params: dict[str, Any]) -> Iterator[parked.Place]:
-    unfinished = dedupe_entries.c.state.in_([PLANNED, QUARANTINED, PURGED])
-    for row in entries(session, dedupe_entries.c.job_id == params["dedupe_job_id"], unfinished):
-        yield from places(UNDO_JOB_TYPE, params["home"], row)
-
-
-parked.register(UNDO_JOB_TYPE, _leftovers)

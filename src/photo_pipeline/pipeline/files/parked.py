@@ -12,7 +12,8 @@ comes back beside it as ``NAME (kept N).EXT``, and a warning names both.
 ``restore_abandoned`` runs at the start of every job that moves files (organize and
 its undo, dedupe, its undo and purge) and of scan and verify (which would otherwise
 see the file missing); ``cancel`` runs it right after a cancel. Each job type that
-parks says where (``register``: its journal's unfinished entries, as places). Only
+parks says where (its ``Places``: its journal's unfinished entries), and the caller
+passes them all (``pipeline.abandoned``): this module knows no job type. Only
 cancelled or failed jobs are looked at, and succeeded ones with an item that failed
 ``left_parked`` (its folder went read-only mid-removal: the file is put back once it
 is writable again), and only names of fencing tokens they had when looked at: a job
@@ -25,7 +26,7 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +39,12 @@ from photo_pipeline.jobs import JobService, JobSnapshot, JobState
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.jobs.states import ItemState
 from photo_pipeline.jobs.workers import WorkerRegistry
+from photo_pipeline.pipeline.files import transfer
+from photo_pipeline.pipeline.files.transfer import LEFT_PARKED
 
 log = logging.getLogger(__name__)
 
 ABANDONED = (JobState.CANCELLED, JobState.FAILED)
-# An item's error when its file could be neither removed nor given its name back.
-LEFT_PARKED = "left_parked"
 
 
 @dataclass(frozen=True)
@@ -58,14 +59,9 @@ class Place:
     seq: int
 
 
+# ``places(session, job_id, params)``: where a job of one type that stopped for good
+# may have left a parked or temp file (its unfinished journal entries).
 Places = Callable[[Session, str, dict[str, Any]], Iterable[Place]]
-_PLACES: dict[str, Places] = {}
-
-
-def register(job_type: str, places: Places) -> None:
-    """``places(session, job_id, params)``: where a job of ``job_type`` that stopped
-    for good may have left a parked or temp file (its unfinished journal entries)."""
-    _PLACES[job_type] = places
 
 
 @dataclass(frozen=True)
@@ -76,11 +72,14 @@ class Restored:
 
 
 def restore_abandoned(
-    session_factory: sessionmaker[Session], *, job_ids: Iterable[str] | None = None
+    session_factory: sessionmaker[Session],
+    movers: Mapping[str, Places],
+    *,
+    job_ids: Iterable[str] | None = None,
 ) -> list[Restored]:
-    """Give every file parked by a cancelled or failed job (of ``job_ids``, or any)
-    its name back and delete their temp files. Returns the files put back."""
-    movers = _movers()
+    """Give every file parked by a cancelled or failed job (of ``job_ids``, or any) of
+    the types in ``movers`` its name back and delete their temp files. Returns the
+    files put back."""
     left_parked = exists().where(
         job_items.c.job_id == jobs.c.id,
         job_items.c.state == ItemState.FAILED,
@@ -115,35 +114,30 @@ def restore_abandoned(
     return restored
 
 
-def cancel(service: JobService, job_id: str, *, reason: str | None = None) -> JobSnapshot:
-    """Cancel a job (``JobService.cancel``). When it moves files and its worker was
-    killed on this host, the cancel is finished now rather than at the next recovery,
-    and what the job left parked is put back at once."""
+def cancel(
+    service: JobService,
+    job_id: str,
+    movers: Mapping[str, Places],
+    *,
+    reason: str | None = None,
+) -> JobSnapshot:
+    """Cancel a job (``JobService.cancel``). When it moves files (its type is in
+    ``movers``) and its worker was killed on this host, the cancel is finished now
+    rather than at the next recovery, and what the job left parked is put back at once."""
     job = service.cancel(job_id, reason=reason)
-    if job["job_type"] not in _movers():
+    if job["job_type"] not in movers:
         return job
     if job["state"] == JobState.CANCELLING:
         WorkerRegistry(service.session_factory).find_dead_on_this_host()
         service.recover_stale()  # a cancelling job of a dead worker becomes cancelled
         job = service.get(job_id) or job
     if job["state"] == JobState.CANCELLED:
-        restore_abandoned(service.session_factory, job_ids=[job_id])
+        restore_abandoned(service.session_factory, movers, job_ids=[job_id])
     return job
-
-
-def _movers() -> dict[str, Places]:
-    # The job types register their places when imported; they import this module.
-    from photo_pipeline.pipeline import dedupe  # noqa: F401
-    from photo_pipeline.pipeline.organize import run, undo  # noqa: F401
-
-    return _PLACES
 
 
 def _restore(job_id: str, token: int, places: list[Place]) -> list[Restored]:
     """One job: list each folder once, put back what it parked there."""
-    # Here, not at the top: organize (whose package holds transfer) imports this module.
-    from photo_pipeline.pipeline.files import transfer
-
     names: dict[tuple[str, str, str], dict[int, str]] = {}
     for place in places:
         folder, name = os.path.split(place.path)

@@ -49,7 +49,6 @@ import threading
 from collections.abc import Callable, Iterator
 
 from photo_pipeline.jobs.handlers import ItemError
-from photo_pipeline.pipeline.files.parked import LEFT_PARKED
 from photo_pipeline.pipeline.files.placing import (
     CHUNK,
     content_hash,
@@ -76,6 +75,10 @@ from photo_pipeline.pipeline.files.spots import (
     unlink_durably,
     write_error,
 )
+
+# An item's error when its file could be neither removed nor given its name back
+# (``files.parked`` gives it back later).
+LEFT_PARKED = "left_parked"
 
 # A lease break signals its holder (SIGIO, whose default action ends the process)
 # until ``retire`` clears the owner right after taking the lease; ignore it

@@ -51,10 +51,16 @@ from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, cost, hash_file, read_metadata
 from photo_pipeline.media.decode import pixels_checked_by_caller
 from photo_pipeline.media.files import open_original
-from photo_pipeline.media.formats import HEADER_SIZE, SUPPORTED_EXTENSIONS, sniff
+from photo_pipeline.media.formats import (
+    HEADER_SIZE,
+    SIDECAR_EXTENSIONS,
+    SUPPORTED_EXTENSIONS,
+    sniff,
+)
 from photo_pipeline.media.render import RenderSettings, render_file
 from photo_pipeline.media.video import DEFAULT_TIME_LIMIT
-from photo_pipeline.pipeline.files import parked, paths, roots
+from photo_pipeline.pipeline import abandoned
+from photo_pipeline.pipeline.files import paths, roots
 from photo_pipeline.pipeline.ingest.places import locate_reports, prepare
 from photo_pipeline.pipeline.ingest.sidecars import (
     beside_changed_sidecars,
@@ -64,7 +70,6 @@ from photo_pipeline.pipeline.ingest.sidecars import (
 from photo_pipeline.pipeline.ingest.walk import below, listed_fingerprint, walk
 from photo_pipeline.pipeline.library.catalog import IGNORED, MISSING, SIDECAR, Catalog, FileReport
 from photo_pipeline.pipeline.library.unexpected import unexpected_failure
-from photo_pipeline.pipeline.organize.plan import SIDECAR_EXTENSIONS
 from photo_pipeline.pipeline.renditions.render import stage_renditions
 from photo_pipeline.pipeline.renditions.rows import Renditions
 from photo_pipeline.pipeline.renditions.store import (
@@ -103,7 +108,7 @@ class Inspected:
 
 @registry.handler(JOB_TYPE)
 def scan(ctx: JobContext) -> None:
-    parked.restore_abandoned(ctx.session_factory)  # else a file a killed job hid is missing
+    abandoned.restore_abandoned(ctx.session_factory)  # else a file a killed job hid is missing
     catalog = Catalog(ctx.session_factory)
     # A file symlink is read only when its target really lies in one of these.
     allowed = roots.library_roots(ctx.session_factory)

@@ -17,9 +17,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import organize_entries, sources
 from photo_pipeline.jobs import JobService, utc_now
-from photo_pipeline.pipeline.files import paths
+from photo_pipeline.pipeline.files import parked, paths
 from photo_pipeline.pipeline.files.fenced_journal import FencedJournal, SourceEntry
 from photo_pipeline.pipeline.organize.plan import PlanEntry
+from photo_pipeline.pipeline.organize.start import JOB_TYPE, UNDO_JOB_TYPE
 
 PLANNED, DONE, FAILED, SKIPPED, UNDONE = "planned", "done", "failed", "skipped", "undone"
 
@@ -172,3 +173,29 @@ def organize_report(
                 }
             )
     return {"job_id": job_id, "entries": len(rows), "states": counts, "problems": problems}
+
+
+def _organize_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    """A source a move parked, a temp copy in the destination: entries not done."""
+    for row in unfinished(session, job_id, [PLANNED, FAILED]):
+        if row.action == "move":
+            yield parked.Place(JOB_TYPE, row.root, paths.from_text(row.source_path), row.seq)
+        yield parked.Place(JOB_TYPE, params["destination"], paths.from_text(row.dest_path), row.seq)
+
+
+def _undo_leftovers(
+    session: Session, job_id: str, params: dict[str, Any]
+) -> Iterator[parked.Place]:
+    """A placed file the undo parked, a temp copy on its way back: entries not undone."""
+    for row in unfinished(session, params["organize_job_id"], [PLANNED, FAILED, DONE]):
+        yield parked.Place("undo", params["destination"], paths.from_text(row.dest_path), row.seq)
+        yield parked.Place("undo", row.root, paths.from_text(row.source_path), row.seq)
+
+
+# Where each job type may have left a parked or temp file (``pipeline.abandoned``).
+LEFTOVERS: dict[str, parked.Places] = {
+    JOB_TYPE: _organize_leftovers,
+    UNDO_JOB_TYPE: _undo_leftovers,
+}

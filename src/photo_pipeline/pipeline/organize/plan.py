@@ -31,7 +31,7 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
-from photo_pipeline.media.formats import RAW_FORMATS
+from photo_pipeline.media.formats import RAW_FORMATS, SIDECAR_EXTENSIONS
 from photo_pipeline.media.takeout_names import takeout_owners, takeout_renamed
 from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library import keeper
@@ -39,7 +39,6 @@ from photo_pipeline.pipeline.library.catalog import MISSING, PRESENT
 from photo_pipeline.pipeline.organize.template import Template, extension
 from photo_pipeline.pipeline.organize.template import sibling as sibling_name
 
-SIDECAR_EXTENSIONS = frozenset({".xmp", ".aae"})
 MAX_COUNTER = 10_000
 # A RAW and its JPEG carry one capture time; a photo of the same folder and stem taken
 # further apart is another shot (cameras and phones number from 0001 again).

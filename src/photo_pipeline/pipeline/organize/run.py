@@ -6,27 +6,24 @@ crash at any instant is resumed from the journal and the disk."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.orm import Session
 
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.pipeline.files import parked, paths, transfer
+from photo_pipeline.pipeline import abandoned
+from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.organize import in_order
 from photo_pipeline.pipeline.organize.journal import (
     DONE,
     FAILED,
-    PLANNED,
     Entry,
     Journal,
     Recorded,
-    unfinished,
 )
 from photo_pipeline.pipeline.organize.plan import (
     DestinationState,
@@ -39,7 +36,7 @@ from photo_pipeline.pipeline.organize.template import inside, parse
 
 @registry.handler(JOB_TYPE)
 def organize(ctx: JobContext) -> None:
-    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
+    abandoned.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     params = ctx.params
     destination = params["destination"]
     catalog = Catalog(ctx.session_factory)
@@ -193,14 +190,3 @@ def _catalogue_organized(session: Session, dest_source: int, batch: list[Recorde
         if values["state"] == DONE
     ]
     Catalog.record_organized(session, rows, utc_now())
-
-
-def _leftovers(session: Session, job_id: str, params: dict[str, Any]) -> Iterator[parked.Place]:
-    """A source a move parked, a temp copy in the destination: entries not done."""
-    for row in unfinished(session, job_id, [PLANNED, FAILED]):
-        if row.action == "move":
-            yield parked.Place(JOB_TYPE, row.root, paths.from_text(row.source_path), row.seq)
-        yield parked.Place(JOB_TYPE, params["destination"], paths.from_text(row.dest_path), row.seq)
-
-
-parked.register(JOB_TYPE, _leftovers)

@@ -7,36 +7,32 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.orm import Session
 
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.pipeline.files import parked, paths, transfer
+from photo_pipeline.pipeline import abandoned
+from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.organize import in_order
 from photo_pipeline.pipeline.organize.journal import (
     DONE,
-    FAILED,
-    PLANNED,
     SKIPPED,
     UNDONE,
     Entry,
     Journal,
     Recorded,
-    unfinished,
 )
 from photo_pipeline.pipeline.organize.start import UNDO_JOB_TYPE
 
 
 @registry.handler(UNDO_JOB_TYPE)
 def undo(ctx: JobContext) -> None:
-    parked.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
+    abandoned.restore_abandoned(ctx.session_factory)  # files a killed, stopped job hid
     organize_id = ctx.params["organize_job_id"]
     destination = ctx.params["destination"]
     journal = Journal(ctx.session_factory, organize_id, (ctx.job_id, ctx.fencing_token))
@@ -175,13 +171,3 @@ def _remove_empty_folders(destination: str, entries: list[Entry]) -> None:
     for folder in sorted(folders, key=len, reverse=True):
         with contextlib.suppress(OSError):
             os.rmdir(folder)
-
-
-def _leftovers(session: Session, job_id: str, params: dict[str, Any]) -> Iterator[parked.Place]:
-    """A placed file the undo parked, a temp copy on its way back: entries not undone."""
-    for row in unfinished(session, params["organize_job_id"], [PLANNED, FAILED, DONE]):
-        yield parked.Place("undo", params["destination"], paths.from_text(row.dest_path), row.seq)
-        yield parked.Place("undo", row.root, paths.from_text(row.source_path), row.seq)
-
-
-parked.register(UNDO_JOB_TYPE, _leftovers)
