@@ -10,7 +10,7 @@ from concurrent.futures import Executor
 from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs.budget import MemoryBudget
 from photo_pipeline.jobs.context import JobContext, LeaseLost
-from photo_pipeline.jobs.errors import JobError
+from photo_pipeline.jobs.errors import ItemError, JobError
 from photo_pipeline.jobs.handlers import HandlerRegistry
 from photo_pipeline.jobs.outages import DatabaseWait, database_outage, disk_full
 from photo_pipeline.jobs.service import JobService, JobSnapshot
@@ -92,7 +92,12 @@ class JobRunner:
             full = disk_full(exc)
             if full is not None:
                 return self._interrupt(ctx, ("disk_full", str(full)))
-            ctx.log.exception("handler failed")
+            if isinstance(exc, ItemError):
+                # The job's own input is refused (a destination swapped for a link,
+                # say): its code is the job's error; no traceback, it is no bug.
+                ctx.log.warning("job refused: %s", exc)
+            else:
+                ctx.log.exception("handler failed")
             return self._fail(ctx, exc)
         finally:
             with self._current_lock:
@@ -127,7 +132,9 @@ class JobRunner:
                 ctx.job_id,
                 JobState.FAILED,
                 fencing_token=ctx.fencing_token,
-                error=("handler_error", f"{type(exc).__name__}: {exc}"),
+                error=(exc.code, exc.message or exc.code)
+                if isinstance(exc, ItemError)
+                else ("handler_error", f"{type(exc).__name__}: {exc}"),
             )
         except DatabaseUnavailable as outage:
             return self._hand_back_after_outage(ctx, outage)

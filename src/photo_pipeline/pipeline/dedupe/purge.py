@@ -18,7 +18,6 @@ from photo_pipeline.pipeline.dedupe.start import PURGE_JOB_TYPE, quarantine_fold
 from photo_pipeline.pipeline.dedupe.steps import (
     check_keeper,
     keeper_still_there,
-    remove_empty_folders,
 )
 from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
@@ -74,7 +73,7 @@ def purge(ctx: JobContext) -> None:
     ctx.flush()
     if not ctx.should_stop:
         for job_id in {e.job_id for e in work}:
-            remove_empty_folders(quarantine_folder(home, job_id))
+            transfer.remove_empty_tree(quarantine_folder(home, job_id))
 
 
 def _purged_by(ctx: JobContext) -> set[int]:

@@ -31,7 +31,6 @@ from photo_pipeline.pipeline.dedupe.steps import (
     check_keeper,
     keeper_still_there,
     put_back,
-    remove_empty_folders,
 )
 from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
@@ -58,13 +57,14 @@ def dedupe(ctx: JobContext) -> None:
         if entry.kind != "sidecar":
             photos_of.setdefault(entry.bundle, []).append(entry.seq)
     moved = {e.seq for e in entries if e.state == QUARANTINED}
-    os.makedirs(quarantine, mode=0o700, exist_ok=True)
-    folders = [
-        os.path.dirname(os.path.join(quarantine, paths.from_text(e.quarantine_path)))
-        for e in entries
-    ]
+    # Made private, and never reached through a link (root_changed).
+    q_fd = transfer.open_root(quarantine, create=True, mode=0o700)
+    try:
+        q_device = os.fstat(q_fd).st_dev if ctx.params.get("hard_links", True) else None
+    finally:
+        os.close(q_fd)
+    folders = [(quarantine, os.path.dirname(paths.from_text(e.quarantine_path))) for e in entries]
     transfer.sweep_temp_files(folders, JOB_TYPE, ctx.job_id)
-    q_device = transfer.device(quarantine) if ctx.params.get("hard_links", True) else None
 
     def write_journal() -> RowWriter | None:
         return journal.writer(_catalogue_quarantined)
@@ -100,7 +100,7 @@ def dedupe(ctx: JobContext) -> None:
     ctx.flush()
     transfer.sweep_temp_files(folders, JOB_TYPE, ctx.job_id)
     if not ctx.should_stop:
-        remove_empty_folders(quarantine)
+        transfer.remove_empty_tree(quarantine)
 
 
 def _quarantine_one(
@@ -127,7 +127,7 @@ def _quarantine_one(
             raise ItemError("destination_taken", f"{held.path}: another file is there; kept it")
         seen = None  # placed by an earlier run: the original is checked by its bytes alone
         if there is None:
-            link = q_device is not None and transfer.device(entry.source()) == q_device
+            link = q_device is not None and os.fstat(source.fd).st_dev == q_device
             info, seen = transfer.place(source, held, names.temp, entry.content_hash, link=link)
             there = (entry.content_hash, transfer.Identity.of(info))
         kept = transfer.checked(ctx.confirm_lease, transfer.still_there(held, there[1]))

@@ -50,15 +50,6 @@ def keeper_still_there(entry: Entry, identity: transfer.Identity) -> Callable[[]
     return check
 
 
-def remove_empty_folders(top: str) -> None:
-    """Folders below ``top`` (and ``top``) left empty, deepest first."""
-    if not os.path.isdir(top) or os.path.islink(top):
-        return
-    for folder, _, _ in sorted(os.walk(top), key=lambda w: len(w[0]), reverse=True):
-        with contextlib.suppress(OSError):
-            os.rmdir(folder)
-
-
 def put_back(entry: Entry, quarantine: str, ctx: JobContext, kind: str) -> os.stat_result | None:
     """Move a quarantined copy back to its path. Returns the restored file's stat, or
     None when this entry never reached the quarantine (nothing to put back)."""
@@ -84,7 +75,7 @@ def put_back(entry: Entry, quarantine: str, ctx: JobContext, kind: str) -> os.st
         at_source = transfer.hash_at(source)
         seen = None
         if at_source is None:
-            link = transfer.device(quarantine) == transfer.device_of_folder(source.path)
+            link = os.fstat(held.fd).st_dev == os.fstat(source.fd).st_dev
             info, seen = transfer.place(held, source, names.temp, expected, link=link)
             at_source = (expected, transfer.Identity.of(info))
         elif at_source[0] != expected:

@@ -3,8 +3,6 @@ were (same bytes, mtime, mode), newest first, and removes the emptied quarantine
 
 from __future__ import annotations
 
-import os
-
 from sqlalchemy.orm import Session
 
 from photo_pipeline.jobs import utc_now
@@ -18,7 +16,7 @@ from photo_pipeline.pipeline.dedupe.journal import (
     Recorded,
 )
 from photo_pipeline.pipeline.dedupe.start import UNDO_JOB_TYPE, quarantine_folder
-from photo_pipeline.pipeline.dedupe.steps import put_back, remove_empty_folders
+from photo_pipeline.pipeline.dedupe.steps import put_back
 from photo_pipeline.pipeline.files import transfer
 from photo_pipeline.pipeline.library.catalog import PRESENT, Catalog
 
@@ -35,9 +33,7 @@ def undo(ctx: JobContext) -> None:
     for start in range(0, len(work), 1000):
         ctx.add_items(e.item_key for e in work[start : start + 1000])
     by_seq = {e.seq: e for e in work}
-    transfer.sweep_temp_files(
-        (os.path.dirname(e.source()) for e in work), UNDO_JOB_TYPE, ctx.job_id
-    )
+    transfer.sweep_temp_files((e.source_folder() for e in work), UNDO_JOB_TYPE, ctx.job_id)
 
     def write_journal() -> RowWriter | None:
         return journal.writer(_catalogue_restored)
@@ -60,11 +56,9 @@ def undo(ctx: JobContext) -> None:
         journal.record(entry, {"state": RESTORED, "undo_job_id": ctx.job_id}, restored)
         ctx.succeed(key)
     ctx.flush()
-    transfer.sweep_temp_files(
-        (os.path.dirname(e.source()) for e in work), UNDO_JOB_TYPE, ctx.job_id
-    )
+    transfer.sweep_temp_files((e.source_folder() for e in work), UNDO_JOB_TYPE, ctx.job_id)
     if not ctx.should_stop:
-        remove_empty_folders(quarantine)
+        transfer.remove_empty_tree(quarantine)
 
 
 def _catalogue_restored(session: Session, batch: list[Recorded]) -> None:

@@ -48,6 +48,10 @@ class SourceEntry:
     def source(self) -> str:
         return os.path.join(self.source_root, paths.from_text(self.source_path))
 
+    def source_folder(self) -> tuple[str, str]:
+        """The source's folder as ``(root, relative)`` (``spots.open_folder``)."""
+        return self.source_root, os.path.dirname(paths.from_text(self.source_path))
+
 
 class FencedJournal(Generic[EntryT]):
     """The rows of ``table`` (an ``id`` column, a ``job_id`` column) for jobs of one

@@ -1,9 +1,12 @@
 """Files reached through a ``Spot``, for ``organize``, dedupe and their undos.
 
-A ``Spot`` is a folder opened one component at a time below a root without following
-symlinks (a symlinked folder is refused with ``symlinked_folder``), and a name in it.
-Every later step works on that descriptor, so a folder swapped for a symlink after
-the check cannot send a write, a link or an unlink outside the root.
+A ``Spot`` is a folder opened below a root without following symlinks, and a name in
+it. The root itself is a real path recorded when the job was queued and is opened with
+no link anywhere on its path (``resolve``: openat2 where the kernel has it); a root
+swapped for a link since is refused (``root_changed``). Below it each folder is opened
+with ``O_NOFOLLOW`` (a symlinked folder is refused with ``symlinked_folder``). Every
+later step works on that descriptor, so a folder swapped for a symlink after the check
+cannot send a read, a write, a link or an unlink outside the root.
 
 Here too: what a file was when read (``Identity``), the private names of an entry's
 temp and parked files, linking and unlinking by descriptor with the folder fsynced,
@@ -20,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from photo_pipeline.jobs.handlers import ItemError
+from photo_pipeline.pipeline.files import resolve
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 # O_NOFOLLOW: a symlink is never read through. It may lead out of the roots (swapped
@@ -65,8 +69,8 @@ class Spot:
 @contextlib.contextmanager
 def spot(root: str, relative: str, *, create: bool = False) -> Iterator[Spot]:
     """The file ``relative`` below ``root``, its folder opened without following a
-    symlink on the way. ``create`` makes missing folders (each made durable);
-    without it a missing folder raises ``missing``."""
+    symlink on the way (``open_folder``). ``create`` makes missing folders (each made
+    durable); without it a missing folder raises ``missing``."""
     folder, name = os.path.split(relative)
     fd = open_folder(root, folder, create=create)
     try:
@@ -75,12 +79,58 @@ def spot(root: str, relative: str, *, create: bool = False) -> Iterator[Spot]:
         os.close(fd)
 
 
-def open_folder(root: str, relative: str, *, create: bool = False) -> int:
-    """A descriptor of the folder ``relative`` below ``root`` (see ``spot``)."""
+def open_folder(root: str, relative: str, *, create: bool = False, mode: int = 0o777) -> int:
+    """A descriptor of the folder ``relative`` below ``root``.
+
+    ``root`` is a real path the job recorded when it was queued (a source, the
+    destination, the quarantine): no component of it may be a symlink now. A root
+    swapped for a link (or for a file) since is refused with ``root_changed``, never
+    followed. Below it no symlink is followed either (``symlinked_folder``). ``create``
+    makes missing folders below the root (not the root: ``open_root``), each with
+    ``mode`` (less the umask) and made durable."""
+    fd = open_root(root)
+    return _descend(fd, root, relative, create=create, mode=mode)
+
+
+def open_root(root: str, *, create: bool = False, mode: int = 0o777) -> int:
+    """A descriptor of the folder ``root`` (see ``open_folder``); with ``create`` the
+    missing part of it is made, below the deepest folder that exists."""
+    root = os.path.abspath(root)
     try:
-        fd = os.open(root, _DIR_FLAGS)
+        return resolve.open_folder_no_links(root)
+    except FileNotFoundError:
+        if not create:
+            raise ItemError("missing", f"{root}: the folder no longer exists") from None
     except OSError as exc:
-        raise _folder_error(exc, root, create) from exc
+        raise _root_error(exc, root) from exc
+    existing, missing = root, []
+    while True:
+        existing, name = os.path.split(existing)
+        missing.append(name)
+        try:
+            fd = resolve.open_folder_no_links(existing)
+            break
+        except FileNotFoundError:
+            if existing == os.sep:
+                raise ItemError("missing", f"{root}: no folder on its path exists") from None
+        except OSError as exc:
+            raise _root_error(exc, existing) from exc
+    return _descend(fd, existing, os.path.join(*reversed(missing)), create=True, mode=mode)
+
+
+def _root_error(exc: OSError, root: str) -> ItemError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return ItemError(
+            "root_changed",
+            f"{root}: a symbolic link or a file is on its path now, not the folder the job "
+            "was queued with; nothing was done there",
+        )
+    return ItemError("unreadable_file", f"{root}: {exc.strerror}")
+
+
+def _descend(fd: int, root: str, relative: str, *, create: bool, mode: int) -> int:
+    """Open ``relative`` below ``fd`` (which this closes on failure) one folder at a
+    time, never through a symlink; ``create`` makes what is missing."""
     path = root
     try:
         for part in (p for p in relative.split(os.sep) if p):
@@ -91,7 +141,7 @@ def open_folder(root: str, relative: str, *, create: bool = False) -> int:
                 if not create:
                     raise ItemError("missing", f"{path}: the folder no longer exists") from None
                 try:
-                    os.mkdir(part, dir_fd=fd)
+                    os.mkdir(part, mode, dir_fd=fd)
                     os.fsync(fd)
                 except FileExistsError:
                     pass  # made meanwhile by someone else: opened below like any other
@@ -146,34 +196,84 @@ class PrivateNames:
         return f"{self.prefix}-{self.token}.parked"
 
 
-def sweep_temp_files(folders: Iterable[str], kind: str, job_id: str) -> None:
-    """Remove a job's temp files left in ``folders`` by a crash (never through a
-    symlinked folder; parked files are never swept: they get their names back, by
-    the entry that parked them or by ``pipeline.files.parked``)."""
+def sweep_temp_files(folders: Iterable[tuple[str, str]], kind: str, job_id: str) -> None:
+    """Remove a job's temp files left by a crash in ``folders`` (``(root, relative)``
+    pairs), each reached as ``open_folder`` does; a folder that cannot be reached so is
+    left alone. Parked files are never swept: they get their names back, by the entry
+    that parked them or by ``pipeline.files.parked``."""
     prefix = f".pp-{kind}-{job_id[:8]}-"
-    for folder in set(folders):
-        if os.path.realpath(folder) != folder:
+    for root, folder in set(folders):
+        try:
+            fd = open_folder(root, folder)
+        except ItemError:
             continue
-        with contextlib.suppress(OSError):
-            for name in os.listdir(folder):
+        try:
+            for name in os.listdir(fd):
                 if name.startswith(prefix) and name.endswith(".tmp"):
-                    os.unlink(os.path.join(folder, name))
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name, dir_fd=fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
-def device(path: str) -> int | None:
-    """The filesystem of ``path``, or None when it cannot be told."""
+def remove_empty_folders(root: str, folders: Iterable[str]) -> None:
+    """Each of ``folders`` (relative to ``root``) and its parents below ``root`` that is
+    empty, deepest first, reached as ``open_folder`` does (a folder behind a link is
+    left alone)."""
+    todo: set[str] = set()
+    for folder in folders:
+        while folder not in ("", os.curdir, os.sep):
+            todo.add(folder)
+            folder = os.path.dirname(folder)
+    for folder in sorted(todo, key=lambda f: f.count(os.sep), reverse=True):
+        parent, name = os.path.split(folder)
+        _remove_if_empty(root, parent, name)
+
+
+def remove_empty_tree(top: str) -> None:
+    """``top`` and every folder below it left empty, deepest first, by descriptor:
+    never through a link."""
     try:
-        return os.stat(path).st_dev
-    except OSError:
-        return None
+        fd = open_root(top)
+    except ItemError:
+        return
+    try:
+        _prune(fd)
+    finally:
+        os.close(fd)
+    parent, name = os.path.split(os.path.abspath(top))
+    _remove_if_empty(parent, "", name)
 
 
-def device_of_folder(path: str) -> int | None:
-    """The filesystem that a file created at ``path`` would land on."""
-    folder = os.path.dirname(path)
-    while folder and not os.path.isdir(folder):
-        folder = os.path.dirname(folder)
-    return device(folder)
+def _prune(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        for entry in list(os.scandir(fd)):
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            try:
+                child = os.open(entry.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError:
+                continue
+            try:
+                _prune(child)
+            finally:
+                os.close(child)
+            with contextlib.suppress(OSError):
+                os.rmdir(entry.name, dir_fd=fd)
+
+
+def _remove_if_empty(root: str, parent: str, name: str) -> None:
+    try:
+        fd = open_folder(root, parent)
+    except ItemError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # not empty, or gone: kept
+            os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def changed_since(before: os.stat_result, now: os.stat_result) -> bool:

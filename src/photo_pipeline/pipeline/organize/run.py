@@ -42,6 +42,9 @@ def organize(ctx: JobContext) -> None:
     catalog = Catalog(ctx.session_factory)
     journal = Journal(ctx.session_factory, ctx.job_id, (ctx.job_id, ctx.fencing_token))
     entries = journal.load()
+    # The destination is opened first, before anything below it is read: a folder on
+    # its path swapped for a link since the job was queued is refused (root_changed).
+    dest_device = _open_destination(destination)
     if not entries:
         # First run: the whole plan is journalled before any file is touched.
         check_destination(ctx.session_factory, destination)
@@ -56,17 +59,16 @@ def organize(ctx: JobContext) -> None:
             inside(destination, paths.from_text(planned.dest_path))
         journal.write_plan(plan)
         entries = journal.load()
-    dest_source = catalog.add_source(Path(destination))["id"]
+    # Registered as it was opened: a real path, not resolved again (a link swapped in
+    # now would register the folder it leads to).
+    dest_source = catalog.add_source(Path(destination), resolved=True)["id"]
     work = [e for e in entries if e.action != "skip"]
     for start in range(0, len(work), 1000):
         ctx.add_items(e.item_key for e in work[start : start + 1000])
     by_seq = {e.seq: e for e in work}
-    os.makedirs(destination, exist_ok=True)
     # Temp files of an interrupted earlier attempt (one listing per folder).
-    transfer.sweep_temp_files(
-        (os.path.dirname(e.dest(destination)) for e in work), JOB_TYPE, ctx.job_id
-    )
-    dest_device = os.stat(destination).st_dev
+    dest_folders = [(destination, os.path.dirname(paths.from_text(e.dest_path))) for e in work]
+    transfer.sweep_temp_files(dest_folders, JOB_TYPE, ctx.job_id)
 
     # A copy's new name is made durable with its folder's fsync, once per folder for
     # a batch of copies, before the journal says they are done. (A move syncs each
@@ -119,9 +121,17 @@ def organize(ctx: JobContext) -> None:
         ctx, by_seq, place, record, lambda entry: entry.state == DONE, name="organize"
     )
     ctx.flush()
-    transfer.sweep_temp_files(
-        (os.path.dirname(e.dest(destination)) for e in work), JOB_TYPE, ctx.job_id
-    )
+    transfer.sweep_temp_files(dest_folders, JOB_TYPE, ctx.job_id)
+
+
+def _open_destination(destination: str) -> int:
+    """The destination's filesystem, the folder made if missing; never reached through
+    a symlink (``root_changed``)."""
+    fd = transfer.open_root(destination, create=True)
+    try:
+        return os.fstat(fd).st_dev
+    finally:
+        os.close(fd)
 
 
 def _organize_one(
@@ -152,9 +162,7 @@ def _organize_one(
             )
         seen = None  # placed by an earlier run: the source is checked by its bytes alone
         if there is None:
-            link = (
-                move and link_device is not None and transfer.device(entry.source()) == link_device
-            )
+            link = move and link_device is not None and os.fstat(source.fd).st_dev == link_device
             try:
                 info, seen = transfer.place(
                     source, dest, names.temp, entry.content_hash, link=link, sync_folder=move

@@ -43,8 +43,9 @@ def undo(ctx: JobContext) -> None:
     for start in range(0, len(keys), 1000):
         ctx.add_items(keys[start : start + 1000])
     by_seq = {e.seq: e for e in work}
-    dest_source = Catalog(ctx.session_factory).add_source(Path(destination))["id"]
-    transfer.sweep_temp_files((os.path.dirname(e.source()) for e in work), "undo", ctx.job_id)
+    _refuse_a_swapped_destination(destination)
+    dest_source = Catalog(ctx.session_factory).add_source(Path(destination), resolved=True)["id"]
+    transfer.sweep_temp_files((e.source_folder() for e in work), "undo", ctx.job_id)
 
     def write_journal() -> RowWriter | None:
         return journal.writer(lambda s, batch: _catalogue_undone(s, dest_source, batch))
@@ -75,9 +76,12 @@ def undo(ctx: JobContext) -> None:
         ctx, by_seq, reverse, take, lambda entry: entry.state == UNDONE, name="undo"
     )
     ctx.flush()
-    transfer.sweep_temp_files((os.path.dirname(e.source()) for e in work), "undo", ctx.job_id)
+    transfer.sweep_temp_files((e.source_folder() for e in work), "undo", ctx.job_id)
     if not ctx.should_stop:
-        _remove_empty_folders(destination, work)
+        # Folders the job created and that are empty again go.
+        transfer.remove_empty_folders(
+            destination, (os.path.dirname(paths.from_text(e.dest_path)) for e in work)
+        )
 
 
 def _undo_one(
@@ -127,7 +131,7 @@ def _undo_one(
         if at_source is None:
             if dest is None or there is None:
                 raise ItemError("missing", f"{entry.dest(destination)}: the moved file is gone")
-            link = transfer.device(dest.path) == transfer.device_of_folder(source.path)
+            link = os.fstat(dest.fd).st_dev == os.fstat(source.fd).st_dev
             info, seen = transfer.place(dest, source, names.temp, expected, link=link)
             at_source = (expected, transfer.Identity.of(info))
         elif at_source[0] != expected:
@@ -160,14 +164,11 @@ def _catalogue_undone(session: Session, dest_source: int, batch: list[Recorded])
     Catalog.record_unorganized(session, rows, utc_now())
 
 
-def _remove_empty_folders(destination: str, entries: list[Entry]) -> None:
-    """Folders the job created and that are empty again go (deepest first)."""
-    folders: set[str] = set()
-    for entry in entries:
-        folder = os.path.dirname(entry.dest(destination))
-        while folder != destination and folder.startswith(destination + os.sep):
-            folders.add(folder)
-            folder = os.path.dirname(folder)
-    for folder in sorted(folders, key=len, reverse=True):
-        with contextlib.suppress(OSError):
-            os.rmdir(folder)
+def _refuse_a_swapped_destination(destination: str) -> None:
+    """A destination reached through a symlink now is refused (``root_changed``); one
+    that is gone is not (each entry then finds its file missing)."""
+    try:
+        os.close(transfer.open_root(destination))
+    except ItemError as exc:
+        if exc.code != "missing":
+            raise

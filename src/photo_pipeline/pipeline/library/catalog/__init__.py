@@ -58,16 +58,18 @@ class Catalog:
 
     # ── sources ────────────────────────────────────────────────────────────────
     @transactional
-    def add_source(self, path: Path) -> dict[str, Any]:
-        """Register a folder (idempotent); returns its row."""
-        resolved = str(path.resolve())
+    def add_source(self, path: Path, *, resolved: bool = False) -> dict[str, Any]:
+        """Register a folder (idempotent); returns its row. ``resolved``: ``path`` is
+        already its real path, opened without following a link just now (organize's
+        destination), and is not resolved again."""
+        real = str(path) if resolved else str(path.resolve())
         with write_session(self._session_factory) as session:
             session.execute(
                 self._insert(sources)
-                .values(path=resolved, added_at=self._clock())
+                .values(path=real, added_at=self._clock())
                 .on_conflict_do_nothing(index_elements=["path"])
             )
-            row = session.execute(select(sources).where(sources.c.path == resolved)).one()
+            row = session.execute(select(sources).where(sources.c.path == real)).one()
             return dict(row._mapping)
 
     def source_paths(self) -> list[str]:
