@@ -94,7 +94,7 @@ class JobRunner:
                 return self._interrupt(ctx, ("disk_full", str(full)))
             if isinstance(exc, ItemError):
                 # The job's own input is refused (a destination swapped for a link,
-                # say): its code is the job's error; no traceback, it is no bug.
+                # say): its code is the job's error, for good; no traceback, no bug.
                 ctx.log.warning("job refused: %s", exc)
             else:
                 ctx.log.exception("handler failed")
@@ -135,6 +135,8 @@ class JobRunner:
                 error=(exc.code, exc.message or exc.code)
                 if isinstance(exc, ItemError)
                 else ("handler_error", f"{type(exc).__name__}: {exc}"),
+                # Input refused is refused again: no automatic retry (``job retry`` can).
+                retry=not isinstance(exc, ItemError),
             )
         except DatabaseUnavailable as outage:
             return self._hand_back_after_outage(ctx, outage)

@@ -70,7 +70,8 @@ def start_dedupe(
     replay of ``idempotency_key`` its job (before the quarantine is judged again).
     ``hard_links=False`` copies into the quarantine even within one filesystem (for
     tests and odd mounts)."""
-    params: dict[str, Any] = {"home": os.path.abspath(home), "near": near}
+    # Its real path: the jobs open it with no link on the way (files.spots.open_root).
+    params: dict[str, Any] = {"home": os.path.realpath(home), "near": near}
     if not hard_links:
         params["hard_links"] = False
     replayed = service.replay(idempotency_key, JOB_TYPE, params)
@@ -127,7 +128,7 @@ def start_purge(
         raise DedupeError(
             "invalid_days", f"--older-than-days must be 0..{_MAX_DAYS}, got {older_than_days!r}"
         )
-    asked = {"home": os.path.abspath(home), "older_than_days": older_than_days}
+    asked = {"home": os.path.realpath(home), "older_than_days": older_than_days}
     replayed = service.replay(idempotency_key, PURGE_JOB_TYPE, asked, fixed_when_queued=["before"])
     if replayed is not None:
         return replayed
