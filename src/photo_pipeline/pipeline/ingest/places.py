@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import changed_rows, read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets
-from photo_pipeline.jobs import Enqueued, JobService, LockHeld
+from photo_pipeline.jobs import Enqueued, JobService
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.media.capture_time import CaptureTime
@@ -72,16 +72,15 @@ def start_backfill(
     replayed = service.replay(idempotency_key, JOB_TYPE, params)
     if replayed is not None:
         return replayed
-    try:
-        return service.submit(JOB_TYPE, lock=LOCK, params=params, idempotency_key=idempotency_key)
-    except LockHeld:
-        holders = service.blockers(LOCK)
-        if not holders:
-            raise
-        held = service.get(holders[0]["id"])
-        if held is None:
-            raise
-        return Enqueued(held, False)
+    return service.submit_or_join(
+        JOB_TYPE,
+        lock=LOCK,
+        params=params,
+        idempotency_key=idempotency_key,
+        # The backfill already queued or running stands for this one, whatever it was
+        # asked (only backfills take this lock).
+        joins=lambda _held: True,
+    )
 
 
 def unresolved_asset_ids(session_factory: sessionmaker[Session]) -> list[int]:
