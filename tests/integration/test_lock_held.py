@@ -1,5 +1,6 @@
 """A refused lock is a ``LockHeld`` naming its holders: still a ``JobBlocked`` with code
-``lock_held`` for callers that catch that, and what the pipeline's rejoin paths catch."""
+``lock_held`` for callers that catch that, and what the coordinator's ``submit_or_join``
+(which the pipeline's rejoin paths use) catches."""
 
 from __future__ import annotations
 
@@ -18,6 +19,29 @@ def test_a_held_lock_is_refused_as_lock_held_naming_the_holder(session_factory):
     assert isinstance(refused.value, JobBlocked)
     assert refused.value.code == "lock_held"
     assert refused.value.blocking_jobs == [holder["id"]]
+
+
+def test_submit_or_join_joins_the_holder_of_the_same_request_or_what_joins_accepts(
+    session_factory,
+):
+    service = JobService(session_factory)
+    first = service.submit_or_join("t", lock="folder:1", params={"a": 1})
+    again = service.submit_or_join("t", lock="folder:1", params={"a": 1})
+    assert first.created and (again.job["id"], again.created) == (first.job["id"], False)
+    for other in ({"job_type": "t", "params": {"a": 2}}, {"job_type": "u", "params": {"a": 1}}):
+        with pytest.raises(LockHeld) as refused:
+            service.submit_or_join(other["job_type"], lock="folder:1", params=other["params"])
+        assert refused.value.blocking_jobs == [first.job["id"]]
+    seen = []
+    joined = service.submit_or_join(
+        "u", lock="folder:1", params={"a": 2}, joins=lambda job: seen.append(job["id"]) or True
+    )
+    assert (joined.job["id"], joined.created, seen) == (first.job["id"], False, [first.job["id"]])
+    with pytest.raises(LockHeld):
+        service.submit_or_join("t", lock="folder:1", params={"a": 1}, joins=lambda job: False)
+    service.cancel(first.job["id"])  # the lock is free: a new job
+    fresh = service.submit_or_join("t", lock="folder:1", params={"a": 1})
+    assert fresh.created and fresh.job["id"] != first.job["id"]
 
 
 def test_the_library_lock_refuses_with_library_busy_naming_the_job(session_factory):

@@ -22,7 +22,12 @@ from photo_pipeline.pipeline import dedupe, organize
 from photo_pipeline.pipeline.files import transfer
 from photo_pipeline.pipeline.verify import start_verify, verify_report
 from tests.factories import photos
-from tests.support.photo_jobs import TEMPLATE, run_worker, scan_folders, three_photos_scanned
+from tests.support.photo_jobs import (  # noqa: F401  (three_photos_library: a fixture)
+    TEMPLATE,
+    run_worker,
+    scan_folders,
+    three_photos_library,
+)
 
 TARGET = "IMG_0001.jpg"
 
@@ -69,11 +74,6 @@ def kill_while_parked(db_url):
         if process.is_alive():
             process.kill()
         process.join()
-
-
-@pytest.fixture
-def library(session_factory, tmp_path) -> Path:
-    return three_photos_scanned(session_factory, tmp_path / "photos")
 
 
 def contents(folder: Path) -> dict[str, bytes]:

@@ -24,7 +24,12 @@ from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.files import transfer
 from tests.support.paused_worker import take_over, worker_stopped_at
-from tests.support.photo_jobs import TEMPLATE, run_organize, run_worker, three_photos_scanned
+from tests.support.photo_jobs import (  # noqa: F401  (three_photos_library: a fixture)
+    TEMPLATE,
+    run_organize,
+    run_worker,
+    three_photos_library,
+)
 
 TARGET = "IMG_0001.jpg"
 KEPT_CODES = {"content_changed", "source_changed", "source_in_use"}
@@ -68,11 +73,6 @@ class Editor:
             if self.left is None:
                 self.edit(self.path)
                 self.left = self.path.read_bytes()
-
-
-@pytest.fixture
-def library(session_factory, tmp_path) -> Path:
-    return three_photos_scanned(session_factory, tmp_path / "photos")
 
 
 def every_content(*roots: Path) -> list[bytes]:

@@ -116,6 +116,13 @@ def three_photos_scanned(session_factory, root: Path) -> Path:
     return root
 
 
+@pytest.fixture(name="library")
+def three_photos_library(session_factory, tmp_path) -> Path:
+    """``library``: three photos of one day in ``tmp_path/photos``, catalogued (import
+    the fixture into a test module to use it)."""
+    return three_photos_scanned(session_factory, tmp_path / "photos")
+
+
 @pytest.fixture
 def tiny_filesystem(tmp_path):
     """A 16 KiB tmpfs: a real full disk, and another filesystem (moves must copy)."""

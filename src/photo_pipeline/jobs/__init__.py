@@ -11,7 +11,7 @@ from photo_pipeline.jobs.errors import (
 )
 from photo_pipeline.jobs.items import ItemUpdate
 from photo_pipeline.jobs.retry import RetryPolicy
-from photo_pipeline.jobs.service import Enqueued, JobService, JobSnapshot, utc_now
+from photo_pipeline.jobs.service import Enqueued, JobService, JobSnapshot, Joins, utc_now
 from photo_pipeline.jobs.states import (
     ACTIVE_STATES,
     ALLOWED_TRANSITIONS,
@@ -41,6 +41,7 @@ __all__ = [
     "JobService",
     "JobSnapshot",
     "JobState",
+    "Joins",
     "LockHeld",
     "RetryPolicy",
     "can_transition",

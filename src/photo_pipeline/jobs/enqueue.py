@@ -1,13 +1,14 @@
 """Enqueue: requests checked and hashed (an idempotency key replays the same
 request, refuses a different one), prerequisites checked and counted, and any number
 of jobs written in one transaction of a few multi-row statements (jobs.inserts),
-waking idle workers at commit; ``add_items`` grows a job that exists."""
+waking idle workers at commit; ``submit_or_join`` joins the active job holding the
+lock instead of being refused by it; ``add_items`` grows a job that exists."""
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -19,7 +20,7 @@ from photo_pipeline.db import write_session
 from photo_pipeline.db.errors import unique_violation
 from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
 from photo_pipeline.jobs import _checks as check
-from photo_pipeline.jobs import queries, wakeup
+from photo_pipeline.jobs import locks, queries, wakeup
 from photo_pipeline.jobs.errors import (
     InvalidArgument,
     InvalidTransition,
@@ -30,7 +31,6 @@ from photo_pipeline.jobs.errors import (
 from photo_pipeline.jobs.events import write_event
 from photo_pipeline.jobs.inserts import insert_chunked, insert_items, insert_jobs
 from photo_pipeline.jobs.lease import check_fence
-from photo_pipeline.jobs.locks import lock_held
 from photo_pipeline.jobs.rows import JobSnapshot, lock_job, snapshot
 from photo_pipeline.jobs.states import ACTIVE_STATES, JobState
 from photo_pipeline.jobs.store import JobStore
@@ -54,6 +54,10 @@ _FIELDS = frozenset(
 class Enqueued(NamedTuple):
     job: JobSnapshot
     created: bool  # False: an idempotent replay returned the original job
+
+
+# Whether an active job holding the lock a request needs may stand for it.
+Joins = Callable[[JobSnapshot], bool]
 
 
 class Request(NamedTuple):
@@ -139,9 +143,31 @@ def submit(store: JobStore, batch: list[Request]) -> list[Enqueued]:
                 continue
             held = [r.lock for r in batch if r.lock is not None]
             if held and unique_violation(exc) == "uq_jobs_active_lock":
-                raise lock_held(store, held) from exc
+                raise locks.lock_held(store, held) from exc
             raise
     return results
+
+
+def submit_or_join(store: JobStore, req: Request, joins: Joins | None = None) -> Enqueued:
+    """``submit`` one request that takes a lock or, while an active job holds that
+    lock and ``joins`` accepts it, that job (``created`` False): a command run again
+    after it was killed finds the job it queued. By default only a job of this very
+    request joins (same type and params). ``LockHeld`` when none does."""
+    try:
+        return submit(store, [req])[0]
+    except LockHeld:
+        if req.lock is None:  # a request that takes no lock is never refused one
+            raise
+        accepts = joins or _same_type_and_params(req)
+        for holder in locks.blockers(store, req.lock):
+            job = queries.get(store, holder["id"])
+            if job is not None and accepts(job):  # None: it ended and was pruned meanwhile
+                return Enqueued(job, False)
+        raise
+
+
+def _same_type_and_params(req: Request) -> Joins:
+    return lambda job: job["job_type"] == req.job_type and job["params"] == req.params
 
 
 def add_items(

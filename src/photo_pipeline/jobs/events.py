@@ -34,7 +34,7 @@ from sqlalchemy import func, insert, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
-from photo_pipeline.db.dialect import engine_of, is_postgresql
+from photo_pipeline.db.dialect import engine_of, is_postgresql, libpq_conninfo
 from photo_pipeline.db.schema import job_events
 
 EVENTS_CHANNEL = "photo_pipeline_events"
@@ -155,7 +155,7 @@ class EventFeed:
         import psycopg
 
         url = engine_of(self._session_factory).url
-        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        conninfo = libpq_conninfo(url)
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(f"LISTEN {EVENTS_CHANNEL}")
             while not stop.is_set():

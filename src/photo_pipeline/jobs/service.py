@@ -32,7 +32,7 @@ from photo_pipeline.jobs import backlog, lease, locks, queries, recovery, wakeup
 from photo_pipeline.jobs import enqueue as enqueuing
 from photo_pipeline.jobs import items as item_updates
 from photo_pipeline.jobs.clock import Clock, utc_now
-from photo_pipeline.jobs.enqueue import Enqueued, Request
+from photo_pipeline.jobs.enqueue import Enqueued, Joins, Request
 from photo_pipeline.jobs.hot_path import claim_candidate
 from photo_pipeline.jobs.items import ItemUpdate
 from photo_pipeline.jobs.retry import RetryPolicy
@@ -127,6 +127,37 @@ class JobService:
             prerequisites=prerequisites,
         )
         return self._submit([checked])[0]
+
+    @transactional
+    def submit_or_join(
+        self,
+        job_type: str,
+        *,
+        lock: str,
+        joins: Joins | None = None,
+        idempotency_key: str | None = None,
+        items: Iterable[str] = (),
+        params: dict[str, Any] | None = None,
+        priority: int = 0,
+        run_after: datetime | None = None,
+        max_attempts: int = 3,
+        prerequisites: Iterable[str] = (),
+    ) -> Enqueued:
+        """``submit``, or, while an active job holds ``lock`` and ``joins(job)``
+        accepts it (by default: a job of the same type and params), that job with
+        ``created`` False; ``LockHeld`` when none does (see ``enqueue.submit_or_join``)."""
+        checked = enqueuing.request(
+            job_type,
+            lock=lock,
+            idempotency_key=idempotency_key,
+            items=items,
+            params=params,
+            priority=priority,
+            run_after=run_after,
+            max_attempts=max_attempts,
+            prerequisites=prerequisites,
+        )
+        return enqueuing.submit_or_join(self._store, checked, joins)
 
     def replay(
         self,
@@ -369,4 +400,4 @@ class JobService:
         return queries.events_after(self._store, job_id, after, limit=limit)
 
 
-__all__ = ["Clock", "Enqueued", "JobService", "JobSnapshot", "claim_candidate", "utc_now"]
+__all__ = ["Clock", "Enqueued", "JobService", "JobSnapshot", "Joins", "claim_candidate", "utc_now"]

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, event, text
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
-from photo_pipeline.db.dialect import is_postgresql
+from photo_pipeline.db.dialect import is_postgresql, libpq_conninfo
 
 RUNNABLE_CHANNEL = "photo_pipeline_runnable"
 _PENDING = "photo_pipeline.runnable_types"
@@ -85,7 +85,7 @@ def listen(
     import psycopg
 
     types = set(job_types)
-    conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    conninfo = libpq_conninfo(url)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f"LISTEN {RUNNABLE_CHANNEL}")
         wake()  # anything that became runnable before we listened

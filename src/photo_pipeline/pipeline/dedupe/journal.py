@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import dedupe_entries, job_items, jobs, sources
-from photo_pipeline.jobs import utc_now
 from photo_pipeline.pipeline.dedupe.plan import GroupPlan, bundle_stem
 from photo_pipeline.pipeline.dedupe.start import (
     JOB_TYPE,
@@ -24,8 +23,8 @@ from photo_pipeline.pipeline.dedupe.start import (
     UNDO_JOB_TYPE,
     quarantine_folder,
 )
-from photo_pipeline.pipeline.files import parked, paths
-from photo_pipeline.pipeline.files.fenced_journal import FencedJournal, SourceEntry
+from photo_pipeline.pipeline.files import fenced_journal, parked, paths
+from photo_pipeline.pipeline.files.fenced_journal import FencedJournal, SourceEntry, entry_of
 
 PLANNED, QUARANTINED, SKIPPED = "planned", "quarantined", "skipped"
 RESTORED, PURGED = "restored", "purged"
@@ -61,7 +60,7 @@ class Entry(SourceEntry):
         )
 
 
-Recorded = tuple[Entry, dict[str, Any], Any]
+Recorded = fenced_journal.Recorded[Entry]
 
 
 class Journal(FencedJournal[Entry]):
@@ -74,7 +73,7 @@ class Journal(FencedJournal[Entry]):
         query = (
             select(
                 dedupe_entries,
-                sources.c.path.label("root"),
+                sources.c.path.label("source_root"),
                 keeper_sources.c.path.label("keeper_root"),
             )
             .join(sources, sources.c.id == dedupe_entries.c.source_id)
@@ -83,38 +82,17 @@ class Journal(FencedJournal[Entry]):
             .order_by(dedupe_entries.c.job_id, dedupe_entries.c.seq)
         )
         with read_session(self._session_factory) as session:
-            return [
-                Entry(
-                    r.id,
-                    r.job_id,
-                    r.seq,
-                    r.kind,
-                    r.file_id,
-                    r.source_id,
-                    r.root,
-                    r.source_path,
-                    r.quarantine_path,
-                    r.content_hash,
-                    r.size,
-                    r.keeper_root,
-                    r.keeper_path,
-                    r.keeper_hash,
-                    r.state,
-                )
-                for r in session.execute(query)
-            ]
+            return [entry_of(Entry, row) for row in session.execute(query)]
 
     def of_job(self, job_id: str) -> list[Entry]:
         return self.load(dedupe_entries.c.job_id == job_id)
 
     def write_plan(self, job_id: str, plans: list[GroupPlan]) -> None:
         """All entries in one transaction: a journal is either whole or absent."""
-        now = utc_now()
         self.write_rows(
             job_id,
             [
                 {
-                    "job_id": job_id,
                     "seq": move.seq,
                     "group_key": move.group_key,
                     "kind": move.kind,
@@ -129,7 +107,6 @@ class Journal(FencedJournal[Entry]):
                     "keeper_path": move.keeper.path,
                     "keeper_hash": move.keeper.content_hash,
                     "state": PLANNED,
-                    "updated_at": now,
                 }
                 for plan in plans
                 for move in plan.moves

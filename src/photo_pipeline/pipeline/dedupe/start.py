@@ -11,11 +11,11 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.jobs import Enqueued, JobNotFound, JobService, LockHeld, utc_now
+from photo_pipeline.jobs import Enqueued, JobNotFound, JobService, utc_now
 from photo_pipeline.pipeline.dedupe.plan import build_dedupe_plan, summary
 from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.library.home import QUARANTINE
-from photo_pipeline.pipeline.library.locks import LIBRARY_LOCK, enqueue_library_job, enqueue_or_join
+from photo_pipeline.pipeline.library.locks import enqueue_library_job, enqueue_or_join
 
 JOB_TYPE = "dedupe"
 UNDO_JOB_TYPE = "dedupe_undo"
@@ -135,14 +135,19 @@ def start_purge(
     # The cutoff is fixed now, so a resumed purge deletes what was asked, no more.
     cutoff = utc_now() - timedelta(days=older_than_days)
     params = {**asked, "before": cutoff.isoformat()}
-    try:
+    if not rejoin:
         return enqueue_library_job(service, PURGE_JOB_TYPE, params, idempotency_key, max_attempts)
-    except LockHeld:
-        for holder in service.blockers(LIBRARY_LOCK) if rejoin else []:
-            job = service.get(holder["id"])
-            if job and job["job_type"] == PURGE_JOB_TYPE and job["params"] | asked == job["params"]:
-                return Enqueued(job, False)
-        raise
+    return enqueue_or_join(
+        service,
+        PURGE_JOB_TYPE,
+        params,
+        idempotency_key,
+        max_attempts,
+        # The active purge of this request fixed its own cutoff when it was queued.
+        joins=lambda job: (
+            job["job_type"] == PURGE_JOB_TYPE and job["params"] | asked == job["params"]
+        ),
+    )
 
 
 def _check_quarantine(session_factory: sessionmaker[Session], home: str) -> None:

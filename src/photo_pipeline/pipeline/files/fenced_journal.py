@@ -9,11 +9,12 @@ So a worker that lost its lease cannot overwrite what its successor recorded.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Row, Table, bindparam, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import write_session
@@ -26,11 +27,25 @@ from photo_pipeline.pipeline.files import paths
 
 
 class JournalRow(Protocol):
+    """An entry: a dataclass with the row's ``id``."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
     @property
     def id(self) -> int: ...
 
 
 EntryT = TypeVar("EntryT", bound=JournalRow)
+
+# An entry as ``record`` buffered it: the entry, its new column values, and what the
+# catalogue needs of it.
+Recorded = tuple[EntryT, dict[str, Any], Any]
+
+
+def entry_of(entry_type: type[EntryT], row: Row[Any]) -> EntryT:
+    """An entry (a dataclass) from the row's columns of its fields' names."""
+    fields = dataclasses.fields(entry_type)
+    return entry_type(**{field.name: getattr(row, field.name) for field in fields})
 
 
 class SourceEntry:
@@ -65,19 +80,22 @@ class FencedJournal(Generic[EntryT]):
     ) -> None:
         self._session_factory = session_factory
         self._fence = fence
-        self._pending: list[tuple[EntryT, dict[str, Any], Any]] = []
+        self._pending: list[Recorded[EntryT]] = []
 
     @transactional
     def write_rows(self, job_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """All of a job's entries in one transaction: a journal is either whole or
-        absent (written once: a second call finds it there and adds nothing)."""
+        """All of a job's entries (``rows``: their columns but ``job_id`` and
+        ``updated_at``) in one transaction: a journal is either whole or absent
+        (written once: a second call finds it there and adds nothing)."""
+        now = utc_now()
         with write_session(self._session_factory) as session:
             self.check_fence(session)
             if session.scalar(
                 select(self.table.c.id).where(self.table.c.job_id == job_id).limit(1)
             ):
                 return
-            insert_rows(session, self.table, rows)
+            stamped = [{"job_id": job_id, **row, "updated_at": now} for row in rows]
+            insert_rows(session, self.table, stamped)
 
     def check_fence(self, session: Session) -> None:
         if self._fence is None:
@@ -96,7 +114,7 @@ class FencedJournal(Generic[EntryT]):
         self._pending.append((entry, values, extra))
 
     def writer(
-        self, catalog_update: Callable[[Session, list[tuple[EntryT, dict[str, Any], Any]]], None]
+        self, catalog_update: Callable[[Session, list[Recorded[EntryT]]], None]
     ) -> RowWriter | None:
         """The buffered entries and their catalogue changes (``catalog_update``), as a
         writer for the job's fenced transaction: they land with their items' results,
@@ -111,7 +129,7 @@ class FencedJournal(Generic[EntryT]):
 
         return write
 
-    def _update(self, session: Session, batch: list[tuple[EntryT, dict[str, Any], Any]]) -> None:
+    def _update(self, session: Session, batch: list[Recorded[EntryT]]) -> None:
         now = utc_now()
         # One executemany per shape of values (done, failed, undone), not one
         # statement per entry.

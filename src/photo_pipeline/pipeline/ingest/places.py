@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import ColumnElement, Update, bindparam, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import changed_rows, read_session, write_session
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets
-from photo_pipeline.jobs import Enqueued, JobService, LockHeld
+from photo_pipeline.jobs import Enqueued, JobService
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.media.capture_time import CaptureTime
 from photo_pipeline.media.places import (
+    Place,
     ZoneAndPlace,
     locate_many,
     places_at,
@@ -72,16 +72,15 @@ def start_backfill(
     replayed = service.replay(idempotency_key, JOB_TYPE, params)
     if replayed is not None:
         return replayed
-    try:
-        return service.submit(JOB_TYPE, lock=LOCK, params=params, idempotency_key=idempotency_key)
-    except LockHeld:
-        holders = service.blockers(LOCK)
-        if not holders:
-            raise
-        held = service.get(holders[0]["id"])
-        if held is None:
-            raise
-        return Enqueued(held, False)
+    return service.submit_or_join(
+        JOB_TYPE,
+        lock=LOCK,
+        params=params,
+        idempotency_key=idempotency_key,
+        # The backfill already queued or running stands for this one, whatever it was
+        # asked (only backfills take this lock).
+        joins=lambda _held: True,
+    )
 
 
 def unresolved_asset_ids(session_factory: sessionmaker[Session]) -> list[int]:
@@ -167,47 +166,25 @@ def resolve_assets(session_factory: sessionmaker[Session], asset_ids: list[int])
 def _store(session: Session, seen: list[tuple[int, str]], found: list[ZoneAndPlace]) -> int:
     # Conditional on the wall clock read above: a timeshift that moved the asset in
     # between wins, and the asset stays unresolved for the next backfill.
-    statement = (
-        update(assets)
-        .where(
-            assets.c.id == bindparam("asset_id"),
-            assets.c.tz_source.is_(None),
-            assets.c.taken_local == bindparam("seen_local"),
-        )
-        .values(
-            taken_local=bindparam("new_local"),
-            taken_offset_minutes=bindparam("new_offset"),
-            taken_utc=bindparam("new_utc"),
-            taken_order=bindparam("new_order"),
-            tz_name=bindparam("new_tz_name"),
-            tz_source=bindparam("new_tz_source"),
-            country_code=bindparam("new_country_code"),
-            country=bindparam("new_country"),
-            region=bindparam("new_region"),
-            city=bindparam("new_city"),
-            district=bindparam("new_district"),
-        )
+    statement = _update_assets(
+        _ZONE_COLUMNS + _PLACE_COLUMNS,
+        assets.c.tz_source.is_(None),
+        assets.c.taken_local == bindparam("seen_local"),
     )
-    rows: list[dict[str, Any]] = []
-    for (asset_id, local), where in zip(seen, found, strict=True):
-        zone, place = where.zone, where.place
-        rows.append(
-            {
-                "asset_id": asset_id,
-                "seen_local": local,
-                "new_local": zone.local.isoformat(),
-                "new_offset": zone.offset_minutes,
-                "new_utc": zone.utc,
-                "new_order": zone.order,
-                "new_tz_name": zone.tz_name,
-                "new_tz_source": zone.tz_source,
-                "new_country_code": place.country_code if place else None,
-                "new_country": place.country if place else None,
-                "new_region": place.region if place else None,
-                "new_city": place.city if place else None,
-                "new_district": place.district if place else None,
-            }
-        )
+    rows = [
+        {
+            "asset_id": asset_id,
+            "seen_local": local,
+            "new_taken_local": where.zone.local.isoformat(),
+            "new_taken_offset_minutes": where.zone.offset_minutes,
+            "new_taken_utc": where.zone.utc,
+            "new_taken_order": where.zone.order,
+            "new_tz_name": where.zone.tz_name,
+            "new_tz_source": where.zone.tz_source,
+            **_new_place(where.place),
+        }
+        for (asset_id, local), where in zip(seen, found, strict=True)
+    ]
     return changed_rows(session, statement, rows)
 
 
@@ -224,29 +201,39 @@ def refresh_places(session_factory: sessionmaker[Session], asset_ids: list[int])
     positions = [valid_position(row.gps_latitude, row.gps_longitude) for row in rows]
     zones = [zone_at(*p) if p is not None else None for p in positions]
     found = places_at(positions, zones)
-    statement = (
-        update(assets)
-        .where(assets.c.id == bindparam("asset_id"))
-        .values(
-            country_code=bindparam("new_country_code"),
-            country=bindparam("new_country"),
-            region=bindparam("new_region"),
-            city=bindparam("new_city"),
-            district=bindparam("new_district"),
-        )
-    )
+    statement = _update_assets(_PLACE_COLUMNS)
     values = [
-        {
-            "asset_id": row.id,
-            "new_country_code": place.country_code if place else None,
-            "new_country": place.country if place else None,
-            "new_region": place.region if place else None,
-            "new_city": place.city if place else None,
-            "new_district": place.district if place else None,
-        }
-        for row, place in zip(rows, found, strict=True)
+        {"asset_id": row.id, **_new_place(place)} for row, place in zip(rows, found, strict=True)
     ]
     if not values:
         return 0
     with write_session(session_factory) as session:
         return changed_rows(session, statement, values)
+
+
+# What the backfill writes of an asset: its capture time in its zone, and its place.
+_ZONE_COLUMNS = (
+    "taken_local",
+    "taken_offset_minutes",
+    "taken_utc",
+    "taken_order",
+    "tz_name",
+    "tz_source",
+)
+_PLACE_COLUMNS = tuple(field.name for field in dataclasses.fields(Place))
+
+
+def _update_assets(columns: tuple[str, ...], *where: ColumnElement[bool]) -> Update:
+    """The UPDATE of ``columns`` of the asset with a row's ``asset_id`` (and ``where``)
+    to the row's ``new_<column>`` (a bind may not take its column's name in SET), for
+    many rows at once."""
+    return (
+        update(assets)
+        .where(assets.c.id == bindparam("asset_id"), *where)
+        .values({column: bindparam(f"new_{column}") for column in columns})
+    )
+
+
+def _new_place(place: Place | None) -> dict[str, str | None]:
+    """A row's ``new_<column>`` of the place columns (all None: no place there)."""
+    return {f"new_{name}": getattr(place, name) if place else None for name in _PLACE_COLUMNS}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from photo_pipeline.jobs import Enqueued, JobService, JobSnapshot, LockHeld
+from photo_pipeline.jobs import Enqueued, JobService, Joins, LockHeld
 from photo_pipeline.jobs.states import WorkerState
 from photo_pipeline.jobs.workers import WorkerRegistry
 
@@ -35,7 +35,13 @@ def enqueue_library_job(
     """Queue a job holding the library lock; ``LibraryBusy`` names the holders while
     another holds it."""
     try:
-        return _enqueue(service, job_type, params, idempotency_key, max_attempts)
+        return service.submit(
+            job_type,
+            lock=LIBRARY_LOCK,
+            params=params,
+            idempotency_key=idempotency_key,
+            max_attempts=max_attempts,
+        )
     except LockHeld as exc:
         raise library_busy(service) from exc
 
@@ -46,46 +52,23 @@ def enqueue_or_join(
     params: dict[str, Any],
     idempotency_key: str | None = None,
     max_attempts: int = 10,
+    *,
+    joins: Joins | None = None,
 ) -> Enqueued:
     """Queue a library job or, while the lock is held by the active job of this very
-    request (same type and params: its command was killed and run again), rejoin
-    that job. Held by another: ``LibraryBusy``."""
+    request (same type and params, or what ``joins`` accepts: its command was killed
+    and run again), rejoin that job. Held by another: ``LibraryBusy``."""
     try:
-        return _enqueue(service, job_type, params, idempotency_key, max_attempts)
+        return service.submit_or_join(
+            job_type,
+            lock=LIBRARY_LOCK,
+            joins=joins,
+            params=params,
+            idempotency_key=idempotency_key,
+            max_attempts=max_attempts,
+        )
     except LockHeld as exc:
-        same = library_job_of(service, job_type, params)
-        if same is not None:
-            return Enqueued(same, False)
         raise library_busy(service) from exc
-
-
-def _enqueue(
-    service: JobService,
-    job_type: str,
-    params: dict[str, Any],
-    idempotency_key: str | None,
-    max_attempts: int,
-) -> Enqueued:
-    return service.submit(
-        job_type,
-        lock=LIBRARY_LOCK,
-        params=params,
-        idempotency_key=idempotency_key,
-        max_attempts=max_attempts,
-    )
-
-
-def library_job_of(
-    service: JobService, job_type: str, params: dict[str, Any]
-) -> JobSnapshot | None:
-    """The active job holding the library lock for this very request (same type and
-    params), e.g. one whose ``--wait`` command was killed: running the command again
-    rejoins it, as ``import`` does, rather than being refused by it."""
-    for holder in service.blockers(LIBRARY_LOCK):
-        job = service.get(holder["id"])
-        if job is not None and job["job_type"] == job_type and job["params"] == params:
-            return job
-    return None
 
 
 def library_busy(service: JobService) -> LibraryBusy:

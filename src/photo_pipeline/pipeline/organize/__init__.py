@@ -28,7 +28,6 @@ if TYPE_CHECKING:
         LIBRARY_LOCK,
         LibraryBusy,
         library_busy,
-        library_job_of,
     )
     from photo_pipeline.pipeline.organize.journal import Journal, organize_report
     from photo_pipeline.pipeline.organize.plan import Candidate, PlanEntry, build_plan
@@ -48,7 +47,6 @@ _HOMES = {
     "LIBRARY_LOCK": "photo_pipeline.pipeline.library.locks",
     "LibraryBusy": "photo_pipeline.pipeline.library.locks",
     "library_busy": "photo_pipeline.pipeline.library.locks",
-    "library_job_of": "photo_pipeline.pipeline.library.locks",
     "Journal": f"{__name__}.journal",
     "organize_report": f"{__name__}.journal",
     "Candidate": f"{__name__}.plan",
@@ -92,7 +90,6 @@ __all__ = [
     "build_plan",
     "check_destination",
     "library_busy",
-    "library_job_of",
     "organize_report",
     "plan_organize",
     "start_organize",

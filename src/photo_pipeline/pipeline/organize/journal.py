@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import organize_entries, sources
-from photo_pipeline.jobs import JobService, utc_now
-from photo_pipeline.pipeline.files import parked, paths
-from photo_pipeline.pipeline.files.fenced_journal import FencedJournal, SourceEntry
+from photo_pipeline.jobs import JobService
+from photo_pipeline.pipeline.files import fenced_journal, parked, paths
+from photo_pipeline.pipeline.files.fenced_journal import FencedJournal, SourceEntry, entry_of
 from photo_pipeline.pipeline.organize.plan import PlanEntry
 from photo_pipeline.pipeline.organize.start import JOB_TYPE, UNDO_JOB_TYPE
 
@@ -45,7 +45,7 @@ class Entry(SourceEntry):
         return os.path.join(destination, paths.from_text(self.dest_path))
 
 
-Recorded = tuple[Entry, dict[str, Any], Any]
+Recorded = fenced_journal.Recorded[Entry]
 
 
 class Journal(FencedJournal[Entry]):
@@ -64,37 +64,20 @@ class Journal(FencedJournal[Entry]):
 
     def load(self) -> list[Entry]:
         query = (
-            select(organize_entries, sources.c.path.label("root"))
+            select(organize_entries, sources.c.path.label("source_root"))
             .join(sources, sources.c.id == organize_entries.c.source_id)
             .where(organize_entries.c.job_id == self.job_id)
             .order_by(organize_entries.c.seq)
         )
         with read_session(self._session_factory) as session:
-            return [
-                Entry(
-                    r.id,
-                    r.seq,
-                    r.kind,
-                    r.action,
-                    r.file_id,
-                    r.source_id,
-                    r.root,
-                    r.source_path,
-                    r.dest_path,
-                    r.content_hash,
-                    r.state,
-                )
-                for r in session.execute(query)
-            ]
+            return [entry_of(Entry, row) for row in session.execute(query)]
 
     def write_plan(self, plan: list[PlanEntry]) -> None:
         """All entries in one transaction: a journal is either whole or absent."""
-        now = utc_now()
         self.write_rows(
             self.job_id,
             [
                 {
-                    "job_id": self.job_id,
                     "seq": e.seq,
                     "kind": e.kind,
                     "action": e.action,
@@ -106,7 +89,6 @@ class Journal(FencedJournal[Entry]):
                     "content_hash": e.candidate.content_hash,
                     "size": e.candidate.size,
                     "state": SKIPPED if e.action == "skip" else PLANNED,
-                    "updated_at": now,
                 }
                 for e in plan
             ],
