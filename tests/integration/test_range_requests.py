@@ -14,6 +14,7 @@ from photo_pipeline.pipeline.ingest import scan  # noqa: F401  (its job type)
 from photo_pipeline.pipeline.ingest.imports import import_folders
 from tests.factories import videos
 from tests.support.api_server import running_server
+from tests.support.file_opens import watch_opens
 
 IDENTIFIER = "6E1F3A5B-7C9D-4E1F-8A2B-3C4D5E6F7A8B"
 
@@ -155,3 +156,18 @@ def test_a_motion_photo_serves_its_clip_and_stays_whole(served):
         assert beyond.headers["content-range"] == f"bytes */{clip_length}"
         assert http.get(asset["original_url"]).content == data  # the file as it is
     assert path.read_bytes() == data
+
+
+def test_a_source_folder_swapped_for_a_link_outside_is_never_opened(served, tmp_path):
+    api, listed, files = served
+    clip = files["clip"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    # the same name and size as the catalogued file: only the confinement can refuse it
+    (outside / clip.name).write_bytes(b"not yours".ljust(clip.stat().st_size, b"x"))
+    clip.parent.rename(tmp_path / "clips.real")
+    clip.parent.symlink_to(outside, target_is_directory=True)
+    with watch_opens(outside) as opens, api.client() as http:
+        answer = http.get(listed["video"]["original_url"])
+        assert answer.status_code == 404
+        assert opens.seen() == [], "the server opened a file outside the roots"

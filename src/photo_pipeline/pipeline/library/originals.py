@@ -3,16 +3,18 @@
 ``open_original(session_factory, asset_id, part)`` opens one present file of the asset
 (``part="original"``) or of a Live Photo's motion part (``part="motion"``; for a
 Google/Samsung Motion Photo, the window of its file that holds the clip) and returns
-it as an open descriptor (:class:`OpenedOriginal`). The file is opened through
-``roots.open_inside``: the check is made on the descriptor, so a symlink swapped in
-after the scan cannot make the server read a file outside the library's roots. The
-caller owns the descriptor and closes it.
+it as an open descriptor (:class:`OpenedOriginal`). The file is opened below its
+source's folder by descriptor, no symlink followed (``files.spots``), so a folder or
+file swapped for a link after the scan cannot make the server open, let alone read, a
+file outside the library's roots. The caller owns the descriptor and closes it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -21,11 +23,14 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.errors import PhotoPipelineError
+from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media.motion_photo import embedded_video
-from photo_pipeline.pipeline.files import paths, roots
+from photo_pipeline.pipeline.files import paths, roots, spots
 from photo_pipeline.pipeline.library.catalog import PRESENT
 
 PARTS = ("original", "motion")
+# O_NONBLOCK: a FIFO swapped in must not hang the server (it is then refused: no file).
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 # What browsers play in a <video> element: H.264 or HEVC in MP4/MOV.
 PLAYABLE_CODECS = frozenset({"h264", "hevc"})
 PLAYABLE_FORMATS = frozenset({"mp4", "mov", "m4v"})
@@ -81,9 +86,8 @@ def open_original(
     allowed = roots.library_roots(session_factory)
     for row in candidates:
         path = os.path.join(row.root, paths.from_text(row.path))
-        try:
-            fd = roots.open_inside(path, allowed, os.O_RDONLY | os.O_NONBLOCK)
-        except (OSError, roots.PathOutsideRoots):
+        fd = _open_below(row.root, paths.from_text(row.path), allowed)
+        if fd is None:
             continue  # gone or led elsewhere since the scan: try another copy
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size != row.size:
@@ -98,6 +102,32 @@ def open_original(
             continue
         return OpenedOriginal(fd, clip[1], clip[2], name, offset=clip[0], window=True)
     raise OriginalNotFound("original_not_found", f"no readable file of asset {asset_id}")
+
+
+def _open_below(root: str, relative: str, allowed: Sequence[str]) -> int | None:
+    """The file ``relative`` below the source ``root``, opened from the root's folder
+    by descriptor, no link followed on the way (``spots.open_folder``): a folder swapped
+    for a link since the scan leads nowhere, and nothing outside is even opened. A
+    photo that is itself a link (the scan takes those whose target is inside the
+    roots) is checked by name before it is opened, and by descriptor after."""
+    folder_path, name = os.path.split(relative)
+    try:
+        folder = spots.open_folder(root, folder_path)
+    except ItemError:
+        return None
+    try:
+        return os.open(name, _READ_FLAGS | os.O_NOFOLLOW, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            return None
+    finally:
+        os.close(folder)
+    path = os.path.join(root, relative)
+    try:
+        roots.real_path_inside(path, allowed)
+        return roots.open_inside(path, allowed, _READ_FLAGS)
+    except (OSError, roots.PathOutsideRoots):
+        return None
 
 
 def _clip_of(fd: int, size: int) -> tuple[int, int, str] | None:
