@@ -262,3 +262,27 @@ def test_purge_never_deletes_through_a_quarantine_swapped_for_a_link(
     assert snapshot(bait) == bait_before, "purge deleted files outside the quarantine"
     assert len(contents(real)) == 3, "purge deleted through the link's real folder"
     assert outcome(session_factory, purge["id"])[1] & REFUSED
+
+
+# ── the roots a job was queued under, carried and enforced when it runs ───────
+def test_a_job_queued_under_roots_refuses_a_source_registered_outside_them_since(
+    session_factory, tmp_path, duplicated
+):
+    _, outside = duplicated
+    allowed = [str(tmp_path / "allowed")]
+    service = JobService(session_factory)
+    deduping = dedupe.start_dedupe(service, tmp_path / "home", roots=allowed).job
+    # Registered after the API checked the sources (by the CLI, say): its copies of
+    # the same bytes would be planned over.
+    scan_folders(session_factory, outside)
+    outside_before = snapshot(outside)
+    run_worker(session_factory, *DEDUPE)
+    organizing = organize.start_organize(
+        service, tmp_path / "allowed/dest", "{original_name}.{ext}", move=True, roots=allowed
+    ).job
+    run_worker(session_factory, *ORGANIZE)
+
+    assert snapshot(outside) == outside_before
+    for job in (deduping, organizing):
+        state, codes = outcome(session_factory, job["id"])
+        assert (state, codes) == (JobState.FAILED, {"path_outside_roots"}), job["job_type"]

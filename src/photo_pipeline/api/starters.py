@@ -98,6 +98,8 @@ def start_similar(lib: Library, params: SimilarParams, key: str | None) -> Enque
 def start_organize(lib: Library, params: OrganizeParams, key: str | None) -> Enqueued:
     # Resolved, the destination can name a folder that is not UTF-8 (through a symlink).
     dest = require_utf8_path(confined_path(lib, params.dest, "params.dest"), "params.dest")
+    # It reads (and with move, removes) files in every source: each must be allowed.
+    _require_sources_inside_roots(lib, set(lib.catalog.source_paths()), "organize")
     return organize.start_organize(
         lib.service,
         dest,
@@ -105,6 +107,7 @@ def start_organize(lib: Library, params: OrganizeParams, key: str | None) -> Enq
         move=params.move,
         idempotency_key=key,
         keep_duplicates=params.keep_duplicates,
+        roots=_allowed(lib),
     )
 
 
@@ -154,6 +157,11 @@ class PurgeParams(Params):
     older_than_days: int = Field(ge=0, le=36_525, description="Quarantined before this.")
 
 
+def _allowed(lib: Library) -> list[str]:
+    """The allowed roots a job queued through the API carries (none: no confinement)."""
+    return [str(root) for root in lib.settings.allowed_roots]
+
+
 def _require_sources_inside_roots(lib: Library, roots: set[str], what: str) -> None:
     """A dedupe moves files in the library's sources (its undo, back into them): with
     ``PHOTO_PIPELINE_ALLOWED_ROOTS``, each must resolve inside one (403 otherwise)."""
@@ -167,7 +175,7 @@ def _require_sources_inside_roots(lib: Library, roots: set[str], what: str) -> N
 def start_dedupe(lib: Library, params: DedupeParams, key: str | None) -> Enqueued:
     _require_sources_inside_roots(lib, set(lib.catalog.source_paths()), "dedupe")
     return dedupe.start_dedupe(
-        lib.service, lib.settings.home, near=params.near, idempotency_key=key
+        lib.service, lib.settings.home, near=params.near, idempotency_key=key, roots=_allowed(lib)
     )
 
 

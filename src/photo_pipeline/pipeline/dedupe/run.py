@@ -32,7 +32,7 @@ from photo_pipeline.pipeline.dedupe.steps import (
     keeper_still_there,
     put_back,
 )
-from photo_pipeline.pipeline.files import paths, transfer
+from photo_pipeline.pipeline.files import paths, roots, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
 
 
@@ -44,6 +44,7 @@ def dedupe(ctx: JobContext) -> None:
     entries = journal.of_job(ctx.job_id)
     if not entries:
         # First run: the whole plan is journalled before any file is touched.
+        roots.require_sources_inside(ctx.session_factory, ctx.params.get("roots"))
         journal.write_plan(
             ctx.job_id, build_dedupe_plan(ctx.session_factory, near=ctx.params["near"])
         )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -64,16 +65,20 @@ def start_dedupe(
     max_attempts: int = 10,
     rejoin: bool = False,
     hard_links: bool = True,
+    roots: Sequence[str] | None = None,
 ) -> Enqueued:
     """Queue a ``dedupe`` job. Raises ``LibraryBusy`` (``lock_held``) while another
     job holds the library; ``rejoin`` returns an active job of this very request, a
     replay of ``idempotency_key`` its job (before the quarantine is judged again).
     ``hard_links=False`` copies into the quarantine even within one filesystem (for
-    tests and odd mounts)."""
+    tests and odd mounts). ``roots``: the allowed roots the request was checked
+    against (the API's), carried by the job and enforced again when it runs."""
     # Its real path: the jobs open it with no link on the way (files.spots.open_root).
     params: dict[str, Any] = {"home": os.path.realpath(home), "near": near}
     if not hard_links:
         params["hard_links"] = False
+    if roots:
+        params["roots"] = [str(root) for root in roots]
     replayed = service.replay(idempotency_key, JOB_TYPE, params)
     if replayed is not None:
         return replayed

@@ -32,6 +32,7 @@ from photo_pipeline.config import allowed_roots_from_env
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import sources
 from photo_pipeline.errors import PhotoPipelineError
+from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.jobs.workers import pid_alive
 from photo_pipeline.media import MediaError
 from photo_pipeline.media.files import media_error_from_os
@@ -241,6 +242,27 @@ def _owner(link: str) -> int | None:
     except OSError:
         return None
     return int(found[1]) if found else None
+
+
+def require_sources_inside(
+    session_factory: sessionmaker[Session], roots: Sequence[str] | None, *also: str
+) -> None:
+    """A job queued under ``roots`` (the API's allowed roots, carried in its params;
+    None: a CLI job, confined to the library's own sources) refuses to run while a
+    registered source, or one of ``also`` (its destination), lies outside them: one
+    registered after it was queued would otherwise be planned over
+    (``path_outside_roots``, an ``ItemError``: the job fails, nothing is touched)."""
+    if not roots:
+        return
+    with read_session(session_factory) as session:
+        registered = list(session.scalars(select(sources.c.path)))
+    outside = [path for path in (*registered, *also) if not is_inside(path, roots)]
+    if outside:
+        raise ItemError(
+            PATH_OUTSIDE_ROOTS,
+            f"{', '.join(sorted(outside))}: outside the roots this job was queued under "
+            f"({', '.join(roots)}); nothing was done",
+        )
 
 
 def library_roots(session_factory: sessionmaker[Session]) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.pipeline import abandoned
-from photo_pipeline.pipeline.files import paths, transfer
+from photo_pipeline.pipeline.files import paths, roots, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.organize import in_order
 from photo_pipeline.pipeline.organize.journal import (
@@ -47,6 +47,7 @@ def organize(ctx: JobContext) -> None:
     dest_device = _open_destination(destination)
     if not entries:
         # First run: the whole plan is journalled before any file is touched.
+        roots.require_sources_inside(ctx.session_factory, params.get("roots"), destination)
         check_destination(ctx.session_factory, destination)
         plan = build_plan(
             catalogue_candidates(ctx.session_factory, destination),

@@ -6,6 +6,7 @@ JSON-able dicts (the CLI's ``--dry-run --json`` and the API print the same thing
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,7 @@ def start_organize(
     hard_links: bool = True,
     rejoin: bool = False,
     keep_duplicates: bool = False,
+    roots: Sequence[str] | None = None,
 ) -> Enqueued:
     """Queue an ``organize`` job (after validating the template and destination; a
     replay of ``idempotency_key`` returns its job before that, unjudged).
@@ -144,7 +146,9 @@ def start_organize(
     undo or verify is active. ``hard_links=False`` makes a move within one
     filesystem copy and delete instead of linking (slower; for tests and odd mounts).
     ``rejoin``: when an active job of this very request holds the lock (its command
-    was killed, say), return that job instead of refusing."""
+    was killed, say), return that job instead of refusing. ``roots``: the allowed
+    roots the request was checked against (the API's), which the job carries and
+    enforces again when it runs (``files.roots.require_sources_inside``)."""
     parsed = parse(template)
     target = str(Path(destination).expanduser().resolve())
     params = {
@@ -155,6 +159,8 @@ def start_organize(
     }
     if keep_duplicates:  # only when asked: the params of earlier requests stay the same
         params["keep_duplicates"] = True
+    if roots:
+        params["roots"] = [str(root) for root in roots]
     replayed = service.replay(idempotency_key, JOB_TYPE, params)
     if replayed is not None:
         return replayed
