@@ -1,4 +1,4 @@
-"""Commands over the photo library: import, assets, duplicates."""
+"""Commands over the photo library: import, sources, assets, duplicates."""
 
 from __future__ import annotations
 
@@ -144,6 +144,51 @@ def assets(
             row["content_hash"][:12],
         )
     console.print(table if rows else "no photos")
+
+
+@app.command("sources")
+def sources_(
+    remove: Annotated[
+        int | None,
+        typer.Option(
+            "--remove",
+            metavar="ID",
+            help="Forget this source: its file rows and the assets no other file holds. "
+            "Its folder and photos stay on disk; importing it again brings them back.",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Registered source folders: id, path, files, last scan."""
+    from photo_pipeline.pipeline.ingest.sources import list_sources, remove_source
+
+    lib = library()
+    if remove is not None:
+        gone = remove_source(lib.service, remove)
+        if as_json:
+            print_json(gone)
+            return
+        console.print(
+            f"forgot source {gone['id']} {shown(gone['path'])}: {gone['files_removed']} "
+            f"file rows, {gone['assets_removed']} assets (nothing on disk was touched)",
+            highlight=False,
+        )
+        return
+    rows = list_sources(lib.service, lib.settings.allowed_roots)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("id", "path", "files", "scanned", "added")
+    for row in rows:
+        flag = "  [red](outside the allowed roots)[/]" if row["outside_allowed_roots"] else ""
+        table.add_row(
+            str(row["id"]),
+            shown(row["path"]) + flag,
+            str(row["files"]),
+            shown(row["scanned_at"]) if row["scanned_at"] else "never",
+            shown(row["added_at"]),
+        )
+    console.print(table if rows else "no sources: `photo-pipeline import DIR` registers one")
 
 
 def _with_media_fields(row: dict[str, Any]) -> dict[str, Any]:

@@ -73,6 +73,16 @@ def serve(
     from photo_pipeline.api.server import ConnectionLimits, uvicorn_config
 
     lib = library()
+    if lib.settings.allowed_roots:
+        from photo_pipeline.pipeline.ingest.sources import sources_outside
+
+        for path in sources_outside(lib.service, lib.settings.allowed_roots):
+            err_console.print(
+                f"warning: the source {shown(path)} lies outside PHOTO_PIPELINE_ALLOWED_ROOTS: "
+                "API dedupe and organize are refused while it is registered (`photo-pipeline "
+                "sources` lists it; `sources --remove ID` forgets it)",
+                highlight=False,
+            )
     where = "PHOTO_PIPELINE_TOKEN" if lib.settings.api_token else lib.settings.home / TOKEN_FILE
     if not _is_loopback(host):
         token = load_or_create_token(lib.settings.home, lib.settings.api_token)
