@@ -19,6 +19,7 @@ import functools
 import os
 import stat
 import sys
+from collections.abc import Callable
 
 FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _RESOLVE_NO_MAGICLINKS = 0x02
@@ -37,14 +38,14 @@ class _OpenHow(ctypes.Structure):
 
 
 @functools.cache
-def _syscall() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+def _syscall() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.syscall
+        call: Callable[..., int] = ctypes.CDLL(None, use_errno=True).syscall
     except (OSError, AttributeError):
         return None
+    return call
 
 
 _unavailable = False  # set once openat2 answered ENOSYS or EPERM
