@@ -19,6 +19,8 @@ import os
 import stat
 from collections.abc import Collection, Iterator
 
+from photo_pipeline.jobs.handlers import ItemError
+from photo_pipeline.pipeline.files import spots
 from photo_pipeline.pipeline.library.home import MARKER, QUARANTINE, STORE
 
 # Compared case-insensitively (FAT, NTFS and SMB shares ignore case).
@@ -59,33 +61,59 @@ def walk(
     while stack:
         folder = stack.pop()
         try:
-            entries = list(os.scandir(os.path.join(root, folder) if folder else root))
-        except (FileNotFoundError, NotADirectoryError):
-            continue  # removed during the walk: what was below it is gone
-        except OSError:
+            # By descriptor, no link followed: the root swapped for a link since it was
+            # registered (root_changed), or a folder below it, is not listed at all.
+            fd = spots.open_folder(root, folder)
+        except ItemError as exc:
+            if exc.code == "missing":
+                continue  # removed during the walk: what was below it is gone
             if unreadable is not None:
                 unreadable.append(folder)
             if folder:
                 yield folder, None
             continue
-        # A library home: its renditions and quarantined copies are not the user's.
-        own = (STORE, QUARANTINE) if any(e.name == MARKER for e in entries) else ()
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.name.startswith("."):
-                continue
-            relative = os.path.join(folder, entry.name) if folder else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if not (relative in skip or entry.name in own or is_system_folder(entry.name)):
-                    stack.append(relative)
-                continue
-            try:
-                info = entry.stat()
-            except OSError:
-                yield relative, listed_fingerprint(os.path.join(root, relative))
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                continue  # a symlink to a folder
-            yield relative, (info.st_size, info.st_mtime_ns, info.st_ino)
+        try:
+            yield from _listed(root, folder, fd, stack, skip, unreadable)
+        finally:
+            os.close(fd)
+
+
+def _listed(
+    root: str,
+    folder: str,
+    fd: int,
+    stack: list[str],
+    skip: Collection[str],
+    unreadable: list[str] | None,
+) -> Iterator[tuple[str, Fingerprint | None]]:
+    """The files of the open folder ``fd`` (``folder`` below ``root``); its folders go
+    on ``stack``."""
+    try:
+        entries = list(os.scandir(fd))
+    except OSError:
+        if unreadable is not None:
+            unreadable.append(folder)
+        if folder:
+            yield folder, None
+        return
+    # A library home: its renditions and quarantined copies are not the user's.
+    own = (STORE, QUARANTINE) if any(e.name == MARKER for e in entries) else ()
+    for entry in sorted(entries, key=lambda e: e.name):
+        if entry.name.startswith("."):
+            continue
+        relative = os.path.join(folder, entry.name) if folder else entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if not (relative in skip or entry.name in own or is_system_folder(entry.name)):
+                stack.append(relative)
+            continue
+        try:
+            info = entry.stat()
+        except OSError:
+            yield relative, listed_fingerprint(os.path.join(root, relative))
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            continue  # a symlink to a folder
+        yield relative, (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
 def listed_fingerprint(path: str) -> Fingerprint | None:
