@@ -22,9 +22,11 @@ import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import dedupe, organize
 from photo_pipeline.pipeline.files import resolve, transfer
-from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.ingest import scan
+from photo_pipeline.pipeline.library.catalog import PRESENT, Catalog
 from tests.factories import photos
 from tests.support.dedupe_library import same_bytes
+from tests.support.file_opens import watch_opens
 from tests.support.photo_jobs import run_worker, scan_folders
 
 ORGANIZE = (organize.JOB_TYPE, organize.UNDO_JOB_TYPE)
@@ -286,3 +288,23 @@ def test_a_job_queued_under_roots_refuses_a_source_registered_outside_them_since
     for job in (deduping, organizing):
         state, codes = outcome(session_factory, job["id"])
         assert (state, codes) == (JobState.FAILED, {"path_outside_roots"}), job["job_type"]
+
+
+def test_a_scan_never_lists_a_source_swapped_for_a_link(session_factory, tmp_path, scanned):
+    outside = tmp_path / "outside"
+    photos.jpeg(outside / "not_yours.jpg", size=(24, 16), seed=77)
+    source = Catalog(session_factory).add_source(scanned)  # registered already: its row
+    swap_for_link(scanned, outside)
+    service = JobService(session_factory)
+    job = service.enqueue(
+        scan.JOB_TYPE,
+        lock=scan.lock_for(source["id"]),
+        params={"sources": [{"id": source["id"], "path": source["path"]}]},
+    )
+    with watch_opens(outside) as opens:
+        run_worker(session_factory, scan.JOB_TYPE)
+        assert opens.seen() == [], "the scan opened the folder the link leads to"
+    assert service.get(job["id"])["state"] == JobState.SUCCEEDED
+    catalogued = Catalog(session_factory).files()
+    assert sorted(f["path"] for f in catalogued) == [f"IMG_{n}.jpg" for n in range(4)]
+    assert {f["state"] for f in catalogued} == {PRESENT}, "files were marked missing"
