@@ -273,3 +273,19 @@ def test_headers_still_incomplete_past_16_kib_are_refused(url):
         while chunk := sock.recv(65536):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/static", "/jobs/", "/library/", "/docs/", "/api/jobs/", "/api/assets/", "/api/health/"],
+)
+def test_no_redirect_names_the_host_the_request_claims(url, path):
+    # Starlette's slash redirects built their Location from the Host header: a
+    # poisoned cache or a shared link then sent the browser to the attacker's site.
+    with client(url, headers=BEARER) as http:
+        answer = http.get(path, headers={"Host": "attacker.example"})
+    assert "location" not in answer.headers, answer.headers["location"]
+    # No slash redirects at all: a path is served as written or not found.
+    assert answer.status_code == 404
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["code"] == "not_found"

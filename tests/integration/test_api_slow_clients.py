@@ -214,6 +214,17 @@ def test_binding_beyond_loopback_needs_a_strong_token_and_warns(tmp_path):
     )
     assert weak.returncode == 2
     assert "0.0.0.0" in weak.stderr and "128 bits" in weak.stderr
+    # Long enough and all 16 hex digits, but a pattern: as weak.
+    patterned = subprocess.run(
+        [*base, "--host", "0.0.0.0", "--port", str(free_port())],
+        env={**env, "PHOTO_PIPELINE_TOKEN": "0123456789abcdef" * 2},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert patterned.returncode == 2, patterned.stderr
+    assert "error weak_api_token:" in patterned.stderr
+    assert "0.0.0.0" in patterned.stderr and "guessable" in patterned.stderr
     # A generated token is strong: the server starts, and warns naming the address.
     port = free_port()
     log_path = tmp_path / "exposed.log"

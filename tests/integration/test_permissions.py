@@ -1,7 +1,7 @@
-"""The library keeps to its owner: the home is 0700; the SQLite database, its WAL and
-SHM, the API token and the renditions are 0600, whatever the umask allows others (a
-stricter mode is never widened), and a library an older version left readable by
-others is narrowed when it is opened."""
+"""The library keeps to its owner: the home and dedupe's quarantine are 0700; the
+SQLite database, its WAL and SHM, the API token and the renditions are 0600, whatever
+the umask allows others (a stricter mode is never widened), and a library an older
+version left readable by others is narrowed when it is opened."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from photo_pipeline.api.auth import load_or_create_token
 from photo_pipeline.config import Settings
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
+from photo_pipeline.pipeline.dedupe import start_dedupe
 from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.pipeline.library import open_library
 from tests.factories import photos
@@ -132,3 +133,59 @@ def test_stricter_modes_are_never_widened(backend, db_url, tmp_path, umask):
     os.chmod(home / "renditions", 0o750)  # a store not yet narrowed: it is walked
     open_library(settings).close()
     assert (mode(token), mode(preview), mode(home / "renditions")) == (0o400, 0o400, 0o700)
+
+
+def quarantine_photos(lib, folder: Path) -> Path:
+    """Import an original and two copies (one in a subfolder), dedupe them; the job's
+    quarantine folder."""
+    original = photos.jpeg(folder / "IMG_1.jpg", size=(48, 32), seed=7)
+    for copy in (folder / "backup/IMG_1.jpg", folder / "backup/deeper/IMG_1 copy.jpg"):
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(original.read_bytes())
+    os.chmod(folder / "backup/IMG_1.jpg", 0o644)
+    import_folders(lib.service, lib.catalog, [folder])
+    config = WorkerConfig(burst=True, concurrency=2, executor="thread", poll_seconds=0.05)
+    assert Worker(lib.service, lib.workers, registry, config).run() == 0
+    job = start_dedupe(lib.service, lib.settings.home).job
+    assert Worker(lib.service, lib.workers, registry, config).run() == 0
+    assert lib.service.get(job["id"])["state"] == "succeeded"
+    return lib.settings.home / "quarantine" / job["id"]
+
+
+def test_the_quarantine_is_owner_only(backend, db_url, tmp_path, umask):
+    home = tmp_path / "home"
+    lib = open_library(Settings(home=home, database_url=library_url(backend, db_url, home)))
+    try:
+        job_folder = quarantine_photos(lib, tmp_path / "photos")
+    finally:
+        lib.close()
+    quarantined = sorted(p.relative_to(job_folder) for p in job_folder.rglob("*.jpg"))
+    assert quarantined == [Path("backup/IMG_1.jpg"), Path("backup/deeper/IMG_1 copy.jpg")]
+    # Nothing below the quarantine is reachable by others: its root and the job's
+    # folder are the owner's alone. The copies keep their originals' modes (an undo
+    # puts those back).
+    assert (mode(home / "quarantine"), mode(job_folder)) == (0o700, 0o700)
+    assert mode(job_folder / "backup/IMG_1.jpg") == 0o644
+
+
+def test_an_old_quarantine_is_narrowed_when_the_library_is_opened(backend, db_url, tmp_path, umask):
+    home = tmp_path / "home"
+    settings = Settings(home=home, database_url=library_url(backend, db_url, home))
+    lib = open_library(settings)
+    try:
+        job_folder = quarantine_photos(lib, tmp_path / "photos")
+    finally:
+        lib.close()
+    quarantine = home / "quarantine"
+    for folder, dirs, _ in os.walk(quarantine):
+        for name in dirs:
+            os.chmod(Path(folder) / name, 0o755)
+    os.chmod(quarantine, 0o755)  # as an older version left it
+    files_before = {p: mode(p) for p in job_folder.rglob("*.jpg")}
+
+    open_library(settings).close()
+
+    folders = [quarantine, *(p for p in quarantine.rglob("*") if p.is_dir())]
+    assert len(folders) == 4  # the root, the job's, backup, backup/deeper
+    assert {mode(folder) for folder in folders} == {0o700}
+    assert {p: mode(p) for p in job_folder.rglob("*.jpg")} == files_before

@@ -17,7 +17,8 @@ def environment(db_url: str, home: Path) -> dict[str, str]:
         **os.environ,
         "PHOTO_PIPELINE_DATABASE_URL": db_url,
         "PHOTO_PIPELINE_HOME": str(home),
-        "PYTHONPATH": str(REPO),
+        # This checkout's code first: the installed package may be another checkout's.
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),
         # Recovered jobs run again at once: these tests are about crashes, not backoff.
         "PHOTO_PIPELINE_RETRY_BASE_SECONDS": "0.001",
         "PHOTO_PIPELINE_RETRY_MAX_SECONDS": "0.01",

@@ -76,6 +76,9 @@ def create_app(
         docs_url=None,  # docs.mount serves /docs from local assets; no CDN
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
+        # Starlette's slash redirects build their Location from the request's Host
+        # header (a spoofed host in a cached or shared link): a path is exact, else 404.
+        redirect_slashes=False,
     )
     app.state.api = ApiState(lib, auth, hub, limits)
     problems.install(app)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from photo_pipeline.cli.common import EXIT_REFUSED, app, err_console, library
+from photo_pipeline.cli.common import app, err_console, library
 from photo_pipeline.cli.shown import shown
 from photo_pipeline.cli.worker import MemoryBudgetOption
 
@@ -65,9 +65,8 @@ def serve(
 
     from photo_pipeline.api import create_app
     from photo_pipeline.api.auth import (
-        MIN_ENTROPY_BITS,
         TOKEN_FILE,
-        entropy_bits,
+        check_token_strength,
         load_or_create_token,
     )
     from photo_pipeline.api.server import ConnectionLimits, uvicorn_config
@@ -86,14 +85,7 @@ def serve(
     where = "PHOTO_PIPELINE_TOKEN" if lib.settings.api_token else lib.settings.home / TOKEN_FILE
     if not _is_loopback(host):
         token = load_or_create_token(lib.settings.home, lib.settings.api_token)
-        if entropy_bits(token) < MIN_ENTROPY_BITS:
-            err_console.print(
-                f"refusing to serve on {shown(host)}: the API token ({shown(where)}) has less "
-                f"than {MIN_ENTROPY_BITS} bits of entropy; unset PHOTO_PIPELINE_TOKEN to use a "
-                "generated one, or set a long random one",
-                highlight=False,
-            )
-            raise typer.Exit(EXIT_REFUSED)
+        check_token_strength(token, str(where), host)
         err_console.print(
             f"warning: serving on {shown(host)}, reachable from other machines: anyone with "
             "the token controls the library, and plain HTTP shows it to the network (put TLS "

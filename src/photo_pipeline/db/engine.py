@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Engine, UpdateBase, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
-from photo_pipeline.db.errors import unreachable
+from photo_pipeline.db.errors import stalled_writer, unreachable
 from photo_pipeline.write_gate import WRITES
 
-# Writers wait this long for SQLite's write lock before giving up.
+# Writers wait this long for SQLite's write lock before giving up (DatabaseLocked,
+# naming the process that holds it).
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 # PostgreSQL ends a write transaction that sits idle this long. Every write here runs
 # its statements back to back (milliseconds); one idle for seconds belongs to a client
@@ -71,6 +72,13 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     if parsed.database and parsed.database != ":memory:":
         _make_database_files_private(Path(parsed.database))
     engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **kwargs)
+    if parsed.database and parsed.database != ":memory:":
+        database = Path(parsed.database)
+
+        @event.listens_for(engine, "handle_error")
+        def _on_error(context: ExceptionContext) -> None:
+            # A writer that gave up waiting names who holds the lock (a stopped worker?).
+            stalled_writer(context, database)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import os
+import socket
+import sqlite3
+import urllib.parse
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from sqlalchemy import Engine, Index, PoolProxiedConnection, UniqueConstraint
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 
+from photo_pipeline.db.lock_holders import LockHolder, write_lock_holders
 from photo_pipeline.db.schema import metadata
 from photo_pipeline.errors import PhotoPipelineError
 
@@ -53,6 +59,94 @@ class DatabaseUnavailable(PhotoPipelineError):
 
     code = "database_unavailable"
     status = 503
+
+
+class DatabaseLocked(DatabaseUnavailable):
+    """SQLite's write lock stayed taken for longer than a writer waits for it
+    (``database_locked``); the detail names the process of this host holding it, and
+    whether it is stopped, when /proc tells (``holders``: pid, state, worker_id)."""
+
+    code = "database_locked"
+
+
+def stalled_writer(context: ExceptionContext, database: Path) -> None:
+    """SQLite engines' ``handle_error`` hook: "database is locked" (the busy timeout
+    ran out) raises ``DatabaseLocked`` naming who holds the lock of ``database``."""
+    original = context.original_exception
+    if not isinstance(original, sqlite3.OperationalError):
+        return
+    name = getattr(original, "sqlite_errorname", "") or ""
+    if not (name.startswith("SQLITE_BUSY") or "database is locked" in str(original)):
+        return
+    holders = [
+        (holder, _registered_worker(database, holder.pid))
+        for holder in write_lock_holders(database)
+    ]
+    raise DatabaseLocked(
+        "database_locked",
+        locked_detail(holders),
+        holders=[
+            {"pid": h.pid, "state": h.state, "worker_id": worker_id} for h, worker_id in holders
+        ],
+    )
+
+
+def locked_detail(holders: Sequence[tuple[LockHolder, str | None]]) -> str:
+    """What a writer that gave up on the lock says: who holds it, what it is doing and
+    what to do (``holders``: each holder with its worker id, None when not a worker)."""
+    if not holders:
+        return (
+            "database is locked: another process held the library's write lock for longer "
+            "than a writer waits; no process of this host holds it now (it has just let "
+            "go, or it runs on another machine that shares the database file)"
+        )
+    parts = []
+    for holder, worker_id in holders:
+        pid = holder.pid
+        if pid == os.getpid():
+            parts.append(
+                f"the library is locked by this very process (PID {pid}, another of its "
+                "threads), which held the lock for longer than a writer waits: a very long write"
+            )
+            continue
+        who = (
+            f"worker PID {pid} on this host ({worker_id})"
+            if worker_id
+            else f"process PID {pid} on this host ({holder.command or 'unknown command'})"
+        )
+        if holder.stopped:
+            parts.append(
+                f"the library is locked by {who}, which is {holder.doing}: resume it with "
+                f"`kill -CONT {pid}` or end it with `kill -KILL {pid}` (a stopped process "
+                "acts on a plain `kill` only once continued)"
+            )
+        else:
+            parts.append(
+                f"the library is locked by {who}, which is {holder.doing} and held the "
+                "lock for longer than a writer waits: a very long write, or a process stuck"
+            )
+    return "database is locked: " + "; ".join(parts)
+
+
+def _registered_worker(database: Path, pid: int) -> str | None:
+    """The id of the worker this host registered with ``pid`` (the latest one, a pid
+    being reused), read on a connection of its own: the lock held blocks no reader in
+    WAL mode, and the engine's pool may be busy. None when unknown."""
+    uri = f"file:{urllib.parse.quote(str(database))}?mode=ro"
+    try:
+        connection = sqlite3.connect(uri, uri=True, timeout=0.5)
+    except sqlite3.Error:
+        return None
+    try:
+        row = connection.execute(
+            "SELECT id FROM workers WHERE host = ? AND pid = ? ORDER BY started_at DESC LIMIT 1",
+            (socket.gethostname(), pid),
+        ).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+    return str(row[0]) if row else None
 
 
 # A connection refused, lost or not accepted yet: SQLSTATE class 08 (connection

@@ -18,6 +18,7 @@ coordinator (tests/unit/test_cli_startup.py). May import: ``files``, ``jobs``, `
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from photo_pipeline.db import open_database
 from photo_pipeline.db.dialect import engine_of
 from photo_pipeline.jobs import JobService, RetryPolicy
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline.library.home import MARKER, STORE, mark_home
+from photo_pipeline.pipeline.library.home import MARKER, QUARANTINE, STORE, mark_home
 
 if TYPE_CHECKING:
     from photo_pipeline.pipeline.library.catalog import Catalog
@@ -68,31 +69,47 @@ def open_library(settings: Settings) -> Library:
 
 
 # Files of the home that only its owner may read: the API token, and the renditions
-# (what the photos show). The SQLite files are the engine's (db.engine).
+# (what the photos show); the quarantine's folders (the copies dedupe moved there).
+# The SQLite files are the engine's (db.engine).
 API_TOKEN_FILE = "api-token"
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_FOLDER_MODE = 0o700
 
 
 def make_home_private(home: Path) -> None:
-    """Create the home owner-only (0700), and narrow what an older version left
-    readable by others: the home, the API token, the home marker, the renditions tree
-    (folders 0700, files 0600). Modes are only ever narrowed: a stricter umask's stays."""
+    """Create the home owner-only (0700) with its quarantine (0700), and narrow what an
+    older version left readable by others: the home, the API token, the home marker,
+    the renditions tree (folders 0700, files 0600) and the quarantine's folders (0700;
+    the quarantined files keep the modes of the originals they are, which an undo puts
+    back, and a hard link shares with the user's other names of the file). Modes are
+    only ever narrowed: a stricter umask's stays."""
     home.mkdir(mode=PRIVATE_FOLDER_MODE, parents=True, exist_ok=True)
     narrow_mode(home, PRIVATE_FOLDER_MODE)
     narrow_mode(home / API_TOKEN_FILE, PRIVATE_FILE_MODE)
     narrow_mode(home / MARKER, PRIVATE_FILE_MODE)
-    store = home / STORE
-    # A private store root marks a store already fixed: the walk runs once per library,
-    # and the root is narrowed last so that an interrupted walk is done again.
-    store_mode = _mode(store)
-    if store_mode is not None and store_mode & 0o077:
-        for folder, subfolders, names in os.walk(store):
-            for name in subfolders:
-                narrow_mode(Path(folder, name), PRIVATE_FOLDER_MODE)
+    _narrow_tree(home / STORE, PRIVATE_FILE_MODE)
+    _narrow_tree(home / QUARANTINE, None)
+    # Made here, owner-only, before any dedupe: the job's os.makedirs of its own folder
+    # would create a missing quarantine with the umask's mode (0755), listing the jobs.
+    with contextlib.suppress(FileExistsError):  # a folder, or what dedupe will refuse
+        (home / QUARANTINE).mkdir(mode=PRIVATE_FOLDER_MODE)
+
+
+def _narrow_tree(root: Path, file_mode: int | None) -> None:
+    """Narrow the folders under ``root`` to 0700 and its files to ``file_mode`` (None:
+    left alone), then ``root`` itself. A private root marks a tree already fixed: the
+    walk runs once per library, and the root is narrowed last so that an interrupted
+    walk is done again."""
+    root_mode = _mode(root)
+    if root_mode is None or not root_mode & 0o077:
+        return
+    for folder, subfolders, names in os.walk(root):
+        for name in subfolders:
+            narrow_mode(Path(folder, name), PRIVATE_FOLDER_MODE)
+        if file_mode is not None:
             for name in names:
-                narrow_mode(Path(folder, name), PRIVATE_FILE_MODE)
-        narrow_mode(store, PRIVATE_FOLDER_MODE)
+                narrow_mode(Path(folder, name), file_mode)
+    narrow_mode(root, PRIVATE_FOLDER_MODE)
 
 
 def narrow_mode(path: Path, allowed: int) -> None:
