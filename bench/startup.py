@@ -10,7 +10,7 @@ figures can be read on a busy machine: the bare interpreter, and one that only
 imports what every library command needs (Typer, Rich, SQLAlchemy's ORM and its
 SQLite dialect). Each command's CPU time is also given against that floor.
 
-Which modules a command loads is asserted in tests/unit/test_cli_startup.py; this
+Which modules a command loads is asserted in tests/unit/cli/test_cli_startup.py; this
 script only measures.
 """
 

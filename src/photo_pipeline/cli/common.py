@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from photo_pipeline.pipeline.library import Library
 
 # The command modules import the database and pipeline layers where a command runs,
-# not at the top: `--help` then starts without SQLAlchemy (tests/unit/test_cli_startup.py).
+# not at the top: `--help` then starts without SQLAlchemy (tests/unit/cli/test_cli_startup.py).
 
 app = typer.Typer(
     help="Self-hosted, durable photo-processing pipeline.",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from photo_pipeline.pipeline.library import Library
 
 # jobs.runtime.DEFAULT_JOBS, written out so that `--help` need not load the
-# coordinator (tests/unit/test_cli_startup.py checks they agree).
+# coordinator (tests/unit/cli/test_cli_startup.py checks they agree).
 DEFAULT_JOBS = 4
 
 log = logging.getLogger("photo_pipeline.worker")

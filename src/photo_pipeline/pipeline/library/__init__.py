@@ -13,7 +13,9 @@ shares about it.
 
 The CLI, the HTTP API and the web UI all start from a ``Library``. Opening one loads
 neither the catalogue nor the media modules: `jobs` and `job show` need only the
-coordinator (tests/unit/test_cli_startup.py). May import: ``files``, ``jobs``, ``media``, ``db``.
+coordinator (tests/unit/cli/test_cli_startup.py).
+
+May import: ``files``, ``jobs``, ``media``, ``db``.
 """
 
 from __future__ import annotations

@@ -219,7 +219,7 @@ def test_an_error_while_a_file_is_parked_gives_it_back_at_once(
 ):
     """An error nobody foresaw between parking the source and unlinking it: the file
     has its name back before the error goes on, and the job, run again, finishes.
-    (A worker killed at that instant: tests/integration/test_organize_parked.py.)"""
+    (A worker killed at that instant: tests/integration/organize/test_organize_parked.py.)"""
     dest = tmp_path / "organized"
     before = {p.name for p in library.iterdir()}
 

@@ -12,7 +12,12 @@ from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import organize
 from photo_pipeline.pipeline.library.catalog import Catalog
-from tests.integration.test_takeout_import import LONG_NAME, PARIS, takeout_json, undated_jpeg
+from tests.integration.ingest.test_takeout_import import (
+    LONG_NAME,
+    PARIS,
+    takeout_json,
+    undated_jpeg,
+)
 from tests.support.import_jobs import catalogue_by_path, run_import
 from tests.support.photo_jobs import run_organize, run_worker, tree
 

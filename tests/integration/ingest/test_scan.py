@@ -266,7 +266,7 @@ def test_file_deleted_between_listing_and_reading_fails_its_item(
 @pytest.mark.skipif(
     os.geteuid() == 0,
     reason="root reads files whatever their mode; "
-    "the permission path is covered in tests/unit/test_media_errors.py",
+    "the permission path is covered in tests/unit/media/test_media_errors.py",
 )
 def test_unreadable_file_fails_its_item(session_factory, tmp_path):
     root = tmp_path / "photos"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from photo_pipeline.media.capture_time import SOURCES
 
-FORMAT_JS = Path(__file__).parents[2] / "src/photo_pipeline/web/static/js/format.js"
+FORMAT_JS = Path(__file__).parents[3] / "src/photo_pipeline/web/static/js/format.js"
 
 
 def test_every_capture_time_source_has_a_label_in_the_ui():

@@ -1,7 +1,7 @@
 """GET /api/assets/{id}/original and /motion with a Range header they cannot serve, over
 a real server: a problem like every other error (400 ``invalid_range``, 416
 ``range_not_satisfiable`` with ``Content-Range: bytes */SIZE``), not Starlette's
-text/plain; valid ranges are served as before (tests/integration/test_range_requests)."""
+text/plain; valid ranges are served as before (tests/integration/api/test_range_requests)."""
 
 from __future__ import annotations
 

@@ -496,7 +496,7 @@ def test_one_file_under_two_names_is_never_its_own_duplicate(session_factory, tm
 def test_a_worker_paused_past_its_lease_never_removes_what_an_undo_put_back(
     session_factory, library, tmp_path, monkeypatch
 ):
-    """As organize's (tests/integration/test_organize_races.py): worker A stops just
+    """As organize's (tests/integration/organize/test_organize_races.py): worker A stops just
     before it removes a copy it has quarantined; B finishes the dedupe, the user undoes
     it (the copy is linked back under its name: the inode A checked), then A wakes up."""
     before = sha256_tree(library)

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from photo_pipeline import web
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 class Client:

@@ -21,7 +21,7 @@ from tests.factories import photos
 from tests.support.api_server import running_server
 from tests.support.import_jobs import import_and_run, run_import, settings_for
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def catalogued(session_factory) -> list[tuple[str, str, str]]:

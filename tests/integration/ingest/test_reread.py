@@ -17,7 +17,7 @@ from photo_pipeline.pipeline import timeshift
 from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
-from tests.integration.test_takeout_import import PARIS, takeout_json, undated_jpeg
+from tests.integration.ingest.test_takeout_import import PARIS, takeout_json, undated_jpeg
 from tests.support.import_jobs import catalogue_by_path, run_import
 from tests.support.photo_jobs import run_worker
 
