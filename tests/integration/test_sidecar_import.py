@@ -280,3 +280,24 @@ def test_a_photo_and_its_sidecar_whose_names_are_not_utf8_import_with_the_sideca
     sidecar.write_bytes(xmp_packet(photoshop_DateCreated="2018-02-03T04:05:06"))
     assert run_import(session_factory, card)["failed"] == {}
     assert taken(f"{latin}.png") == ("xmp_sidecar", "2018-02-03T04:05:06")
+
+
+def test_a_sidecar_whose_name_holds_a_newline_is_read(session_factory, tmp_path) -> None:
+    """exiftool takes its arguments a line each: the sidecar is read by a name without
+    the newline (it was passed over, as if it said nothing)."""
+    require_exiftool()
+    card = tmp_path / "card"
+    photos.jpeg(card / "new\nline.jpg", size=(64, 48), seed=1)
+    (card / "new\nline.xmp").write_bytes(xmp_packet(photoshop_DateCreated="2017-01-02T03:04:05"))
+    photos.jpeg(card / "IMG\r\n.jpg", size=(64, 48), seed=2)
+    (card / "IMG\r\n.jpg.xmp").write_bytes(xmp_packet(photoshop_DateCreated="2018-01-02T03:04:05"))
+    run_import(session_factory, card)
+    rows = catalogue_by_path(Catalog(session_factory))
+    dated = {
+        name: (rows[name]["asset"]["taken_source"], rows[name]["asset"]["taken_local"])
+        for name in ("new\nline.jpg", "IMG\r\n.jpg")
+    }
+    assert dated == {
+        "new\nline.jpg": ("xmp_sidecar", "2017-01-02T03:04:05"),
+        "IMG\r\n.jpg": ("xmp_sidecar", "2018-01-02T03:04:05"),
+    }
