@@ -1,7 +1,8 @@
 """An import of photos with XMP sidecars (darktable's ``NAME.EXT.xmp``, Lightroom's
 ``STEM.xmp``) catalogues each with the capture time and position its sidecar gives, on
 both databases; a sidecar that does not read, or leads outside the roots, is passed
-over and the photo keeps its own."""
+over and the photo keeps its own. Names that are not UTF-8 or hold a newline are
+read like any other."""
 
 from __future__ import annotations
 
