@@ -1,10 +1,12 @@
 """An import of photos with XMP sidecars (darktable's ``NAME.EXT.xmp``, Lightroom's
 ``STEM.xmp``) catalogues each with the capture time and position its sidecar gives, on
 both databases; a sidecar that does not read, or leads outside the roots, is passed
-over and the photo keeps its own."""
+over and the photo keeps its own. Names that are not UTF-8 or hold a newline are
+read like any other."""
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +20,7 @@ from photo_pipeline.pipeline.ingest import scan
 from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
 from tests.factories.dated import require_exiftool, xmp_packet
-from tests.support.import_jobs import catalogue_by_path, run_import
+from tests.support.import_jobs import catalogue_by_path, import_and_run, run_import, settings_for
 from tests.support.photo_jobs import run_organize, run_worker
 
 OWN = ("exif_original", "2023-07-14T10:15:30.123000")  # what photos.jpeg writes
@@ -240,3 +242,63 @@ def test_a_sidecar_whose_name_spells_an_accent_otherwise_is_still_its_photos(
     job = run_organize(session_factory, tmp_path / "sorted", move=True)
     assert JobService(session_factory).progress(job["id"])["by_state"] == {"succeeded": 4}
     assert sorted(os.listdir(card)) == [], "every sidecar travelled with its photo"
+
+
+def test_a_photo_and_its_sidecar_whose_names_are_not_utf8_import_with_the_sidecar(
+    session_factory, db_url, tmp_path
+) -> None:
+    """``lat\\xe9`` (Latin-1, from an old Windows share): the stamp of the sidecar
+    read names it as the catalogue stores paths, so the scan, and the render and
+    similar after it, succeed; an edit of the sidecar is followed."""
+    require_exiftool()
+    card = tmp_path / "card"
+    latin = os.fsdecode(b"lat\xe9")
+    photos.png(card / f"{latin}.png", size=(64, 48), seed=1)
+    sidecar = card / f"{latin}.xmp"
+    sidecar.write_bytes(xmp_packet(photoshop_DateCreated="2017-01-02T03:04:05"))
+    # a Takeout JSON's stamp is the same kind: one of each
+    takeout = os.fsdecode(b"caf\xe9\xff.jpg")
+    photos.jpeg(card / takeout, size=(64, 48), seed=2, taken=None, offset=None, subsec=None)
+    (card / f"{takeout}.json").write_text(
+        json.dumps({"photoTakenTime": {"timestamp": "1000000000"}})
+    )
+
+    jobs = import_and_run(session_factory, card, settings_for(tmp_path / "home", db_url))
+    assert [(job["job_type"], job["state"]) for job in jobs] == [
+        ("scan", JobState.SUCCEEDED),
+        ("render", JobState.SUCCEEDED),
+        ("similar", JobState.SUCCEEDED),
+    ]
+    assert jobs[0]["attempts"] == 1
+
+    def taken(name: str) -> tuple[str, str]:
+        asset = catalogue_by_path(Catalog(session_factory))[name]["asset"]
+        return asset["taken_source"], asset["taken_local"]
+
+    assert taken(f"{latin}.png") == ("xmp_sidecar", "2017-01-02T03:04:05")
+    assert taken(takeout) == ("takeout", "2001-09-09T01:46:40")
+
+    sidecar.write_bytes(xmp_packet(photoshop_DateCreated="2018-02-03T04:05:06"))
+    assert run_import(session_factory, card)["failed"] == {}
+    assert taken(f"{latin}.png") == ("xmp_sidecar", "2018-02-03T04:05:06")
+
+
+def test_a_sidecar_whose_name_holds_a_newline_is_read(session_factory, tmp_path) -> None:
+    """exiftool takes its arguments a line each: the sidecar is read by a name without
+    the newline (it was passed over, as if it said nothing)."""
+    require_exiftool()
+    card = tmp_path / "card"
+    photos.jpeg(card / "new\nline.jpg", size=(64, 48), seed=1)
+    (card / "new\nline.xmp").write_bytes(xmp_packet(photoshop_DateCreated="2017-01-02T03:04:05"))
+    photos.jpeg(card / "IMG\r\n.jpg", size=(64, 48), seed=2)
+    (card / "IMG\r\n.jpg.xmp").write_bytes(xmp_packet(photoshop_DateCreated="2018-01-02T03:04:05"))
+    run_import(session_factory, card)
+    rows = catalogue_by_path(Catalog(session_factory))
+    dated = {
+        name: (rows[name]["asset"]["taken_source"], rows[name]["asset"]["taken_local"])
+        for name in ("new\nline.jpg", "IMG\r\n.jpg")
+    }
+    assert dated == {
+        "new\nline.jpg": ("xmp_sidecar", "2017-01-02T03:04:05"),
+        "IMG\r\n.jpg": ("xmp_sidecar", "2018-01-02T03:04:05"),
+    }

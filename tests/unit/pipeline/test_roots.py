@@ -91,3 +91,20 @@ def test_the_stand_in_of_a_killed_process_is_removed_and_a_live_one_kept(
             assert not killed.exists()
             assert os.path.islink(ours.path)  # this process's own, in use
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "stem", [b"\xe9" * 251, b"\xed\xa0\x80" * 83 + b"\xff\xff", b"x." + b"\xe9" * 253]
+)
+def test_a_long_name_that_is_not_utf8_still_opens(tmp_path, stem) -> None:
+    """Each byte that is not UTF-8 is three in the stand-in's name: a 255-byte Latin-1
+    name must not come out too long to exist (its photo did not read at all)."""
+    name = os.fsdecode(stem + b".jpg" if len(stem) < 253 else stem)
+    original = tmp_path / name
+    original.write_bytes(b"the photo's bytes")
+    with roots.pinned(original, [str(tmp_path)]) as opened:
+        shown = os.path.basename(opened.path)
+        assert len(shown.encode()) <= 255
+        assert shown.endswith(".jpg") == name.endswith(".jpg")
+        assert shown.startswith("\ufffd") or shown.startswith("x.")
+        assert Path(opened.path).read_bytes() == b"the photo's bytes"

@@ -43,6 +43,8 @@ SYMLINK_OUTSIDE_ROOTS = "symlink_outside_roots"
 Root = str | os.PathLike[str]
 _PROC_FD = "/proc/self/fd"
 _STAND_IN_PREFIX = "photo-pipeline-open-"  # pinned()'s folders, one per opened file
+_NAME_MAX = 255  # bytes in a file name, on every common filesystem
+_LINE_BREAKS = str.maketrans("\n\r", "\ufffd\ufffd")
 
 
 class PathOutsideRoots(PhotoPipelineError):
@@ -188,8 +190,20 @@ def pinned(path: Root, roots: Sequence[Root]) -> Iterator[Pinned]:
 def _stand_in_name(path: Root) -> str:
     """The original's name (a date in it is read from there), with any bytes that are
     not UTF-8 replaced: libvips takes only UTF-8 names, and a name from a Latin-1
-    card or share would otherwise fail the job, not just its file."""
-    return os.fsencode(os.path.basename(path)).decode("utf-8", "replace")
+    card or share would otherwise fail the job, not just its file. A line break is
+    replaced too: exiftool takes its arguments a line each (a sidecar named with a
+    newline was passed over, one ending in CR not found). Each replaced byte takes
+    three (U+FFFD), so a long name is cut back to the bytes a name may have, its
+    extension kept: else its photo would not read at all."""
+    name = os.fsencode(os.path.basename(path)).decode("utf-8", "replace")
+    name = name.translate(_LINE_BREAKS)
+    if len(name.encode()) <= _NAME_MAX:
+        return name
+    stem, extension = os.path.splitext(name)
+    if len(extension.encode()) > _NAME_MAX // 2:  # no extension: a dot in a long name
+        stem, extension = name, ""
+    room = _NAME_MAX - len(extension.encode())
+    return stem.encode()[:room].decode("utf-8", "ignore") + extension
 
 
 @functools.cache

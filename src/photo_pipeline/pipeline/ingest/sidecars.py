@@ -50,8 +50,9 @@ def with_sidecars_of(
     path: str, metadata: MediaMetadata, allowed: Sequence[str], time_limit: float
 ) -> tuple[MediaMetadata, str | None]:
     """``metadata`` of the file at ``path`` with what its sidecars say, and the stamp
-    of the sidecars read (``name:size:mtime_ns`` of each; None: none; SIDECARS_UNREAD:
-    one is there but could not be read, exiftool missing included)."""
+    of the sidecars read (``name:size:mtime_ns`` of each, the name in its stored form,
+    ``paths.to_text``; None: none; SIDECARS_UNREAD: one is there but could not be read,
+    exiftool missing included)."""
     folder, name = os.path.split(path)
     stamps: list[str] = []
     xmp = _read_first(
@@ -149,9 +150,10 @@ def _read_first(
         except (roots.PathOutsideRoots, MediaError, OSError) as exc:
             log.warning("%s: sidecar not read (%s)", sidecar, exc)
             facts = None
-        stamps.append(
-            SIDECARS_UNREAD if facts is None else f"{name}:{info.st_size}:{info.st_mtime_ns}"
-        )
+        if facts is None:
+            stamps.append(SIDECARS_UNREAD)
+        else:  # its name as paths are stored: one not UTF-8 goes into no text column
+            stamps.append(f"{paths.to_text(name)}:{info.st_size}:{info.st_mtime_ns}")
         return facts
     return None
 
