@@ -246,21 +246,11 @@ def bench_huge(size: tuple[int, int]) -> None:
         ("1 GiB", 1 << 30),
     ):
         result = h.in_child("memory", "job", json.dumps({"paths": paths, "budget": budget}))
-        rows.append(
-            [
-                label,
-                mib(result["peak"]),
-                mib(result["before"]),
-                mib(result["peak"] - result["before"]),
-                result["most_at_once"],
-                f"{result['seconds']:.1f}",
-                json.dumps(result["items"]),
-            ]
-        )
-    h.table(
-        ["budget", "peak MiB", "before MiB", "added MiB", "most at once", "seconds", "items"],
-        rows,
-    )
+        rows.append([label, mib(result["peak"]), mib(result["before"]),
+                     mib(result["peak"] - result["before"]), result["most_at_once"],
+                     f"{result['seconds']:.1f}", json.dumps(result["items"])])  # fmt: skip
+    h.table(["budget", "peak MiB", "before MiB", "added MiB", "most at once", "seconds", "items"],
+            rows)  # fmt: skip
 
 
 def bench_estimates() -> None:

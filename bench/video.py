@@ -218,65 +218,30 @@ def body(args: Namespace) -> None:
             run["rate"] = run["files"] / run["seconds"]
         runs[key] = h.best(done, key=lambda r: r["rate"])
     rows = [
-        [
-            codec,
-            what,
-            run["files"],
-            run["seconds"],
-            run["rate"],
-            run["cpu"] / run["files"] * 1000,
-            f"{run['worker_rss_mb']:.0f}",
-            f"{run['decode_child_rss_mb']:.0f}" if "ours" in what else "-",
-        ]
+        [codec, what, run["files"], run["seconds"], run["rate"], run["cpu"] / run["files"] * 1000,
+         f"{run['worker_rss_mb']:.0f}",
+         f"{run['decode_child_rss_mb']:.0f}" if "ours" in what else "-"]
         for (codec, what), run in runs.items()
-    ]
-    h.table(
-        [
-            "codec",
-            "what",
-            "files",
-            "seconds",
-            "files/s",
-            "CPU ms/file",
-            "worker RSS MB",
-            "decode child MB",
-        ],
-        rows,
-    )
+    ]  # fmt: skip
+    h.table(["codec", "what", "files", "seconds", "files/s", "CPU ms/file", "worker RSS MB",
+             "decode child MB"], rows)  # fmt: skip
+
     h.heading("2. ratios (target: ours >= 0.8x the bare PyAV loop)")
-
-    def per_cpu(run: dict[str, Any]) -> float:
-        return run["files"] / run["cpu"]
-
-    h.table(
-        ["ratio", "h264 files/s", "hevc files/s", "h264 per CPU-s", "hevc per CPU-s"],
-        [
-            [
-                f"{ours} / {bare}",
-                *(
-                    h.ratio(
-                        runs[(c, ours)]["rate"],
-                        runs[(c, bare)]["rate"],
-                        name=f"{c} {ours} / bare, files/s",
-                    )
-                    for c in clips
-                ),
-                *(
-                    h.ratio(
-                        per_cpu(runs[(c, ours)]),
-                        per_cpu(runs[(c, bare)]),
-                        name=f"{c} {ours} / bare, per CPU-s",
-                    )
-                    for c in clips
-                ),
-            ]
-            for ours, bare in (
-                ("metadata ours", "metadata bare"),
-                ("metadata ours isolated", "metadata bare"),
-                ("poster ours", "poster bare"),
-            )
-        ],
-    )
+    rows = []
+    for ours, bare in (
+        ("metadata ours", "metadata bare"),
+        ("metadata ours isolated", "metadata bare"),
+        ("poster ours", "poster bare"),
+    ):
+        mine, theirs = [runs[c, ours] for c in clips], [runs[c, bare] for c in clips]
+        rows.append([
+            f"{ours} / {bare}",
+            *(h.ratio(a["rate"], b["rate"], name=f"{c} {ours}, files/s")
+              for c, a, b in zip(clips, mine, theirs, strict=True)),
+            *(h.ratio(a["files"] / a["cpu"], b["files"] / b["cpu"], name=f"{c} {ours}, per CPU-s")
+              for c, a, b in zip(clips, mine, theirs, strict=True)),
+        ])  # fmt: skip
+    h.table(["ratio", "h264 files/s", "hevc files/s", "h264 per CPU-s", "hevc per CPU-s"], rows)
     h.note(
         "files/s is wall clock on a machine shared with others; per CPU-s counts the CPU "
         "time of the worker and its forked decode children, which other load disturbs less. "
