@@ -33,9 +33,9 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import nullcontext, redirect_stdout
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from importlib import metadata
 from multiprocessing import get_context
@@ -308,6 +308,20 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
 
 
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """File descriptor 1 onto 2, so that child processes' output stays off stdout too."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _load() -> str:
     return " / ".join(f"{v:.2f}" for v in os.getloadavg())
 
@@ -333,7 +347,7 @@ def run(
     main_spec = getattr(sys.modules["__main__"], "__spec__", None)
     name = main_spec.name if main_spec is not None else options.prog
     started, load_before = time.perf_counter(), os.getloadavg()
-    with redirect_stdout(sys.stderr) if args.json else nullcontext():
+    with _stdout_to_stderr() if args.json else nullcontext():
         print(f"{name}: {os.cpu_count()} CPUs, Python {platform.python_version()}; "
               f"load average {_load()} (1 / 5 / 15 min) before", flush=True)  # fmt: skip
         code = body(args) or 0
