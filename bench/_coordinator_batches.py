@@ -9,12 +9,9 @@ from collections.abc import Iterator
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from bench import _harness as h
 from bench._coordinator_sizes import JOB_TYPE, Sizes
-from bench._databases import (
-    fresh_database,
-    opened,
-)
-from bench._report import heading, note, ratio, table
+from bench._databases import fresh_database, opened
 from photo_pipeline.db.schema import jobs
 
 ENQUEUE_TARGET = 10_000
@@ -77,13 +74,13 @@ def item_updates(backend: str, sizes: Sizes, *, analyze: bool = False) -> dict:
 
 
 def items_section(backends: list[str], sizes: Sizes) -> None:
-    heading(
+    h.heading(
         f"2. item updates: running → succeeded, batched ({sizes.items_total:,} items, "
         f"set_items by {sizes.item_batch}) vs one by one ({sizes.items_single:,} of "
         f"{sizes.items_total:,} items, set_item)"
     )
-    note("each item takes 2 updates (running, then succeeded), all with the fencing token")
-    note(
+    h.note("each item takes 2 updates (running, then succeeded), all with the fencing token")
+    h.note(
         "PostgreSQL twice: right after enqueue (planner statistics of job_items not yet "
         "gathered: autovacuum is off for that table during the run) and after ANALYZE"
     )
@@ -95,9 +92,10 @@ def items_section(backends: list[str], sizes: Sizes) -> None:
         result = item_updates(backend, sizes, analyze=analyze)
         rows.append([
             backend, result["stats"], result["batched"], result["single"],
-            ratio(result["batched"], result["single"]), result["check"],
+            h.ratio(result["batched"], result["single"], name=f"{backend}, {result['stats']}"),
+            result["check"],
         ])  # fmt: skip
-    table(
+    h.table(
         ["backend", "job_items statistics", "batched items/s", "one-by-one items/s",
          "batched/one", "check"],
         rows,
@@ -127,14 +125,14 @@ def enqueue_many_rate(backend: str, n_jobs: int, batch: int) -> dict:
 
 def enqueue_section(backends: list[str], sizes: Sizes) -> None:
     n, batch = sizes.enqueue, 1000
-    heading(f"4. enqueue_many: {n:,} jobs in batches of {batch:,} (target ≥ 10,000 jobs/s)")
+    h.heading(f"4. enqueue_many: {n:,} jobs in batches of {batch:,} (target ≥ 10,000 jobs/s)")
     rows = []
     for backend in backends:
         result = enqueue_many_rate(backend, n, batch)
-        plain = result["plain"]
+        plain = h.figure(f"{backend} jobs/s", result["plain"])
         verdict = "ok" if plain >= ENQUEUE_TARGET else f"UNDER {ENQUEUE_TARGET:,}"
         rows.append([backend, plain, result["key + lock + 1 item"], verdict, result["check"]])
-    table(
+    h.table(
         ["backend", "jobs/s", "jobs/s with key, lock, 1 item", "plain vs target", "check"],
         rows,
     )

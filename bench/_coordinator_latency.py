@@ -18,12 +18,9 @@ from typing import Any
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from bench import _harness as h
 from bench._coordinator_sizes import JOB_TYPE, OTHER_JOB_TYPE, START_TIMEOUT_S, Sizes
-from bench._databases import (
-    fresh_database,
-    opened,
-)
-from bench._report import heading, note, table
+from bench._databases import fresh_database, opened
 from photo_pipeline.db import open_database, write_session
 from photo_pipeline.db.schema import job_events, jobs
 from photo_pipeline.jobs import JobService, utc_now
@@ -88,7 +85,6 @@ class LatencyCase:
     backlog: int  # queued jobs of another type, ahead of them in claim order
     factory: Any = None
     service: Any = None
-    samples: list[float] | None = None
 
 
 def open_latency_case(stack: ExitStack, backend: str, case: LatencyCase) -> float:
@@ -98,40 +94,38 @@ def open_latency_case(stack: ExitStack, backend: str, case: LatencyCase) -> floa
     started = time.perf_counter()
     bulk_enqueue(case.factory, case.backlog, job_type=OTHER_JOB_TYPE)
     bulk_enqueue(case.factory, case.runnable)
-    case.samples = []
     return time.perf_counter() - started
 
 
-def claim_once(case: LatencyCase, record: bool) -> None:
+def claim_once(case: LatencyCase) -> float:
     """Time one claim; then (untimed) complete the job and enqueue a replacement, so
     the queue keeps its size."""
     started = time.perf_counter()
     job = case.service.claim([JOB_TYPE], "bench")
     elapsed = time.perf_counter() - started
-    if record:
-        case.samples.append(elapsed)
     case.service.transition(job["id"], "succeeded", fencing_token=job["fencing_token"])
     case.service.enqueue(JOB_TYPE)
+    return elapsed
 
 
 def claim_latency(backend: str, cases: list[LatencyCase], claims: int) -> list[list[Any]]:
     """Interleave the cases claim by claim (rotating who goes first), so that noise
     from the machine hits every case alike; returns one table row per case."""
-    warmup = 10
     with ExitStack() as stack:
         fills = [open_latency_case(stack, backend, case) for case in cases]
-        for n in range(warmup + claims):
-            for k in range(len(cases)):
-                claim_once(cases[(n + k) % len(cases)], record=n >= warmup)
+        timed = {case.label: lambda c=case: claim_once(c) for case in cases}
+        found = h.alternate(timed, claims, order="rotate", warmup=10)
         rows = []
+        base = statistics.median(found[cases[0].label]) * 1000
         for case, fill_s in zip(cases, fills, strict=True):
             with case.factory() as session:
                 queued = session.scalar(select(func.count()).where(jobs.c.state == "queued"))
-            samples = sorted(case.samples)
+            samples = sorted(found[case.label])
             median = statistics.median(samples) * 1000
-            base = statistics.median(cases[0].samples) * 1000
             factor = median / base
-            verdict = "" if case is cases[0] else f"{factor:.2f}x"
+            verdict = (
+                "" if case is cases[0] else h.ratio(median, base, name=f"{backend}, {case.label}")
+            )
             if case is not cases[0]:
                 verdict += " ok" if factor < LATENCY_TARGET else f" OVER {LATENCY_TARGET}x"
             rows.append([
@@ -143,19 +137,19 @@ def claim_latency(backend: str, cases: list[LatencyCase], claims: int) -> list[l
 
 def latency_section(backends: list[str], sizes: Sizes) -> None:
     small, large = sizes.queues
-    heading(
+    h.heading(
         f"3. claim latency: {sizes.claims} claims each with {small:,} vs {large:,} queued "
         "no-op jobs (recover_every=None)"
     )
-    note(
+    h.note(
         "filler jobs are inserted in bulk with SQLAlchemy Core (the columns and 'queued' "
         "event enqueue() writes): enqueue() one by one would take minutes at 100k"
     )
-    note(
+    h.note(
         "each claim is followed (untimed) by succeeded + one new enqueue(), so the queue "
         "keeps its size; the cases run interleaved, each in its own fresh database"
     )
-    note(
+    h.note(
         f"third case: claim({JOB_TYPE!r}) while {large:,} {OTHER_JOB_TYPE!r} jobs are queued "
         "ahead (e.g. a thumbnail backlog while another worker claims other work)"
     )
@@ -167,7 +161,7 @@ def latency_section(backends: list[str], sizes: Sizes) -> None:
             LatencyCase(f"{small:,} {JOB_TYPE} + {large:,} {OTHER_JOB_TYPE} ahead", small, large),
         ]
         rows += claim_latency(backend, cases, sizes.claims)
-    table(
+    h.table(
         ["backend", "queue", "queued after", "median ms", "p90 ms", "bulk fill s",
          f"median vs {small // 1000}k (target < {LATENCY_TARGET}x)"],
         rows,
@@ -233,11 +227,11 @@ def wake_latencies(
 
 
 def wakeup_section(backends: list[str], sizes: Sizes) -> None:
-    heading(
+    h.heading(
         f"5. wake-up latency: enqueue → claim by an idle worker, {sizes.wakeups} jobs one "
         "at a time (target p50 < 50 ms on PostgreSQL)"
     )
-    note(
+    h.note(
         "to the claim statement starting (started_at, the server's clock on this machine) "
         "from enqueue() being called (its own time included) and from it returning (the "
         "commit acknowledged: below 0 when the woken worker claims before the enqueuing "
@@ -252,24 +246,24 @@ def wakeup_section(backends: list[str], sizes: Sizes) -> None:
             found, enqueues = wake_latencies(url, sizes.wakeups, in_process, poll)
         from_call = sorted(a for a, _ in found)
         found = sorted(b for _, b in found)
-        p50 = statistics.median(from_call) * 1000
         how = (
             "in-process (embedded worker)" if in_process
             else "LISTEN/NOTIFY, worker process" if backend == "postgresql"
             else "worker process, polls every 1 s"
         )  # fmt: skip
+        p50 = h.figure(f"{backend}, {how}: p50 ms", statistics.median(from_call) * 1000)
         verdict = ""
         if backend == "postgresql":
             verdict = "ok" if p50 < WAKE_TARGET_MS else f"OVER {WAKE_TARGET_MS} ms"
         rows.append([backend, how, p50, from_call[int(len(from_call) * 0.9)] * 1000,
                      max(from_call) * 1000, statistics.median(enqueues) * 1000,
                      f"{statistics.median(found) * 1000:.2f}", verdict])  # fmt: skip
-    table(
+    h.table(
         ["backend", "wake-up", "p50 ms from call", "p90 ms", "max ms", "enqueue p50 ms",
          "p50 ms from return", "p50 (from call) vs target"],
         rows,
     )  # fmt: skip
-    note(
+    h.note(
         "SQLite across processes has no NOTIFY: a `worker` polls every --poll-seconds "
         "(1 s by default), so its latency is about half that on average"
     )

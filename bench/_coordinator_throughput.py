@@ -17,13 +17,9 @@ import psycopg
 from sqlalchemy import event, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from bench import _harness as h
 from bench._coordinator_sizes import JOB_TYPE, START_TIMEOUT_S, Sizes
-from bench._databases import (
-    fresh_database,
-    fresh_pg_database,
-    opened,
-)
-from bench._report import heading, note, ratio, table
+from bench._databases import fresh_database, fresh_pg_database, opened
 from photo_pipeline.db.schema import job_events, jobs
 
 try:
@@ -31,7 +27,7 @@ try:
 except ImportError:  # the `bench` extra is not installed
     procrastinate = None
 
-PROCRASTINATE_DB = "pp_bench_procrastinate"
+PROCRASTINATE_DB = "pp_bench_procrastinate"  # + a suffix of its own each run
 PROCESS_COUNTS = (1, 4)
 RUN_TIMEOUT_S = 900
 
@@ -230,19 +226,20 @@ def measure_throughput(system: str, backend: str, procs: int, *, n_jobs: int) ->
 
 def throughput_section(backends: list[str], sizes: Sizes) -> None:
     n = sizes.jobs
-    heading(f"1. claim + complete throughput: {n:,} no-op jobs, 1 and 4 worker processes")
-    note("wall time = from the start barrier to the last worker finding the queue empty;")
-    note(f"{sizes.rounds} interleaved rounds, the best round is shown (this machine is shared)")
+    h.heading(f"1. claim + complete throughput: {n:,} no-op jobs, 1 and 4 worker processes")
+    h.note("wall time = from the start barrier to the last worker finding the queue empty;")
+    h.note(f"{sizes.rounds} interleaved rounds, the best round is shown (this machine is shared)")
     systems = [("JobService", b) for b in backends]
     if "postgresql" in backends and procrastinate is not None:
         systems.append(("procrastinate", "postgresql"))
     configs = [(system, backend, procs) for system, backend in systems for procs in PROCESS_COUNTS]
-    runs: dict[tuple[str, str, int], list[dict]] = {config: [] for config in configs}
-    for _ in range(sizes.rounds):
-        for config in configs:
-            result = measure_throughput(*config, n_jobs=n)
-            runs[config].append({**result, "rate": n / result["wall"]})
-    best = {config: max(results, key=lambda r: r["rate"]) for config, results in runs.items()}
+
+    def measured(config: tuple[str, str, int]) -> dict[str, Any]:
+        result = measure_throughput(*config, n_jobs=n)
+        return {**result, "rate": n / result["wall"]}
+
+    runs = h.alternate({c: lambda c=c: measured(c) for c in configs}, sizes.rounds)
+    best = {config: h.best(results, key=lambda r: r["rate"]) for config, results in runs.items()}
     rows = []
     for system, backend, procs in configs:
         result = best[system, backend, procs]
@@ -250,30 +247,31 @@ def throughput_section(backends: list[str], sizes: Sizes) -> None:
         rows.append([
             f"{system} / {backend}", procs, result["wall"], result["rate"],
             "/".join(f"{r['rate']:.0f}" for r in runs[system, backend, procs]),
-            ratio(result["rate"], best[system, backend, 1]["rate"]),
+            h.ratio(result["rate"], best[system, backend, 1]["rate"]),
             "/".join(str(d) for d in result["done"]), result["enqueue_per_s"],
             result["check"] if checks == {"ok"} else "FAILED in a round",
         ])  # fmt: skip
-    table(
+    h.table(
         ["system / backend", "procs", "wall s", "jobs/s", "each round", "vs 1 proc",
          "jobs per worker", "enqueue/s", "check: each job succeeded, claimed once"],
         rows,
     )  # fmt: skip
-    note("enqueue/s: JobService.enqueue_many() by 1,000; procrastinate batch_defer() by 1,000")
+    h.note("enqueue/s: JobService.enqueue_many() by 1,000; procrastinate batch_defer() by 1,000")
     if ("procrastinate", "postgresql", 1) in best:
         for procs in PROCESS_COUNTS:
             ours = best["JobService", "postgresql", procs]["rate"]
             theirs = best["procrastinate", "postgresql", procs]["rate"]
-            note(f"JobService / procrastinate on PostgreSQL, {procs} proc: {ratio(ours, theirs)}")
+            factor = h.ratio(ours, theirs, name=f"JobService / procrastinate, {procs} proc")
+            h.note(f"JobService / procrastinate on PostgreSQL, {procs} proc: {factor}")
     elif "postgresql" in backends:
-        note("procrastinate is not installed (pip install -e '.[bench]'): no peer numbers")
+        h.note("procrastinate is not installed (pip install -e '.[bench]'): no peer numbers")
     describe_work_per_job(backends)
 
 
 def describe_work_per_job(backends: list[str]) -> None:
-    note("work per job:")
+    h.note("work per job:")
     for backend in backends:
-        note(
+        h.note(
             f"JobService/{backend}: "
             + (
                 "claim() = 1 statement in autocommit (WITH claimed AS (UPDATE … WHERE seq = "
@@ -294,7 +292,7 @@ def describe_work_per_job(backends: list[str]) -> None:
             indent=4,
         )
     if "postgresql" in backends and procrastinate is not None:
-        note(
+        h.note(
             "procrastinate: fetch_job = 1 statement (plpgsql: SELECT … FOR UPDATE SKIP "
             "LOCKED + UPDATE; a trigger inserts the 'started' event), await the no-op "
             "async task, finish_job = 1 statement (UPDATE; a trigger inserts 'succeeded'), "

@@ -68,14 +68,6 @@ def make_photo(path: str, index: int, size: tuple[int, int]) -> int:
 
 
 # ── item work ─────────────────────────────────────────────────────────────────
-
-
-def pid_after(seconds: float) -> int:
-    """Sleep, then name the process: makes a fresh pool start all its processes."""
-    time.sleep(seconds)
-    return os.getpid()
-
-
 def warm_item(params: dict[str, Any], key: str) -> int:
     """Warm-up: wait (so that each process of a fresh pool gets one of these), then
     make a thumbnail; returns the process id."""

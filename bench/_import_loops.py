@@ -3,7 +3,7 @@
 A module of its own so that a spawned process pool can import its functions by name
 (``import`` is a keyword: ``bench.import`` cannot be imported as a module).
 
-* the photo sets: 24-MP JPEGs (6000x4000, q90) from ``bench/render.py``'s photo-like
+* the photo sets: 24-MP JPEGs (6000x4000, q90) from ``bench._photos``' photo-like
   generator, and iPhone-sized HEICs (4032x3024, HEVC in 512-px grid tiles, a 320-px
   embedded thumbnail, EXIF), each made once and reused;
 * the bare loops: per photo only the essential work, with nothing of the pipeline
@@ -30,25 +30,20 @@ HEIC_ENCODER_PRESET = "fast"  # x265's default (medium) takes ~25 s a photo here
 
 # ── photo sets ─────────────────────────────────────────────────────────────────
 def write_jpeg(target: str, index: int) -> None:
-    from tests.factories.photos import build_exif
+    from bench._photos import write_jpeg
 
-    from bench.render import photo  # bench/render.py: smooth colour field plus film grain
-
-    partial = Path(target).with_name(f".{Path(target).name}.partial")  # hidden: never scanned
-    exif = build_exif(orientation=6 if index % 5 == 4 else 1, gps=(48.85, 2.29, 35.0))
-    photo(JPEG_SIZE, index).save(partial, "JPEG", quality=90, exif=exif)
-    os.replace(partial, target)
+    write_jpeg(target, index, JPEG_SIZE)
 
 
 def write_heic(target: str, index: int) -> None:
     import pillow_heif
     from tests.factories.photos import build_exif
 
-    from bench.render import photo
+    from bench._photos import picture
 
     partial = Path(target).with_name(f".{Path(target).name}.partial")
     exif = build_exif(orientation=6 if index % 4 == 0 else 1, gps=(48.85, 2.29, 35.0))
-    pillow_heif.from_pillow(photo(HEIC_SIZE, 10_000 + index)).save(
+    pillow_heif.from_pillow(picture(10_000 + index, HEIC_SIZE)).save(
         partial,
         format="HEIF",
         quality=60,
@@ -60,7 +55,7 @@ def write_heic(target: str, index: int) -> None:
     os.replace(partial, target)
 
 
-def ready(delay: float = 0.2) -> int:
+def ready(delay: float) -> int:
     """A task that makes a pool process start and import its libraries (``delay``
     keeps it busy, so that each process of a fresh pool takes one)."""
     import time

@@ -1,5 +1,6 @@
 """The ingest benchmark's hashing (section 3): ``hash_file`` against a bare BLAKE3 loop
-over the same files, sequential and in a spawned pool, in both orders."""
+over the same files, sequential and in a spawned pool, in both orders. The spawned pool
+imports the hashers from here by name."""
 
 from __future__ import annotations
 
@@ -8,17 +9,48 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
 from typing import Any
 
-from bench import _photos
-from bench._ingest_common import CPUS, HASH_TARGET, MB, Sizes, spawn_pool, start_pool, verdict
+import blake3
+
+from bench import _harness as h
+from bench._ingest_common import CPUS, HASH_TARGET, MB, Sizes, verdict
 from bench._ingest_photos import PhotoSet
-from bench._report import heading, note, ratio, table
+from photo_pipeline.media import hash_file
+
+READ_CHUNK = 1 << 20  # 1 MiB reads (hash_file reads 64 KiB into a reused buffer)
+
+
+def bare_blake3(path: str) -> str:
+    """BLAKE3 of a file with nothing around it: plain open() and read() by 1 MiB."""
+    hasher = blake3.blake3()
+    with open(path, "rb") as fp:
+        while chunk := fp.read(READ_CHUNK):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def bare_blake3_readinto(path: str) -> str:
+    """The same, reading into one reused 1 MiB buffer (no new bytes object per chunk)."""
+    hasher = blake3.blake3()
+    buffer = bytearray(READ_CHUNK)
+    view = memoryview(buffer)
+    with open(path, "rb") as fp:
+        while n := fp.readinto(buffer):
+            hasher.update(view[:n])
+    return hasher.hexdigest()
+
+
+def pipeline_hash(path: str) -> str:
+    """The scan's hashing, as ``inspect_file`` calls it."""
+    return hash_file(Path(path))
+
 
 HASHERS: dict[str, Callable[[str], str]] = {
-    "bare read()": _photos.bare_blake3,
-    "bare readinto()": _photos.bare_blake3_readinto,
-    "hash_file": _photos.pipeline_hash,
+    "bare read()": bare_blake3,
+    "bare readinto()": bare_blake3_readinto,
+    "hash_file": pipeline_hash,
 }
 BRIEF_BARE, BEST_BARE = "bare read()", "bare readinto()"
 
@@ -55,15 +87,11 @@ def both_orders(run: Callable[[Callable[[str], str]], tuple[float, list]], round
     """Passes of every hasher in list order, then in reverse, ``rounds`` times; returns
     the seconds per order and hasher, and whether all digests agreed."""
     names = list(HASHERS)
-    orders = {f"{names[0]} first": names, f"{names[-1]} first": names[::-1]}
-    seconds: dict[str, dict[str, list[float]]] = {order: {} for order in orders}
-    digests: set[tuple[str, ...]] = set()
-    for _ in range(rounds):
-        for order, sequence in orders.items():
-            for name in sequence:
-                elapsed, found = run(HASHERS[name])
-                seconds[order].setdefault(name, []).append(elapsed)
-                digests.add(tuple(found))
+    done = h.alternate({n: lambda n=n: run(HASHERS[n]) for n in names}, 2 * rounds, order="mirror")
+    orders = {f"{names[0]} first": slice(0, None, 2), f"{names[-1]} first": slice(1, None, 2)}
+    seconds = {order: {name: [t for t, _ in done[name][part]] for name in names}
+               for order, part in orders.items()}  # fmt: skip
+    digests = {tuple(found) for results in done.values() for _, found in results}
     return {"seconds": seconds, "agree": len(digests) == 1}
 
 
@@ -74,7 +102,7 @@ def hashing_rows(mode: str, result: dict, total: float) -> tuple[list[list[Any]]
         sums.update({name: statistics.mean(times) for name, times in by_name.items()})
         rows.append([
             mode, order, *(rate[name] for name in HASHERS),
-            ratio(rate["hash_file"], rate[BRIEF_BARE]), ratio(rate["hash_file"], rate[BEST_BARE]),
+            *(h.ratio(rate["hash_file"], rate[bare]) for bare in (BRIEF_BARE, BEST_BARE)),
             "ok" if result["agree"] else "DIFFER",
         ])  # fmt: skip
     ratios = {bare: sums[bare] / sums["hash_file"] for bare in (BRIEF_BARE, BEST_BARE)}
@@ -84,15 +112,15 @@ def hashing_rows(mode: str, result: dict, total: float) -> tuple[list[list[Any]]
 def hashing_section(photos: PhotoSet, sizes: Sizes, probed: dict) -> dict[str, dict]:
     paths = photos.paths()
     total = photos.total_bytes / MB
-    heading(f"3. hashing throughput: hash_file vs a bare BLAKE3 loop over the {len(paths):,} "
+    h.heading(f"3. hashing throughput: hash_file vs a bare BLAKE3 loop over the {len(paths):,} "
             f"photos ({total:,.0f} MB)")  # fmt: skip
-    note("bare read() = blake3.blake3() fed by open(...).read(1 MiB) (a new bytes object per "
+    h.note("bare read() = blake3.blake3() fed by open(...).read(1 MiB) (a new bytes object per "
          "chunk); bare readinto() = the same into one reused 1 MiB buffer; hash_file = the "
          "scan's (open_original + readinto a reused buffer). Every hasher in both orders; "
          "photos in the page cache, so this is CPU-bound hashing")  # fmt: skip
     sequential = both_orders(lambda f: sequential_pass(f, paths), sizes.hash_rounds)
-    with spawn_pool(CPUS) as pool:
-        start_s = start_pool(pool, CPUS)
+    with h.spawn_pool(CPUS) as pool:
+        start_s = h.start_pool(pool, CPUS)
         pooled = both_orders(lambda f: pool_pass(pool, CPUS, f, paths), sizes.hash_rounds)
     rows, ratios = [], {}
     for mode, result in (("sequential", sequential), (f"pool of {CPUS}", pooled)):
@@ -103,14 +131,15 @@ def hashing_section(photos: PhotoSet, sizes: Sizes, probed: dict) -> dict[str, d
     in_scan_cpu = probe["hash_bytes"] / MB / probe["hash_cpu"]
     rows.append(["in the probed first scan", "per process, wall", "", "", in_scan, "", "", ""])
     rows.append(["in the probed first scan", "per CPU-second", "", "", in_scan_cpu, "", "", ""])
-    table(["mode", "order", *(f"{name} MB/s" for name in HASHERS), "hash_file/read()",
+    h.table(["mode", "order", *(f"{name} MB/s" for name in HASHERS), "hash_file/read()",
            "hash_file/readinto()", "digests"], rows)  # fmt: skip
-    note(f"pool start (spawn {CPUS} processes + imports): {start_s:.2f} s, outside the "
+    h.note(f"pool start (spawn {CPUS} processes + imports): {start_s:.2f} s, outside the "
          "timings. In the scan, hashing shares the cores with metadata decoding and the "
          "worker's database writes (and, here, other users' processes): compare its CPU "
          "rate, not its wall rate")  # fmt: skip
     for mode, by_bare in ratios.items():
         for bare, value in by_bare.items():
-            note(f"{mode}: hash_file / {bare} = {value:.2f} (mean of both orders) — target "
+            h.figure(f"{mode}: hash_file / {bare}", value)
+            h.note(f"{mode}: hash_file / {bare} = {value:.2f} (mean of both orders) — target "
                  f"≥ {HASH_TARGET}: {verdict(value, HASH_TARGET, at_least=True)}")  # fmt: skip
     return ratios

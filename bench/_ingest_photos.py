@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import _harness as h
 from bench import _photos
-from bench._ingest_common import CPUS, MB, WALK, spawn_pool
-from bench._report import heading, note
+from bench._ingest_common import CPUS, MB, WALK
 
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "pp_bench_ingest"
 MANIFEST = ".ingest-photos.json"  # hidden: the scan skips it
@@ -106,7 +106,7 @@ def generate(root: Path, count: int) -> tuple[list[tuple[str, int]], float]:
     ]
     files: list[tuple[str, int]] = []
     started = time.perf_counter()
-    with spawn_pool(CPUS) as pool:
+    with h.spawn_pool(CPUS) as pool:
         futures = [pool.submit(_photos.write_photos, str(root), chunk) for chunk in chunks]
         for n, future in enumerate(as_completed(futures), 1):
             files += future.result()
@@ -184,23 +184,23 @@ def memory_available() -> float:
 def photos_section(photos: PhotoSet) -> None:
     count, total = len(photos.files), photos.total_bytes
     sizes = [size / MB for _, size in photos.files]
-    heading(f"0. photos: {count:,} JPEGs of {_photos.SIZE[0]}x{_photos.SIZE[1]} with EXIF")
-    note(f"in {photos.root}: {total / 1e9:.2f} GB, {statistics.mean(sizes):.2f} MB per photo "
+    h.heading(f"0. photos: {count:,} JPEGs of {_photos.SIZE[0]}x{_photos.SIZE[1]} with EXIF")
+    h.note(f"in {photos.root}: {total / 1e9:.2f} GB, {statistics.mean(sizes):.2f} MB per photo "
          f"({min(sizes):.2f}–{max(sizes):.2f}); quality {_photos.QUALITY}, a smooth colour "
          f"field + grain (sigma {_photos.GRAIN_SIGMA}), 5 camera models, 2015–2024 dates, "
          "6 UTC offsets, 40 % with GPS, 20 % rotated; folders YYYY/MM")  # fmt: skip
     if photos.generated_s is None:
-        note("reused from an earlier run (complete and unchanged)")
+        h.note("reused from an earlier run (complete and unchanged)")
     else:
-        note(f"generated in {photos.generated_s:.0f} s with {CPUS} processes "
+        h.note(f"generated in {photos.generated_s:.0f} s with {CPUS} processes "
              f"({count / photos.generated_s:.1f} photos/s)")  # fmt: skip
     for message in photos.notes:
-        note(f"NOTE: {message}")
+        h.note(f"NOTE: {message}")
     seconds = warm_cache(photos.paths())
-    note(f"read once more to fill the page cache: {seconds:.1f} s ({total / MB / seconds:,.0f} "
+    h.note(f"read once more to fill the page cache: {seconds:.1f} s ({total / MB / seconds:,.0f} "
          "MB/s). Caches are not dropped (we cannot do it safely here), so every number below "
          "is with the photos in RAM: CPU-bound hashing and decoding, no disk reads")  # fmt: skip
     available = memory_available()
     if available and total > 0.6 * available:
-        note(f"NOTE: the set ({total / 1e9:.1f} GB) is large for the {available / 1e9:.1f} GB "
+        h.note(f"NOTE: the set ({total / 1e9:.1f} GB) is large for the {available / 1e9:.1f} GB "
              "of available memory: part of it may be read from disk")  # fmt: skip

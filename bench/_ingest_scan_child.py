@@ -1,16 +1,18 @@
 """The ingest benchmark's scans, child side (section 1): run in a fresh interpreter of
 their own (``bench._ingest_scans.measure_scan``), so that each scan process has a clean
-peak RSS and its spawned item pool holds what a worker's pool holds."""
+peak RSS and its spawned item pool holds what a worker's pool holds. The probed run's
+item function (``probed_inspect_file``) runs in that pool, which imports it from here."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import os
 import tempfile
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -18,8 +20,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from bench import _photos
-from bench._ingest_common import CPUS, WALK, peak_rss_mb, timed
+from bench import _harness as h
+from bench._ingest_common import CPUS, WALK, peak_rss_mb
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
 from photo_pipeline.jobs.handlers import registry
@@ -27,7 +29,7 @@ from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline.ingest import scan
 from photo_pipeline.pipeline.ingest.imports import import_folders
-from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.library.catalog import Catalog, FileReport
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,70 @@ def walk_os(root: str) -> int:
     return count
 
 
+# ── the item probe (in the pool) ───────────────────────────────────────────────
+_ORIGINAL_INSPECT = scan.inspect_file_within  # taken before ScanProbe points the scan here
+_ITEM = threading.local()
+_PATCH_LOCK = threading.Lock()
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbedReport(FileReport):
+    """A FileReport (the catalogue records it as usual) with the item's timings: wall
+    and CPU seconds of the item, of hash_file and of read_metadata."""
+
+    timings: tuple[tuple[str, float], ...] = ()
+    started: float = 0.0  # time.time() when the item began, comparable across processes
+    ended: float = 0.0
+    pid: int = 0
+    peak_kb: int = 0  # VmHWM of the pool process after the item
+
+
+def _item_timed(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _ITEM.seconds[name] += time.perf_counter() - wall
+            _ITEM.seconds[f"{name}_cpu"] += time.process_time() - cpu
+
+    timed.probed = True  # type: ignore[attr-defined]
+    return timed
+
+
+def _install_item_probe() -> None:
+    """Time the scan module's hash_file and read_metadata in this process (once)."""
+    with _PATCH_LOCK:
+        if not getattr(scan.hash_file, "probed", False):
+            scan.hash_file = _item_timed(scan.hash_file, "hash")
+            scan.read_metadata = _item_timed(scan.read_metadata, "metadata")
+
+
+def probed_inspect_file(
+    allowed: Sequence[str], params: dict[str, Any], item_key: str
+) -> scan.Inspected:
+    """``scan.inspect_file_within`` with its hashing and metadata reading timed (the
+    report it returns is a ProbedReport)."""
+    _install_item_probe()
+    _ITEM.seconds = dict.fromkeys(("hash", "hash_cpu", "metadata", "metadata_cpu"), 0.0)
+    started, wall, cpu = time.time(), time.perf_counter(), time.process_time()
+    inspected = _ORIGINAL_INSPECT(allowed, params, item_key)
+    report = inspected.report
+    _ITEM.seconds["item"] = time.perf_counter() - wall
+    _ITEM.seconds["item_cpu"] = time.process_time() - cpu
+    fields = {f.name: getattr(report, f.name) for f in dataclasses.fields(report)}
+    probed = ProbedReport(
+        **fields,
+        timings=tuple(_ITEM.seconds.items()),
+        started=started,
+        ended=time.time(),
+        pid=os.getpid(),
+        peak_kb=h.peak_rss_kb(),
+    )
+    return dataclasses.replace(inspected, report=probed)
+
+
+# ── the scan process's own probe ───────────────────────────────────────────────
 class ScanProbe:
     """Times (wall and thread CPU) the parts of a scan that run in the worker's own
     thread: walk, catalogue and job writes; sums the item timings that the probed item
@@ -113,7 +179,7 @@ class ScanProbe:
         self.pool_peak_kb = 0
 
     def install(self) -> None:
-        scan.inspect_file_within = _photos.probed_inspect_file
+        scan.inspect_file_within = probed_inspect_file
         scan._discover = self._timed(scan._discover, "discover")
         scan.walk = self._timed_iterator(scan.walk, "walk")
         Catalog.known_files = self._timed(Catalog.known_files, "known_files")
@@ -165,15 +231,15 @@ class ScanProbe:
         return timed
 
     def _recording(self, record: Callable[..., None]) -> Callable[..., None]:
-        def recording(catalog: Catalog, session: Any, reports: list[Any]) -> None:
+        def recording(catalog: Catalog, session: Any, reports: list[Any], **kw: Any) -> None:
             for report in reports:
-                if isinstance(report, _photos.ProbedReport):
+                if isinstance(report, ProbedReport):
                     self.seconds.update(dict(report.timings))
                     self.seconds["hash_bytes"] += report.size
                     self.seconds["probed_items"] += 1
                     self.spans.append((report.pid, report.started, report.ended))
                     self.pool_peak_kb = max(self.pool_peak_kb, report.peak_kb)
-            record(catalog, session, reports)
+            record(catalog, session, reports, **kw)
 
         return recording
 
@@ -227,7 +293,10 @@ def scan_child(root: str, executor: str, rescans: int, probe: bool) -> dict[str,
 def rescan_round(lib: Library, root: str, empty: Path) -> dict[str, Any]:
     """Walks, a no-change rescan and an empty-folder scan: (wall, CPU) seconds each."""
     rescan: dict[str, Any] = {}
-    timings = {"walk_scan": timed(lambda: walk_scan(root)), "walk_os": timed(lambda: walk_os(root))}
+    timings = {
+        "walk_scan": h.timed(lambda: walk_scan(root)),
+        "walk_os": h.timed(lambda: walk_os(root)),
+    }
     for name, folder in (("rescan", Path(root)), ("empty", empty)):
         run = run_scan(lib, folder)
         timings[name] = (run["wall"], run["process_cpu"])
@@ -242,6 +311,5 @@ def child_main(argv: list[str]) -> int:
     parser.add_argument("--rescans", type=int, default=3)
     parser.add_argument("--probe", action="store_true")
     args = parser.parse_args(argv)
-    result = scan_child(args.root, args.executor, args.rescans, args.probe)
-    print(json.dumps(result))
+    h.print_result(scan_child(args.root, args.executor, args.rescans, args.probe))
     return 0

@@ -7,10 +7,9 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from bench._children import run_json
+from bench import _harness as h
 from bench._ingest_common import CPUS, MB, RESCAN_TARGET, Sizes, verdict
 from bench._ingest_photos import PhotoSet
-from bench._report import heading, note, ratio, table
 
 CHILD_TIMEOUT_S = 900
 
@@ -23,14 +22,14 @@ def measure_scan(root: Path, executor: str, rescans: int, *, probe: bool = False
     code += "sys.exit(child_main(sys.argv[1:]))"
     command = ["-c", code, str(root), executor, f"--rescans={rescans}"]
     command += ["--probe"] if probe else []
-    return run_json(command, f"the {executor} scan process", timeout=CHILD_TIMEOUT_S)
+    return h.run_json(command, f"the {executor} scan process", timeout=CHILD_TIMEOUT_S)
 
 
 def scan_section(photos: PhotoSet, sizes: Sizes) -> dict[str, dict]:
     n = len(photos.files)
-    heading(f"1. first scan of {n:,} photos: import_folders + in-process Worker (burst, "
+    h.heading(f"1. first scan of {n:,} photos: import_folders + in-process Worker (burst, "
             f"concurrency {CPUS}), fresh SQLite library")  # fmt: skip
-    note("wall = import_folders() + Worker(...).run() until the job succeeded, pool start "
+    h.note("wall = import_folders() + Worker(...).run() until the job succeeded, pool start "
          "included (a new worker spawns its pool, as `photo-pipeline import --wait` does); "
          "CPU = user + system seconds of the worker process and of its pool processes")  # fmt: skip
     results = {executor: measure_scan(photos.root, executor, sizes.rescans)
@@ -45,16 +44,16 @@ def scan_section(photos: PhotoSet, sizes: Sizes) -> dict[str, dict]:
             cpu / result["files"] * 1000, f"{cpu / (first['wall'] * CPUS):.0%}",
             first["load"], result["check"],
         ])  # fmt: skip
-    table(
+    h.table(
         ["executor", "files", "wall s", "files/s", "MB/s", "worker CPU s", "pool CPU s",
          "CPU ms/file", "CPU busy", "load", "check: all succeeded, 1 asset per file"],
         rows,
     )  # fmt: skip
-    note(f"CPU busy = CPU s / (wall × {CPUS} cores); load = 1-minute load average at the end "
+    h.note(f"CPU busy = CPU s / (wall × {CPUS} cores); load = 1-minute load average at the end "
          "of the scan (the machine is shared: below 100 % busy, other processes or waits "
          "took the rest)")  # fmt: skip
     process, thread = (results[e]["first"]["wall"] for e in ("process", "thread"))
-    note(f"thread / process executor wall time: {thread / process:.2f} (below 1: threads "
+    h.note(f"thread / process executor wall time: {thread / process:.2f} (below 1: threads "
          "faster; BLAKE3 and Pillow's decoder release the GIL)")  # fmt: skip
     rescan_table(results, n)
     return results
@@ -69,8 +68,8 @@ RESCAN_RUNS = (
 
 
 def rescan_table(results: dict[str, dict], n: int) -> None:
-    heading(f"1b. no-change rescan of the same {n:,} files vs a bare walk of the tree")
-    note("each round: scan.walk, os.walk + stat, a rescan (a second import_folders + "
+    h.heading(f"1b. no-change rescan of the same {n:,} files vs a bare walk of the tree")
+    h.note("each round: scan.walk, os.walk + stat, a rescan (a second import_folders + "
          "Worker.run, nothing changed), a scan of an empty folder in the same library "
          "(the fixed cost of a scan job). Best and median of the rounds; CPU = CPU time of "
          "the scan process (time.process_time), which the machine's load hardly changes, "
@@ -82,23 +81,25 @@ def rescan_table(results: dict[str, dict], n: int) -> None:
             best, cpu = min(result[key]), min(result[f"{key}_cpu"])
             rows.append([
                 label, executor, best * 1000, statistics.median(result[key]) * 1000,
-                cpu * 1000, "" if key == "empty" else n / best, ratio(best, walk),
-                ratio(cpu, walk_cpu),
+                cpu * 1000, "" if key == "empty" else n / best, h.ratio(best, walk),
+                h.ratio(cpu, walk_cpu),
             ])  # fmt: skip
         per_file = [
             (min(result[f"rescan{c}"]) - min(result[f"empty{c}"])) / n for c in ("", "_cpu")
         ]
         rows.append([
             "rescan − empty-folder scan, per file (µs)", executor, per_file[0] * 1e6, "",
-            per_file[1] * 1e6, "", ratio(per_file[0] * n, walk), ratio(per_file[1] * n, walk_cpu),
+            per_file[1] * 1e6, "", h.ratio(per_file[0] * n, walk),
+            h.ratio(per_file[1] * n, walk_cpu),
         ])  # fmt: skip
-    table(["run", "executor", "best ms", "median ms", "best CPU ms", "files/s",
+    h.table(["run", "executor", "best ms", "median ms", "best CPU ms", "files/s",
            "vs scan.walk", "CPU vs scan.walk"], rows)  # fmt: skip
     process = results["process"]
     for what, suffix in (("wall", ""), ("CPU", "_cpu")):
         value = min(process[f"rescan{suffix}"]) / min(process[f"walk_scan{suffix}"])
+        h.figure(f"rescan / scan.walk, {what}", value)
         judged = verdict(value, RESCAN_TARGET, at_least=False)
-        note(f"rescan / scan.walk ({what}, process executor's run): {value:.1f}x — target "
+        h.note(f"rescan / scan.walk ({what}, process executor's run): {value:.1f}x — target "
              f"≤ {RESCAN_TARGET:.0f}x: {judged}")  # fmt: skip
 
 
@@ -151,16 +152,16 @@ def coordination_parts(result: dict) -> list[tuple[str, float, float | None]]:
 
 def split_section(photos: PhotoSet, sizes: Sizes, clean: dict) -> dict:
     n = len(photos.files)
-    heading(f"2. where a first scan's time goes ({n:,} photos, process executor, probed run)")
-    note("a separate run with timers: in the worker's thread around scan.walk, "
+    h.heading(f"2. where a first scan's time goes ({n:,} photos, process executor, probed run)")
+    h.note("a separate run with timers: in the worker's thread around scan.walk, "
          "Catalog.known_files/record and JobService.add_items/set_items/items (wall and "
          "thread CPU); in the pool, inspect_file is wrapped to time hash_file and "
          "read_metadata (wall and process CPU)")  # fmt: skip
     result = measure_scan(photos.root, "process", sizes.rescans, probe=True)
     first = result["first"]
     wall, cpu = first["wall"], first["cpu_self"] + first["cpu_children"]
-    note(f"probed wall {wall:.1f} s vs {clean['first']['wall']:.1f} s unprobed "
-         f"({ratio(wall, clean['first']['wall'])}); CPU {cpu:.1f} s vs "
+    h.note(f"probed wall {wall:.1f} s vs {clean['first']['wall']:.1f} s unprobed "
+         f"({h.ratio(wall, clean['first']['wall'])}); CPU {cpu:.1f} s vs "
          f"{clean['first']['cpu_self'] + clean['first']['cpu_children']:.1f} s unprobed; "
          f"load average (1 min) at the end: {first['load']:.1f}")  # fmt: skip
     rows = [[label, w, f"{w / wall:.1%}", c, f"{c / cpu:.1%}", w / n * 1000]
@@ -169,13 +170,13 @@ def split_section(photos: PhotoSet, sizes: Sizes, clean: dict) -> dict:
     for label, w, c in coordination_parts(result):
         rows.append([f"  ⊂ {label}", w, f"({w / wall:.1%})", "" if c is None else c,
                      "" if c is None else f"({c / cpu:.1%})", w / n * 1000])  # fmt: skip
-    table(["part", "wall s", "of wall", "CPU s", "of CPU", "wall ms/file"], rows)
+    h.table(["part", "wall s", "of wall", "CPU s", "of CPU", "wall ms/file"], rows)
     probe, pool = result["probe_first"], result["concurrency"]
-    note(f"pool rows: worker-seconds / {pool} (the pool runs {pool} items at once), so the "
+    h.note(f"pool rows: worker-seconds / {pool} (the pool runs {pool} items at once), so the "
          "wall shares add up to the wall time; CPU = user + system of the worker process "
          "and its pool processes. ⊂ rows are inside the coordination share or overlap "
          "the pool's work (the worker's thread writes while the pool reads photos)")  # fmt: skip
-    note(f"pool busy {probe['item'] / (wall * pool):.0%} of the wall in inspect_file; per item: "
+    h.note(f"pool busy {probe['item'] / (wall * pool):.0%} of the wall in inspect_file; per item: "
          f"read_metadata {probe['metadata_cpu'] / n * 1000:.1f} ms CPU "
          f"({probe['metadata'] / n * 1000:.1f} ms wall), hash_file "
          f"{probe['hash_cpu'] / n * 1000:.2f} ms CPU")  # fmt: skip
@@ -185,7 +186,7 @@ def split_section(photos: PhotoSet, sizes: Sizes, clean: dict) -> dict:
 
 def rescan_split(result: dict, n: int) -> None:
     probe, rounds = result["probe_rescans"], len(result["rescan"])
-    heading(f"2b. where a no-change rescan's time goes ({n:,} files, probed, mean of {rounds})")
+    h.heading(f"2b. where a no-change rescan's time goes ({n:,} files, probed, mean of {rounds})")
     wall, cpu = statistics.mean(result["rescan"]), statistics.mean(result["rescan_cpu"])
     parts = [
         ("import_folders (register folder, enqueue job)",
@@ -203,7 +204,7 @@ def rescan_split(result: dict, n: int) -> None:
                   wall - sum(w for _, w, _ in parts), None))  # fmt: skip
     rows = [[label, w * 1000, "" if c is None else c * 1000, w / n * 1e6] for label, w, c in parts]
     rows.append(["total", wall * 1000, cpu * 1000, wall / n * 1e6])
-    table(["part", "wall ms", "CPU ms", "wall µs/file"], rows)
+    h.table(["part", "wall ms", "CPU ms", "wall µs/file"], rows)
     empty = statistics.mean(result["empty"]) * 1000
-    note(f"(the walk and _discover are {sum(measured) / cpu:.0%} of the rescan's CPU; "
+    h.note(f"(the walk and _discover are {sum(measured) / cpu:.0%} of the rescan's CPU; "
          f"a scan of an empty folder took {empty:.1f} ms on average)")  # fmt: skip

@@ -1,13 +1,12 @@
-"""Photos and pool-side helpers for ``bench.ingest``.
+"""The photo-like JPEGs the benches decode (ingest, places, render, import): a smooth
+colour field plus film grain, ~2 MB at 12 MP and quality 90, yet cheap to encode; EXIF
+from the test factories (``tests.factories.photos.build_exif``). Each photo is a pure
+function of its index. A module of its own so that spawned pools import it by name.
 
-A module of its own so that spawned process pools can import its functions by name:
-
-* the photo generator: 12-megapixel JPEGs with varied EXIF (dates, cameras, GPS,
-  orientation), photo-like (a smooth colour field plus film-grain noise, ~2 MB at
-  quality 90) yet cheap to encode; every photo is a pure function of its index;
-* the bare BLAKE3 loop that the scan's ``hash_file`` is compared with;
-* the item probe: ``inspect_file`` wrapped so that a pool process reports, with each
-  result, the seconds it spent in ``hash_file`` and ``read_metadata``.
+* ``write_photo(s)``: bench.ingest's set (4000x3000, varied EXIF: dates, cameras, GPS,
+  orientation), also scanned by bench.places;
+* ``write_jpeg``: bench.render's and bench.import's photos of a given size (a GPS fix,
+  every fifth one turned).
 """
 
 from __future__ import annotations
@@ -15,26 +14,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-import threading
-import time
-from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import blake3
 from PIL import Image, ImageChops
 from tests.factories.photos import build_exif
-
-from photo_pipeline.media import hash_file
-from photo_pipeline.pipeline.ingest import scan
-from photo_pipeline.pipeline.library.catalog import FileReport
 
 SIZE = (4000, 3000)
 QUALITY = 90
 GRAIN_SIGMA = 5  # standard deviation of the luminance noise, in 8-bit levels
-READ_CHUNK = 1 << 20  # the bare loop reads like hash_file: 1 MiB at a time
 GENERATOR = {"size": list(SIZE), "quality": QUALITY, "grain": GRAIN_SIGMA, "version": 1}
 
 CAMERAS = (
@@ -49,7 +39,37 @@ FIRST_DAY = datetime(2015, 1, 1)
 SPAN_SECONDS = 10 * 365 * 86_400
 
 
-# ── photos ─────────────────────────────────────────────────────────────────────
+@cache
+def _grain(size: tuple[int, int]) -> Image.Image:
+    """Luminance noise around 128, made once per process and size (the costly part):
+    generated at half size and enlarged, so that it looks like sensor grain rather
+    than pure noise."""
+    half = Image.effect_noise((size[0] // 2, size[1] // 2), GRAIN_SIGMA)
+    grain = half.resize(size, Image.Resampling.BILINEAR)
+    return Image.merge("RGB", (grain, grain, grain))
+
+
+def picture(index: int, size: tuple[int, int] = SIZE) -> Image.Image:
+    """A smooth colour field (a random 5x4 image enlarged bicubically) plus the grain."""
+    colours = Image.frombytes("RGB", (5, 4), random.Random(f"pixels-{index}").randbytes(60))
+    field = colours.resize(size, Image.Resampling.BICUBIC)
+    return ImageChops.add(field, _grain(size), scale=1.0, offset=-128)
+
+
+def save_whole(image: Image.Image, target: Path, **options: Any) -> None:
+    """Save under a hidden name (never scanned), then rename: a photo appears under its
+    name only once complete."""
+    partial = target.with_name(f".{target.name}.partial")
+    image.save(partial, **options)
+    os.replace(partial, target)
+
+
+def write_jpeg(target: str, index: int, size: tuple[int, int]) -> None:
+    exif = build_exif(orientation=6 if index % 5 == 4 else 1, gps=(48.85, 2.29, 35.0))
+    save_whole(picture(index, size), Path(target), format="JPEG", quality=QUALITY, exif=exif)
+
+
+# ── bench.ingest's set ─────────────────────────────────────────────────────────
 @dataclasses.dataclass(frozen=True)
 class PhotoSpec:
     relative: str  # YYYY/MM/IMG_nnnnn.jpg, by capture month
@@ -81,140 +101,16 @@ def photo_spec(index: int) -> PhotoSpec:
     return PhotoSpec(f"{taken:%Y}/{taken:%m}/IMG_{index:05d}.jpg", exif)
 
 
-@cache
-def _grain() -> Image.Image:
-    """Luminance noise around 128, made once per process (the costly part): generated at
-    half size and enlarged, so that it looks like sensor grain rather than pure noise."""
-    half = Image.effect_noise((SIZE[0] // 2, SIZE[1] // 2), GRAIN_SIGMA)
-    grain = half.resize(SIZE, Image.Resampling.BILINEAR)
-    return Image.merge("RGB", (grain, grain, grain))
-
-
-def picture(index: int) -> Image.Image:
-    """A smooth colour field (a random 5x4 image enlarged bicubically) plus the grain."""
-    colours = Image.frombytes("RGB", (5, 4), random.Random(f"pixels-{index}").randbytes(60))
-    field = colours.resize(SIZE, Image.Resampling.BICUBIC)
-    return ImageChops.add(field, _grain(), scale=1.0, offset=-128)
-
-
 def write_photo(root: str, index: int) -> tuple[str, int]:
-    """Write photo ``index`` below ``root`` unless it is there; returns (path, size).
-    The file appears under its name only once complete."""
+    """Write photo ``index`` below ``root`` unless it is there; returns (path, size)."""
     spec = photo_spec(index)
     target = Path(root, spec.relative)
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.partial")  # hidden: the scan skips it
         exif = build_exif(**spec.exif)
-        picture(index).save(partial, "JPEG", quality=QUALITY, exif=exif)
-        os.replace(partial, target)
+        save_whole(picture(index), target, format="JPEG", quality=QUALITY, exif=exif)
     return spec.relative, target.stat().st_size
 
 
 def write_photos(root: str, indexes: list[int]) -> list[tuple[str, int]]:
     return [write_photo(root, index) for index in indexes]
-
-
-# ── hashing ────────────────────────────────────────────────────────────────────
-def ready(delay: float = 0.0) -> int:
-    """A task that makes a pool process start (and import this module)."""
-    time.sleep(delay)
-    return os.getpid()
-
-
-def bare_blake3(path: str) -> str:
-    """BLAKE3 of a file with nothing around it: plain open() and read() by 1 MiB."""
-    hasher = blake3.blake3()
-    with open(path, "rb") as fp:
-        while chunk := fp.read(READ_CHUNK):
-            hasher.update(chunk)
-    return hasher.hexdigest()
-
-
-def bare_blake3_readinto(path: str) -> str:
-    """The same, reading into one reused 1 MiB buffer (no new bytes object per chunk)."""
-    hasher = blake3.blake3()
-    buffer = bytearray(READ_CHUNK)
-    view = memoryview(buffer)
-    with open(path, "rb") as fp:
-        while n := fp.readinto(buffer):
-            hasher.update(view[:n])
-    return hasher.hexdigest()
-
-
-def pipeline_hash(path: str) -> str:
-    """The scan's hashing, as ``inspect_file`` calls it."""
-    return hash_file(Path(path))
-
-
-def peak_memory_kb() -> int:
-    """VmHWM: this process's own peak RSS (ru_maxrss also counts, after an exec, the
-    memory of the parent that forked it)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
-
-
-# ── item probe ─────────────────────────────────────────────────────────────────
-_ORIGINAL_INSPECT = scan.inspect_file_within  # taken before ingest.py points the scan here
-_ITEM = threading.local()
-_PATCH_LOCK = threading.Lock()
-
-
-@dataclasses.dataclass(frozen=True)
-class ProbedReport(FileReport):
-    """A FileReport (the catalogue records it as usual) with the item's timings: wall
-    and CPU seconds of the item, of hash_file and of read_metadata."""
-
-    timings: tuple[tuple[str, float], ...] = ()
-    started: float = 0.0  # time.time() when the item began, comparable across processes
-    ended: float = 0.0
-    pid: int = 0
-    peak_kb: int = 0  # VmHWM of the pool process after the item
-
-
-def _timed(function: Callable[..., Any], name: str) -> Callable[..., Any]:
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        wall, cpu = time.perf_counter(), time.process_time()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _ITEM.seconds[name] += time.perf_counter() - wall
-            _ITEM.seconds[f"{name}_cpu"] += time.process_time() - cpu
-
-    timed.probed = True  # type: ignore[attr-defined]
-    return timed
-
-
-def _install_item_probe() -> None:
-    """Time the scan module's hash_file and read_metadata in this process (once)."""
-    with _PATCH_LOCK:
-        if not getattr(scan.hash_file, "probed", False):
-            scan.hash_file = _timed(scan.hash_file, "hash")
-            scan.read_metadata = _timed(scan.read_metadata, "metadata")
-
-
-def probed_inspect_file(
-    allowed: Sequence[str], params: dict[str, Any], item_key: str
-) -> scan.Inspected:
-    """``scan.inspect_file_within`` with its hashing and metadata reading timed (the
-    report it returns is a ProbedReport)."""
-    _install_item_probe()
-    _ITEM.seconds = dict.fromkeys(("hash", "hash_cpu", "metadata", "metadata_cpu"), 0.0)
-    started, wall, cpu = time.time(), time.perf_counter(), time.process_time()
-    inspected = _ORIGINAL_INSPECT(allowed, params, item_key)
-    report = inspected.report
-    _ITEM.seconds["item"] = time.perf_counter() - wall
-    _ITEM.seconds["item_cpu"] = time.process_time() - cpu
-    fields = {f.name: getattr(report, f.name) for f in dataclasses.fields(report)}
-    probed = ProbedReport(
-        **fields,
-        timings=tuple(_ITEM.seconds.items()),
-        started=started,
-        ended=time.time(),
-        pid=os.getpid(),
-        peak_kb=peak_memory_kb(),
-    )
-    return dataclasses.replace(inspected, report=probed)

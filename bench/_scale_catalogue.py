@@ -1,23 +1,15 @@
-"""The synthetic library bench.scale measures: a fresh database per size (a SQLite file
-or a PostgreSQL schema) holding bulk-loaded catalogue rows (assets, files, jobs) and
-64-bit pHashes with planted near-duplicate clusters; never real files."""
+"""The synthetic library bench.scale measures: bulk-loaded catalogue rows (assets, files,
+jobs) and 64-bit pHashes with planted near-duplicate clusters, in a fresh database per
+size (``bench._databases.fresh_database``); never real files."""
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
-from collections.abc import Callable
-from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from sqlalchemy import create_engine, text
-from tests.support.databases import scratch_schema
 
-PG_URL = os.environ.get(
-    "PHOTO_PIPELINE_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 CAMERAS = [(f"Make{n % 7}", f"Model {n}") for n in range(19)] + [("Canon", "EOS R5")]
 PLACES = [(f"Q{chr(65 + n)}", f"Country {n}", f"Region {n}", f"City {n}") for n in range(26)] + [
     ("FR", "France", "Île-de-France", "Paris")
@@ -232,12 +224,3 @@ def add_assets(url: str, size: int, count: int, hashes: list[int], seed: int) ->
     files = file_rows(count, first_id=size + 1, first_file=last_file + 1, seed=seed)
     bulk_load(url, "files", FILE_COLUMNS, files)
     fix_sequences(url)
-
-
-# ── one database per size ──────────────────────────────────────────────────────
-def database_url(kind: str, workdir: Path, size: int) -> tuple[str, Callable[[], None] | None]:
-    if kind == "sqlite":
-        return f"sqlite:///{workdir / f'library-{size}.sqlite3'}", None
-    stack = ExitStack()
-    url = stack.enter_context(scratch_schema(f"bench_scale_{size}", PG_URL))
-    return url, stack.close

@@ -7,12 +7,14 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench._scale_catalogue import FILE_COLUMNS, bulk_load, database_url, fix_sequences, micros
+from bench._databases import fresh_database
+from bench._scale_catalogue import FILE_COLUMNS, bulk_load, fix_sequences, micros
 
 
 def rescan(kind: str, count: int, workdir: Path) -> dict[str, float]:
     """``count`` small files on disk, catalogued as they are (synthetic rows with
     their size, mtime and inode), then a real scan job run by a worker: files/s."""
+    from photo_pipeline.db import open_database
     from photo_pipeline.jobs import JobService
     from photo_pipeline.jobs.handlers import registry
     from photo_pipeline.jobs.runtime import Worker, WorkerConfig
@@ -20,10 +22,7 @@ def rescan(kind: str, count: int, workdir: Path) -> dict[str, float]:
     from photo_pipeline.pipeline.ingest import scan
     from photo_pipeline.pipeline.library.catalog import Catalog
 
-    url, drop = database_url(kind, workdir, count)
-    try:
-        from photo_pipeline.db import open_database
-
+    with fresh_database(kind, f"bench_scale_{count}") as url:
         factory = open_database(url)
         root = workdir / f"rescan-{kind}"
         now = micros(datetime.now(UTC))
@@ -55,6 +54,3 @@ def rescan(kind: str, count: int, workdir: Path) -> dict[str, float]:
         assert done["state"] == "succeeded", done
         factory.kw["bind"].dispose()
         return {"rescan files": count, "rescan s": seconds, "rescan files/s": count / seconds}
-    finally:
-        if drop is not None:
-            drop()

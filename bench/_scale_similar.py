@@ -4,22 +4,20 @@ planted clusters (precision and recall over pairs of assets)."""
 
 from __future__ import annotations
 
-import json
 import os
 import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import create_engine, text
 
-from bench._children import REPO
+from bench import _harness as h
 from bench._scale_catalogue import add_assets
 
 
-def similar_child(url: str, full: bool) -> None:
+def similar_child(url: str, full: bool) -> dict[str, Any]:
     from sqlalchemy.orm import sessionmaker
 
     import photo_pipeline
@@ -32,31 +30,21 @@ def similar_child(url: str, full: bool) -> None:
     started, cpu = time.perf_counter(), time.process_time()
     done = regroup(factory, 12, full=full)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    # ru_maxrss: after the exec it started from the bench process's own peak, so it is
+    # at least that (VmHWM would be this process's alone).
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     code = str(Path(photo_pipeline.__file__).parent)
-    print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": peak, "code": code,
-                      **done.__dict__}))  # fmt: skip
+    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak, "code": code, **done.__dict__}
 
 
 def run_similar(url: str, full: bool, code: str | None = None) -> dict:
     """One regroup in a child process, with the code under ``code`` (a ``src``
     folder) if given, else the current code."""
-    env = dict(os.environ)
-    if code:
-        env["PYTHONPATH"] = code
     # Run from the checkout's root (for ``bench``), which holds no ``photo_pipeline``:
     # the baseline's code on ``PYTHONPATH`` is the one imported.
-    mode = "--full" if full else "--incremental"
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.scale", "--similar-child", url, mode],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-    )
-    if out.returncode:
-        raise RuntimeError(out.stderr[-3000:])
-    done = json.loads(out.stdout.strip().splitlines()[-1])
+    env = {**os.environ, "PYTHONPATH": code} if code else h.child_env()
+    mode = "full" if full else "incremental"
+    done = h.run_json(["-m", "bench.scale", "--child", url, mode], f"similar ({mode})", env=env)
     if code:
         assert done["code"].startswith(str(Path(code).resolve())), (done["code"], code)
     return done

@@ -8,21 +8,16 @@ import statistics
 import tempfile
 import time
 from collections.abc import Iterator
-from concurrent.futures import (
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-)
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from itertools import repeat
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from bench import _harness as h
 from bench import _image_job as work
 from bench._databases import fresh_database, opened
-from bench._measure import cpu_seconds
-from bench._report import heading, median_ratio, note, table
 from bench._worker_common import (
     POOL,
     Database,
@@ -39,24 +34,13 @@ WARM_UP_SLEEP_S = 1.0  # > the gap between a fresh pool's first and last process
 
 
 # ── 2. image job ───────────────────────────────────────────────────────────────
-def spawn_pool() -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(POOL, mp_context=get_context("spawn"))
-
-
-def start_pool(pool: ProcessPoolExecutor) -> None:
-    """Return once every process of a fresh pool has run a task."""
-    pids: set[int] = set()
-    while len(pids) < POOL:
-        pids.update(pool.map(work.pid_after, [0.02] * POOL))
-
-
 def machine_parallelism(rounds: int = 3) -> float:
     """How much faster 2 processes do 2 units of pure-Python work than 1 process does
     (2.00 = two whole cores)."""
     unit = 3_000_000
     factors = []
-    with spawn_pool() as pool:
-        start_pool(pool)
+    with h.spawn_pool(POOL) as pool:
+        h.start_pool(pool, POOL, 0.02)
         for _ in range(rounds):
             started = time.perf_counter()
             for _ in range(POOL):
@@ -72,8 +56,8 @@ def pool_start_stop() -> tuple[float, float]:
     """Seconds until a fresh spawned pool has run a task in each of its processes, and
     seconds to shut it down."""
     started = time.perf_counter()
-    pool = spawn_pool()
-    start_pool(pool)
+    pool = h.spawn_pool(POOL)
+    h.start_pool(pool, POOL, 0.02)
     ready = time.perf_counter()
     pool.shutdown(wait=True)
     return ready - started, time.perf_counter() - ready
@@ -81,7 +65,7 @@ def pool_start_stop() -> tuple[float, float]:
 
 def make_photos(directory: Path, count: int, size: tuple[int, int]) -> list[str]:
     paths = [str(directory / f"IMG_{i:04d}.jpg") for i in range(count)]
-    with spawn_pool() as pool:
+    with h.spawn_pool(POOL) as pool:
         list(pool.map(work.make_photo, paths, range(count), repeat(size)))
     return paths
 
@@ -144,23 +128,23 @@ def bare_images(case: ImageCase, paths: list[str], out_dir: str) -> Measurement:
     inside the time, as they are inside Worker.run(); a warm pool has made a thumbnail
     in each process before, and its shutdown is not timed."""
     if case.warm:
-        with spawn_pool() as pool, warm_up_params(paths) as (keys, params):
+        with h.spawn_pool(POOL) as pool, warm_up_params(paths) as (keys, params):
             pids = set(pool.map(work.warm_item, repeat(params), keys))
             if len(pids) != POOL:
                 raise RuntimeError(f"warm-up reached {len(pids)} of {POOL} processes")
-            started, cpu = time.perf_counter(), cpu_seconds() + live_children_cpu()
+            started, cpu = time.perf_counter(), h.cpu_seconds() + live_children_cpu()
             list(pool.map(work.make_thumbnail, paths, repeat(out_dir)))
-            cpu = cpu_seconds() + live_children_cpu() - cpu
+            cpu = h.cpu_seconds() + live_children_cpu() - cpu
             return Measurement(time.perf_counter() - started, cpu)
-    started, cpu = time.perf_counter(), cpu_seconds()
+    started, cpu = time.perf_counter(), h.cpu_seconds()
     if case.kind == "sequential":
         for path in paths:
             work.make_thumbnail(path, out_dir)
     else:
-        pool = ThreadPoolExecutor(POOL) if case.kind == "thread" else spawn_pool()
+        pool = ThreadPoolExecutor(POOL) if case.kind == "thread" else h.spawn_pool(POOL)
         with pool:
             list(pool.map(work.make_thumbnail, paths, repeat(out_dir)))
-    return Measurement(time.perf_counter() - started, cpu_seconds() - cpu)
+    return Measurement(time.perf_counter() - started, h.cpu_seconds() - cpu)
 
 
 @contextmanager
@@ -181,9 +165,9 @@ def runtime_images(case: ImageCase, db: Database, paths: list[str], out_dir: str
             service.enqueue(work.WARMUP_JOB, items=keys, params=params, priority=1)
         job = service.enqueue(work.THUMBNAIL_JOB, items=paths, params={"out_dir": out_dir})
         work.WARM_PIDS.clear()
-        cpu, own = cpu_seconds(), time.thread_time()
+        cpu, own = h.cpu_seconds(), time.thread_time()
         wall = run_worker(factory, service, worker_config(POOL, case.kind))
-        cpu, own = cpu_seconds() - cpu, time.thread_time() - own
+        cpu, own = h.cpu_seconds() - cpu, time.thread_time() - own
     check = check_job(service, job["id"], len(paths))
     if check != "ok":
         raise RuntimeError(check)
@@ -222,21 +206,19 @@ def image_rounds(
 ) -> Results:
     """Every case once per round, in order, then in reverse order (A B C, C B A, …), so
     that a slow drift of the machine's load hits twins alike."""
-    results: Results = {case.key: [] for case in cases}
-    for round_ in range(rounds):
-        for case in cases if round_ % 2 == 0 else cases[::-1]:
-            with output_dir(len(paths)) as out:
-                if case.backend is None:
-                    measured = bare_images(case, paths, out)
-                else:
-                    measured = runtime_images(case, dbs[case.backend], paths, out)
-            results[case.key].append(measured)
-    return results
+
+    def measure(case: ImageCase) -> Measurement:
+        with output_dir(len(paths)) as out:
+            if case.backend is None:
+                return bare_images(case, paths, out)
+            return runtime_images(case, dbs[case.backend], paths, out)
+
+    return h.alternate({c.key: lambda c=c: measure(c) for c in cases}, rounds, order="mirror")
 
 
 def image_section(backends: list[str], sizes: Sizes) -> None:
     n, (width, height) = sizes.photos, sizes.photo_size
-    heading(
+    h.heading(
         f"2. image job: {n} JPEGs of {width}×{height} (quality 90) → draft → thumbnail "
         f"256×256 → exif_transpose → WebP, pools of {POOL}"
     )
@@ -244,7 +226,7 @@ def image_section(backends: list[str], sizes: Sizes) -> None:
         started = time.perf_counter()
         paths = make_photos(Path(tmp), n, sizes.photo_size)
         megabytes = sum(Path(p).stat().st_size for p in paths) / 1e6
-        note(
+        h.note(
             f"photos generated in {time.perf_counter() - started:.1f} s ({megabytes:.0f} MB, "
             f"{megabytes / n:.1f} MB each, EXIF orientations 1/6/8/3), read from the page cache"
         )
@@ -265,7 +247,7 @@ def paired(results: Results, a: CaseKey, b: CaseKey, what: str = "wall") -> floa
     ]
     if any(x is None or y is None for x, y in pairs):
         return None
-    return median_ratio(pairs)
+    return h.median_ratio(pairs)
 
 
 def per_photo(measured: list[Measurement], what: str, n: int) -> float | str:
@@ -292,13 +274,13 @@ def image_table(cases: list[ImageCase], results: Results, n: int) -> None:
             share_text(twin and paired(results, case.key, twin)),
             share_text(twin and paired(results, case.key, twin, "cpu")),
         ])  # fmt: skip
-    table(
+    h.table(
         ["run", "median wall s", "each round s", "wall ms/photo", "speed vs sequential",
          "CPU ms/photo", "run() thread CPU ms/photo", "wall runtime/bare = share",
          "CPU runtime/bare = share"],
         rows,
     )  # fmt: skip
-    note(
+    h.note(
         "fresh: the time includes starting the spawned pool and shutting it down (Worker.run() "
         "makes its pool per run: a `--burst` worker or `job wait` pays it each time); warm: "
         "each process of the pool has made a thumbnail before (a long-running worker; for "
@@ -308,7 +290,7 @@ def image_table(cases: list[ImageCase], results: Results, n: int) -> None:
         "CPU: the coordinator's own work (claim, item pages, result batches, finish; with the "
         "process executor also submitting items and taking results), start and stop included"
     )
-    note(
+    h.note(
         "runtime/bare: against the bare loop of the same pool kind and state, as the median "
         "of per-round ratios; share = the coordination's share of the runtime's time "
         f"(1 - bare/runtime), target under {SHARE_TARGET:.0%}"
@@ -329,7 +311,8 @@ def image_findings(
                 shares[case.label] = 1 - 1 / factor
         worst = max(shares, key=shares.__getitem__)
         verdict = "all under" if shares[worst] < SHARE_TARGET else "NOT all under"
-        note(
+        h.figure(f"highest coordination share of {what} time", shares[worst])
+        h.note(
             f"coordination share of {what} time: {min(shares.values()):+.1%} … "
             f"{shares[worst]:+.1%} ({verdict} {SHARE_TARGET:.0%}; the highest: {worst})"
         )
@@ -339,18 +322,18 @@ def image_findings(
         for case in cases
         if case.backend is not None and not case.warm
     ]
-    note(
+    h.note(
         "coordinator's own CPU (the run() thread) against the CPU of the photos' work (bare "
         f"sequential loop): {min(own_shares):.1%} … {max(own_shares):.1%} (the PostgreSQL "
         "server's CPU not included)"
     )
     start = statistics.median(s for s, _ in start_stop)
     stop = statistics.median(s for _, s in start_stop)
-    note(
+    h.note(
         f"a fresh spawned pool of {POOL} processes takes {start:.2f} s until each has run a "
         f"task (spawn + imports) and {stop:.2f} s to shut down (median of {len(start_stop)})"
     )
-    note("process vs thread (wall time of process / thread; below 1: process is faster):")
+    h.note("process vs thread (wall time of process / thread; below 1: process is faster):")
     for backend in [None, *backends]:
         thread = (backend, "thread", False)
         fresh = paired(results, (backend, "process", False), thread)
@@ -361,7 +344,7 @@ def image_findings(
         cpu = f"CPU seconds: fresh pool {cpu_fresh:.2f}x"
         if cpu_warm is not None:
             cpu += f", warm pool {cpu_warm:.2f}x"
-        note(
+        h.note(
             f"{label}: fresh pool {fresh:.2f}x ({faster(fresh)}), warm pool {warm:.2f}x "
             f"({faster(warm)}); {cpu}",
             indent=4,

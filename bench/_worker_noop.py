@@ -18,10 +18,9 @@ from typing import Any
 
 from sqlalchemy import text, update
 
+from bench import _harness as h
 from bench import _image_job as work
-from bench._children import child_env
 from bench._databases import fresh_database, opened
-from bench._report import heading, note, ratio, table
 from bench._worker_common import (
     POOL,
     Sizes,
@@ -130,26 +129,23 @@ def bare_noop(n_items: int, concurrency: int) -> float:
 
 def noop_section(backends: list[str], sizes: Sizes) -> dict[str, float]:
     n, small = sizes.noop_items, sizes.noop_items // 4
-    heading(
+    h.heading(
         f"1a. coordination per item: one job of {n:,} no-op items, in-process Worker.run() "
         "(burst, batch_size 50, thread executor)"
     )
-    note("every microsecond is coordination: the item function returns at once")
-    note(
+    h.note("every microsecond is coordination: the item function returns at once")
+    h.note(
         f"small job: the same with {small:,} items, once (a cost per item that grows with "
         "the job's size means a query that reads all the job's items every batch)"
     )
-    note(
+    h.note(
         "PostgreSQL statistics of job_items: ANALYZE right after the enqueue (the best "
         "case), none yet (a new library), or only of an earlier job (a library in use: a "
         "new job's id is never in the statistics until autovacuum analyzes again)"
     )
     cases = noop_cases(backends)
-    runs: dict[NoopCase, list[dict[str, Any]]] = {case: [] for case in cases}
-    for round_ in range(sizes.noop_rounds):
-        for case in cases:
-            if round_ == 0 or case.backend == "sqlite":  # PostgreSQL: slow, so once
-                runs[case].append(noop_run(case, n))
+    slow = {case for case in cases if case.backend == "postgresql"}  # so once
+    runs = h.alternate({c: lambda c=c: noop_run(c, n) for c in cases}, sizes.noop_rounds, once=slow)
     smaller = {case: noop_run(case, small) for case in cases}
     bare = {c: bare_noop(n, c) for c in (1, POOL)}
     base = min(r["wall"] for r in runs[cases[0]])
@@ -161,15 +157,15 @@ def noop_section(backends: list[str], sizes: Sizes) -> dict[str, float]:
         rows.append([
             case.label, STATS_LABELS[case.stats], best["wall"],
             seconds_list([r["wall"] for r in runs[case]]), n / best["wall"], per_item,
-            bare[case.concurrency] / n * 1e6, ratio(best["wall"], base), small_per_item,
-            ratio(per_item, small_per_item), "ok" if checks == {"ok"} else " ".join(checks),
+            bare[case.concurrency] / n * 1e6, h.ratio(best["wall"], base), small_per_item,
+            h.ratio(per_item, small_per_item), "ok" if checks == {"ok"} else " ".join(checks),
         ])  # fmt: skip
-    table(
+    h.table(
         ["worker", "job_items statistics", "wall s", "each round s", "items/s", "µs/item",
          "bare µs/item", "vs sqlite c1", f"µs/item, {small:,} items", "growth", "check"],
         rows,
     )  # fmt: skip
-    note(
+    h.note(
         "bare µs/item: the same calls with no coordinator (concurrency 1: a plain loop; 2: "
         "a ThreadPoolExecutor(2) with at most 4 in flight, as JobContext.map does)"
     )
@@ -180,7 +176,7 @@ def noop_section(backends: list[str], sizes: Sizes) -> dict[str, float]:
 
 # ── 1b. worker processes ───────────────────────────────────────────────────────
 def cli_env(url: str, home: str) -> dict[str, str]:
-    return child_env(PHOTO_PIPELINE_DATABASE_URL=url, PHOTO_PIPELINE_HOME=home)
+    return h.child_env(PHOTO_PIPELINE_DATABASE_URL=url, PHOTO_PIPELINE_HOME=home)
 
 
 def start_cli_workers(url: str, home: str, count: int) -> list[subprocess.Popen[bytes]]:
@@ -259,8 +255,8 @@ def processes_run(backend: str, n_items: int, count: int) -> dict[str, Any]:
 
 def processes_section(backends: list[str], sizes: Sizes, in_process: dict[str, float]) -> None:
     n = sizes.noop_items
-    heading(f"1b. {n:,} no-op items over 1 and {POOL} `photo-pipeline worker --burst` processes")
-    note(
+    h.heading(f"1b. {n:,} no-op items over 1 and {POOL} `photo-pipeline worker --burst` processes")
+    h.note(
         f"one job per process ({n:,} items split evenly), concurrency 1 each; time = first "
         "claim to last job finished, from the jobs table (process start-up excluded, shown "
         "apart); PostgreSQL after ANALYZE"
@@ -274,11 +270,11 @@ def processes_section(backends: list[str], sizes: Sizes, in_process: dict[str, f
             one = one or rate
             rows.append([
                 backend, count, result["owners"], result["startup"], result["window"], rate,
-                ratio(rate, one), ratio(rate, in_process[backend]), result["check"],
+                h.ratio(rate, one), h.ratio(rate, in_process[backend]), result["check"],
             ])  # fmt: skip
-    table(
+    h.table(
         ["backend", "processes", "workers that claimed", "start-up s", "run s", "items/s",
          "vs 1 process", "vs best in-process", "check"],
         rows,
     )  # fmt: skip
-    note(f"this machine has {os.cpu_count()} cores, shared with the database server")
+    h.note(f"this machine has {os.cpu_count()} cores, shared with the database server")

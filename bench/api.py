@@ -20,7 +20,6 @@ Client and server share this machine's cores; read the ratios, not the absolutes
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -30,11 +29,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from argparse import Namespace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
+from bench import _harness as h
 from photo_pipeline.sample import write_sample
 
 TOKEN = "bench-token"
@@ -142,19 +143,20 @@ async def fan_out(base: str, photos: Path, streams: int) -> None:
     delivered = sum(s["events"] for s in stats)
     messages = sum(s["messages"] for s in stats)
     delays = sorted(d for s in stats for d in s["delays"])
-    print(f"1. SSE fan-out: {streams} streams, import of {len(list(photos.rglob('*.jpg')))} photos")
-    print(f"   import took {elapsed:.1f} s; {len(jobs)} jobs, {total_events} durable events")
-    print(f"   events written/s (baseline)     {total_events / elapsed:10.1f}")
-    print(f"   messages delivered/s, all       {messages / elapsed:10.1f}")
-    print(f"   events delivered/s, all         {delivered / elapsed:10.1f}")
-    print(
-        f"   fan-out ratio delivered/(written x streams) {delivered / (total_events * streams):.3f}"
-    )
-    print(f"   events per message (coalescing) {delivered / messages:10.2f}")
-    print(
-        f"   write-to-client delay: median {statistics.median(delays) * 1000:.0f} ms, "
-        f"p99 {delays[int(len(delays) * 0.99)] * 1000:.0f} ms"
-    )
+    written = total_events / elapsed
+    h.heading(f"1. SSE fan-out: {streams} streams, import of {len(list(photos.rglob('*.jpg')))} "
+              "photos")  # fmt: skip
+    h.note(f"import took {elapsed:.1f} s; {len(jobs)} jobs, {total_events} durable events")
+    h.table(["", "value"], [
+        ["events written/s (baseline)", written],
+        ["messages delivered/s, all streams", messages / elapsed],
+        ["events delivered/s, all streams", delivered / elapsed],
+        ["fan-out ratio delivered / (written x streams)",
+         f"{h.figure('fan-out', delivered / (total_events * streams)):.3f}"],
+        ["events per message (coalescing)", delivered / messages],
+        ["write-to-client delay, median ms", statistics.median(delays) * 1000],
+        ["write-to-client delay, p99 ms", delays[int(len(delays) * 0.99)] * 1000],
+    ])  # fmt: skip
 
 
 async def reads(base: str, clients: int, total: int) -> None:
@@ -178,19 +180,14 @@ async def reads(base: str, clients: int, total: int) -> None:
 
         health = await run("/api/health")
         job = await run(f"/api/jobs/{job_id}")
-    print(f"2. reads, {clients} concurrent clients, {total} requests each")
-    print(f"   GET /api/health (baseline)      {health:8.0f} req/s")
-    print(f"   GET /api/jobs/{{id}}              {job:8.0f} req/s  ({job / health:.2f} x baseline)")
+    h.heading(f"2. reads, {clients} concurrent clients, {total} requests each")
+    h.table(["request", "req/s", "vs baseline"], [
+        ["GET /api/health (baseline)", health, "1.00x"],
+        ["GET /api/jobs/{id}", job, h.ratio(job, health, name="job read / health")],
+    ])  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--streams", type=int, default=100)
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--photos", type=int, default=1500)
-    parser.add_argument("--requests", type=int, default=3000)
-    parser.add_argument("--database-url", default=None)
-    args = parser.parse_args()
+def body(args: Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="pp_bench_api_") as tmp:
         root = Path(tmp)
         write_sample(root / "photos", args.photos)
@@ -210,5 +207,15 @@ def main() -> None:
             server.wait(60)
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--streams", type=int, default=100)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--photos", type=int, default=1500)
+    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--database-url", default=None)
+    return h.run(parser, body, argv)
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

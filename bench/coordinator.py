@@ -17,39 +17,38 @@ Timings on a small shared machine are noisy: compare the ratios, not the raw num
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import sys
-import time
+from argparse import Namespace
 from collections.abc import Callable
 from dataclasses import replace
-from importlib import metadata
 
-import sqlalchemy
-from sqlalchemy.engine import make_url
-from tests.support.databases import PG_URL, postgres_error
-
+from bench import _harness as h
 from bench._coordinator_batches import enqueue_section, items_section
 from bench._coordinator_latency import latency_section, wakeup_section
 from bench._coordinator_sizes import FULL, QUICK, Sizes
 from bench._coordinator_throughput import throughput_section
-from bench._databases import postgres_version
+from bench._databases import backends
 
 
-def versions() -> str:
-    names = ["sqlalchemy", "psycopg", "procrastinate"]
-    found = []
-    for name in names:
-        try:
-            found.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            found.append(f"{name} (not installed)")
-    return ", ".join(found)
+def body(args: Namespace) -> int:
+    sizes = QUICK if args.quick else FULL
+    if args.rounds is not None:
+        sizes = replace(sizes, rounds=args.rounds)
+    only = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown:
+        print(f"unknown sections {unknown}; choose from {list(SECTIONS)}")
+        return 2
+    print(f"coordinator benchmark ({'quick' if args.quick else 'full'} run); "
+          f"{h.versions('sqlalchemy', 'psycopg', 'procrastinate')}")  # fmt: skip
+    measured = backends(args.backends)
+    for name in only:
+        SECTIONS[name](measured, sizes)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = h.parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
     parser.add_argument(
         "--only",
@@ -62,34 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--backends", default="sqlite,postgresql", help="sqlite, postgresql or both (default)"
     )
-    args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else FULL
-    if args.rounds is not None:
-        sizes = replace(sizes, rounds=args.rounds)
-    only = [name.strip() for name in args.only.split(",") if name.strip()]
-    unknown = sorted(set(only) - set(SECTIONS))
-    if unknown:
-        parser.error(f"unknown sections {unknown}; choose from {list(SECTIONS)}")
-    wanted = {name.strip() for name in args.backends.split(",")}
-    began = time.perf_counter()
-
-    print(f"photo-pipeline coordinator benchmark ({'quick' if args.quick else 'full'} run)")
-    print(
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"SQLAlchemy {sqlalchemy.__version__}; {versions()}"
-    )
-    backends = ["sqlite"] if "sqlite" in wanted else []
-    error = postgres_error() if "postgresql" in wanted else "not asked for"
-    if error is None:
-        backends.append("postgresql")
-        print(f"PostgreSQL {postgres_version()} at {make_url(PG_URL)!r}")
-    else:
-        print(f"PostgreSQL at {PG_URL} not measured ({error})")
-
-    for name in only:
-        SECTIONS[name](backends, sizes)
-    print(f"\ndone in {time.perf_counter() - began:.0f} s")
-    return 0
+    return h.run(parser, body, argv)
 
 
 SECTIONS: dict[str, Callable[[list[str], Sizes], None]] = {

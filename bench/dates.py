@@ -20,19 +20,21 @@ counts (the machine is shared). Files are made once into /tmp/pp_bench_dates.
 
 from __future__ import annotations
 
-import argparse
 import io
 import logging
 import os
 import sys
 import tempfile
 import time
+from argparse import Namespace
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from PIL import Image
 from tests.factories import dated, photos
 
+from bench import _harness as h
 from photo_pipeline.media import exiftool, read_metadata
 from photo_pipeline.media.exiftool import ExiftoolPool
 from photo_pipeline.media.hidden_dates import REQUEST
@@ -40,6 +42,7 @@ from photo_pipeline.media.tags import capture_time, tags_from_pillow
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_dates"
 PLAIN_SIZE = (3000, 2000)
+MTIME = datetime(2000, 1, 1)
 FALLBACKS: dict[str, Callable[..., Path]] = {
     "JPEG, XMP date only": dated.jpeg_with_xmp_date,
     "PNG, XMP date only": dated.png_with_xmp_date,
@@ -63,51 +66,43 @@ def make_files(plain: int, each: int) -> tuple[list[Path], dict[str, list[Path]]
         folder = ROOT / f"fallback{n}"
         folder.mkdir(parents=True, exist_ok=True)
         made = sorted(folder.iterdir())
+        suffix = {"JPEG": ".JPG", "PNG": ".png", "MOV": ".mov"}[kind.split(",")[0]]
         while len(made) < each:
-            made.append(factory(folder / f"f{len(made):04d}{_suffix(kind)}", seed=len(made)))
+            made.append(factory(folder / f"f{len(made):04d}{suffix}", seed=len(made)))
         fallbacks[kind] = made[:each]
     return jpegs, fallbacks
-
-
-def _suffix(kind: str) -> str:
-    return {"JPEG": ".JPG", "PNG": ".png", "MOV": ".mov"}[kind.split(",")[0]]
 
 
 def pillow_date(path: Path) -> object:
     with open(path, "rb") as fp:
         image = Image.open(io.BytesIO(fp.read(1 << 16)))  # the EXIF block is in the head
-        return capture_time(tags_from_pillow(image.getexif()), path.name, _MTIME)
+        return capture_time(tags_from_pillow(image.getexif()), path.name, MTIME)
 
 
-_MTIME = __import__("datetime").datetime(2000, 1, 1)
+def compare(
+    title: str, readers: dict[str, Callable[[Path], object]], files: list[Path], rounds: int
+) -> None:
+    """Files/s of each reader, best of ``rounds`` rounds in turns (a busy moment hurts
+    every reader alike), against the first reader's."""
 
-
-def files_per_second(read: Callable[[Path], object], files: list[Path], rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
+    def files_per_second(read: Callable[[Path], object]) -> float:
         started = time.perf_counter()
         for path in files:
             read(path)
-        best = min(best, time.perf_counter() - started)
-    return len(files) / best
+        return len(files) / (time.perf_counter() - started)
+
+    cases = {name: lambda r=read: files_per_second(r) for name, read in readers.items()}
+    rates = {name: max(done) for name, done in h.alternate(cases, rounds).items()}
+    baseline = next(iter(rates.values()))
+    h.heading(title)
+    rows = [[name, rate, h.ratio(rate, baseline, name=name)] for name, rate in rates.items()]
+    h.table(["reader", "files/s", "vs the first"], rows)
 
 
-def compare(rows: dict[str, Callable[[Path], object]], files: list[Path], rounds: int) -> None:
-    results = {name: 0.0 for name in rows}
-    for _ in range(rounds):  # interleaved: a busy moment hurts every reader alike
-        for name, read in rows.items():
-            results[name] = max(results[name], files_per_second(read, files, 1))
-    baseline = next(iter(results.values()))
-    for name, rate in results.items():
-        print(f"  {name:<58} {rate:9.1f} files/s  {rate / baseline:6.2f}x", flush=True)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer files and rounds")
-    args = parser.parse_args()
+def body(args: Namespace) -> int:
     if dated.exiftool_path() is None:
-        sys.exit("exiftool is not installed (apt-get install libimage-exiftool-perl)")
+        print("exiftool is not installed (apt-get install libimage-exiftool-perl)")
+        return 1
     plain, each, rounds = (20, 10, 3) if args.quick else (100, 40, 5)
     jpegs, fallbacks = make_files(plain, each)
 
@@ -133,33 +128,32 @@ def main() -> None:
         return read_metadata(path), pool.read_tags(str(path), REQUEST)
 
     print(f"exiftool {pool.executable}; {plain} plain JPEGs {PLAIN_SIZE[0]}x{PLAIN_SIZE[1]}")
-    print(f"{each} files of each fallback kind; best of {rounds} interleaved rounds\n")
-    print("1a. plain JPEG, the capture date alone")
-    compare({"Pillow EXIF -> capture time": pillow_date, "exiftool": exiftool_date}, jpegs, rounds)
-    print("1b. plain JPEG, read_metadata")
-    compare(
-        {
-            "read_metadata (fast reader only: EXIF has the date)": metadata,
-            "read_metadata + an exiftool request per file": metadata_then_exiftool,
-        },
-        jpegs,
-        rounds,
-    )
+    print(f"{each} files of each fallback kind; best of {rounds} interleaved rounds")
+    readers = {"Pillow EXIF -> capture time": pillow_date, "exiftool": exiftool_date}
+    compare("1a. plain JPEG, the capture date alone", readers, jpegs, rounds)
+    readers = {
+        "read_metadata (fast reader only: EXIF has the date)": metadata,
+        "read_metadata + an exiftool request per file": metadata_then_exiftool,
+    }
+    compare("1b. plain JPEG, read_metadata", readers, jpegs, rounds)
     for kind, files in fallbacks.items():
-        print(f"2. {kind}")
-        compare(
-            {
-                "fast reader alone (date: mtime)": without_exiftool,
-                "read_metadata (fast reader, then exiftool)": metadata,
-                "exiftool request alone": exiftool_date,
-            },
-            files,
-            rounds,
-        )
+        readers = {
+            "fast reader alone (date: mtime)": without_exiftool,
+            "read_metadata (fast reader, then exiftool)": metadata,
+            "exiftool request alone": exiftool_date,
+        }
+        compare(f"2. {kind}", readers, files, rounds)
         found = read_metadata(files[0]).taken
-        print(f"     dated {found.local} from {found.source}")
-    print(f"\nexiftool processes started: {pool.started}")
+        h.note(f"dated {found.local} from {found.source}")
+    h.note(f"exiftool processes started: {h.figure('exiftool processes', pool.started)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer files and rounds")
+    return h.run(parser, body, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

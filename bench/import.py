@@ -25,23 +25,17 @@ the pipeline when other work runs (hence VIPS_CONCURRENCY=1 by default).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
+from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
+from bench import _harness as h
 from bench import _import_loops as loops
-from bench._children import run_json
-from bench._measure import peak_rss_mb
-from bench._report import heading, note, table
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_import"
 CLI = Path(sys.executable).parent / "photo-pipeline"
@@ -62,7 +56,7 @@ def photo_set(kind: str, count: int) -> Path:
         if not (folder / f"IMG_{n:04d}.{extension}").exists()
     ]
     if missing:
-        with ProcessPoolExecutor(PROCESSES, mp_context=get_context("spawn")) as pool:
+        with h.spawn_pool(PROCESSES) as pool:
             list(pool.map(write, *zip(*missing, strict=True)))
     for path in folder.iterdir():  # into the page cache, like a photo read twice
         path.read_bytes()
@@ -77,8 +71,8 @@ def photos_in(folder: Path) -> list[str]:
 def bare_rate(kind: str, paths: list[str]) -> tuple[float, float]:
     """Photos/s of the bare loop in a warmed-up two-process pool, and its CPU seconds
     per photo."""
-    with ProcessPoolExecutor(PROCESSES, mp_context=get_context("spawn")) as pool:
-        list(pool.map(loops.ready, [0.2] * PROCESSES))
+    with h.spawn_pool(PROCESSES) as pool:
+        h.start_pool(pool, PROCESSES, 0.2, loops.ready)
         pool.submit(loops.timed, kind, paths[0]).result()  # codecs set up
         started = time.perf_counter()
         cpu = sum(pool.map(loops.timed, [kind] * len(paths), paths))
@@ -91,29 +85,17 @@ def run_command(home: Path, *args: str) -> tuple[float, float, float, Any]:
     it)."""
     env = {**os.environ, "PHOTO_PIPELINE_HOME": str(home)}
     env.pop("PHOTO_PIPELINE_DATABASE_URL", None)
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        started = time.perf_counter()
-        child = subprocess.Popen([str(CLI), *args], stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        output, errors = out.read(), err.read()
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {child.returncode}:\n{errors[-3000:]}")
-    output_json = json.loads(output) if "--json" in args else None
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output_json
+    done = h.run_command([str(CLI), *args], env)
+    output_json = json.loads(done.stdout) if "--json" in args else None
+    return done.wall, done.cpu, done.rss_mb, output_json
 
 
 def in_child(what: str, folder: Path, home: Path) -> dict[str, Any]:
     """Run ``child(what, ...)`` in a fresh interpreter: its own imports and peak RSS."""
-    return run_json(
-        ["-m", "bench.import", "--child", what, str(folder), str(home)], f"child {what}"
-    )
+    return h.in_child("import", what, str(folder), str(home))
 
 
-def child(what: str, folder: Path, home: Path) -> dict[str, Any]:
+def child(args: list[str]) -> dict[str, Any]:
     """The command's work without the command: ``import`` (scan -> render -> similar)
     or ``render`` (--force) on the library at ``home``, by a burst worker configured
     like the one ``--wait`` embeds (every core, item threads; the code loaded before
@@ -128,12 +110,13 @@ def child(what: str, folder: Path, home: Path) -> dict[str, Any]:
     from photo_pipeline.pipeline.library import open_library
     from photo_pipeline.pipeline.renditions.render import enqueue_render, render_settings
 
+    what, folder, home = args[0], Path(args[1]), Path(args[2])
     settings = Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)})
     lib = open_library(settings)
     config = WorkerConfig(burst=True, concurrency=os.cpu_count() or 1, poll_seconds=0.2)
     for job_type in ("scan", "render", "similar"):
         registry.get(job_type)  # their modules (and decoders) imported, as the bare pool's
-    started, cpu = time.perf_counter(), cpu_seconds(resource.RUSAGE_SELF)
+    started, cpu = time.perf_counter(), time.process_time()
     if what == "import":
         jobs = import_folders(lib.service, lib.catalog, [folder], follow_up=settings)
     else:
@@ -141,20 +124,15 @@ def child(what: str, folder: Path, home: Path) -> dict[str, Any]:
     with loaded_code_frozen():
         Worker(lib.service, lib.workers, registry, config).run()
     seconds = time.perf_counter() - started
-    cpu = cpu_seconds(resource.RUSAGE_SELF) - cpu
+    cpu = time.process_time() - cpu
     finals = [lib.service.get(job["id"]) for job in jobs]
     lib.close()
     return {
         "seconds": seconds,
         "cpu": cpu,
-        "rss_mb": peak_rss_mb(),
+        "rss_mb": h.peak_rss_mb(),
         "jobs": json.loads(json.dumps(finals, default=str)),
     }
-
-
-def cpu_seconds(who: int) -> float:
-    usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
 
 
 def job_seconds(jobs: list[dict[str, Any]]) -> str:
@@ -226,8 +204,8 @@ class Runs:
         return [
             what,
             f"{rate:.2f}",
-            f"{wall:.2f}x",
-            f"{cpu:.2f}x",
+            f"{h.figure(f'{what}: wall ratio', wall):.2f}x",
+            f"{h.figure(f'{what}: CPU ratio', cpu):.2f}x",
             f"{cpu_seconds:.1f}",
             " ".join(f"{run[1]:.2f}" for run in self.ratios[label]),
             "" if target is None else f">= {target:.2f}",
@@ -248,24 +226,7 @@ def measured(kind: str, folder: Path, rounds: int, *, force: bool) -> Runs:
     return runs
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--photos", type=int, default=48, help="24-MP JPEGs (default 48)")
-    parser.add_argument("--heics", type=int, default=24, help="12-MP HEICs (default 24; 0: none)")
-    parser.add_argument("--rounds", type=int, default=1, help="rounds of each set (default 1)")
-    parser.add_argument("--quick", action="store_true", help="12 photos, 6 HEICs")
-    parser.add_argument(
-        "--vips-concurrency",
-        type=int,
-        default=1,
-        help="VIPS_CONCURRENCY of the pipeline's processes (default 1; 0: libvips' own, "
-        "one thread per core per operation)",
-    )
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(child(args.child[0], Path(args.child[1]), Path(args.child[2]))))
-        return 0
+def body(args: Namespace) -> int:
     if args.quick:
         args.photos, args.heics = 12, 6
     if args.vips_concurrency:
@@ -277,7 +238,7 @@ def main() -> int:
         print(f"no {CLI}: install the project into this interpreter's environment")
         return 2
 
-    heading("1. photo sets")
+    h.heading("1. photo sets")
     started = time.perf_counter()
     jpegs = photo_set("jpeg", args.photos) if args.photos else None
     heics = photo_set("heic", args.heics) if args.heics else None
@@ -288,14 +249,12 @@ def main() -> int:
     }
     sets = [f"{args.photos} JPEGs 6000x4000 q90 ({megabytes['jpeg']:.0f} MB)"] if jpegs else []
     sets += [f"{args.heics} HEICs 4032x3024 ({megabytes['heic']:.0f} MB)"] if heics else []
-    note(
-        ", ".join(sets)
-        + f", ready in {time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs; "
-        f"load average {os.getloadavg()[0]:.1f}; "
+    h.note(
+        ", ".join(sets) + f", ready in {time.perf_counter() - started:.1f} s; "
         f"VIPS_CONCURRENCY={os.environ.get('VIPS_CONCURRENCY', 'unset')}"
     )
 
-    heading(f"2. photos/s against the bare loop over the same files ({args.rounds} round(s))")
+    h.heading(f"2. photos/s against the bare loop over the same files ({args.rounds} round(s))")
     rows = []
     jpeg = measured("jpeg", jpegs, args.rounds, force=True) if jpegs else None
     if jpeg is not None:
@@ -312,13 +271,13 @@ def main() -> int:
         ]
     headers = ["what", "photos/s", "wall ratio", "CPU ratio", "CPU s", "each round (wall)",
                "target", "met", "peak RSS MB"]  # fmt: skip
-    table(headers, rows)
+    h.table(headers, rows)
     runs = [(name, side) for name, side in (("JPEG", jpeg), ("HEIC", heic)) if side]
-    note("bare rounds, photos/s (CPU per photo): "
+    h.note("bare rounds, photos/s (CPU per photo): "
          + "; ".join(f"{name} {side.bare_summary()}" for name, side in runs))  # fmt: skip
-    note("the in-process import's jobs: "
+    h.note("the in-process import's jobs: "
          + "; ".join(f"{name} {' | '.join(side.notes)}" for name, side in runs))  # fmt: skip
-    note(
+    h.note(
         "wall ratio: photos/s against the mean of the bare rounds before and after (the "
         "target); CPU ratio: photos per CPU second of the process tree against the bare "
         "loop's, which load from elsewhere on the machine does not sway; CPU s: the "
@@ -329,6 +288,22 @@ def main() -> int:
         "peak RSS: VmHWM of the in-process child, the command's tree from wait4"
     )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--photos", type=int, default=48, help="24-MP JPEGs (default 48)")
+    parser.add_argument("--heics", type=int, default=24, help="12-MP HEICs (default 24; 0: none)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of each set (default 1)")
+    parser.add_argument("--quick", action="store_true", help="12 photos, 6 HEICs")
+    parser.add_argument(
+        "--vips-concurrency",
+        type=int,
+        default=1,
+        help="VIPS_CONCURRENCY of the pipeline's processes (default 1; 0: libvips' own, "
+        "one thread per core per operation)",
+    )
+    return h.run(parser, body, argv, child=child)
 
 
 if __name__ == "__main__":

@@ -21,18 +21,12 @@ on this small shared machine are noisy: read the ratios, each measured in one ru
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import shutil
 import sys
-import time
+from argparse import Namespace
 from pathlib import Path
 
-import blake3
-import PIL
-import sqlalchemy
-
+from bench import _harness as h
 from bench._ingest_common import CPUS, FULL, HASH_TARGET, MB, QUICK, RESCAN_TARGET, verdict
 from bench._ingest_hashing import hashing_section
 from bench._ingest_photos import (
@@ -43,12 +37,11 @@ from bench._ingest_photos import (
     prepare_photos,
 )
 from bench._ingest_scans import scan_section, split_parts, split_section
-from bench._report import heading, note, table
 
 
 def rss_section(results: dict[str, dict], n: int) -> None:
-    heading(f"4. peak RSS of the scan ({n:,} photos), MB")
-    note("ru_maxrss (getrusage) of the scan process (SELF) and of its largest pool process "
+    h.heading(f"4. peak RSS of the scan ({n:,} photos), MB")
+    h.note("ru_maxrss (getrusage) of the scan process (SELF) and of its largest pool process "
          "(CHILDREN, counted once the pool is shut down). Caveat: on Linux a process's "
          "ru_maxrss starts at the RSS of the process that forked it (exec keeps the old "
          "high-water mark), so the scan process shows at least this benchmark's size and a "
@@ -63,18 +56,18 @@ def rss_section(results: dict[str, dict], n: int) -> None:
             label, start["self"], first["self"], start["hwm"], first["hwm"], end["hwm"],
             first["children"] if pooled else "", probe.get("pool_peak_mb") or "",
         ])  # fmt: skip
-    table(["scan process", "maxrss start", "maxrss 1st scan", "VmHWM start", "VmHWM 1st scan",
+    h.table(["scan process", "maxrss start", "maxrss 1st scan", "VmHWM start", "VmHWM 1st scan",
            "VmHWM rescans", "pool maxrss", "pool VmHWM"], rows)  # fmt: skip
 
 
 def findings(results: dict[str, dict], probed: dict, hashing: dict[str, dict]) -> None:
-    heading("summary")
+    h.heading("summary")
     process, thread = results["process"], results["thread"]
     n = process["files"]
     for label, result in (("process", process), ("thread", thread)):
         first = result["first"]
         cpu = first["cpu_self"] + first["cpu_children"]
-        note(f"first scan, {label} executor: {n / first['wall']:.1f} files/s, "
+        h.note(f"first scan, {label} executor: {n / first['wall']:.1f} files/s, "
              f"{result['bytes'] / MB / first['wall']:.0f} MB/s; {cpu / n * 1000:.1f} CPU-ms "
              f"per file (CPU-bound ceiling on {CPUS} idle cores: "
              f"{CPUS * n / cpu:.0f} files/s)")  # fmt: skip
@@ -83,49 +76,32 @@ def findings(results: dict[str, dict], probed: dict, hashing: dict[str, dict]) -
     marginal = (min(process["rescan_cpu"]) - min(process["empty_cpu"])) / min(
         process["walk_scan_cpu"]
     )
-    note(f"no-change rescan: {n / min(process['rescan']):,.0f} files/s, {rescan:.1f}x a bare "
+    h.note(f"no-change rescan: {n / min(process['rescan']):,.0f} files/s, {rescan:.1f}x a bare "
          f"walk in wall time, {rescan_cpu:.1f}x in CPU time (target ≤ {RESCAN_TARGET:.0f}x: "
          f"{verdict(rescan_cpu, RESCAN_TARGET, at_least=False)}); per file, without the fixed "
          f"cost of a scan job (~{min(process['empty_cpu']) * 1000:.0f} ms CPU): "
          f"{marginal:.1f}x ({verdict(marginal, RESCAN_TARGET, at_least=False)})")  # fmt: skip
     for mode, by_bare in hashing.items():
-        note(f"hashing, {mode}: hash_file = " + ", ".join(
+        h.note(f"hashing, {mode}: hash_file = " + ", ".join(
             f"{value:.2f}x {bare} ({verdict(value, HASH_TARGET, at_least=True)})"
             for bare, value in by_bare.items()))  # fmt: skip
     shares = {label: (w / probed["first"]["wall"], c) for label, w, c in split_parts(probed)}
     cpu = sum(c for _, c in shares.values())
-    note("first-scan split (share of wall / of CPU): " + "; ".join(
+    h.note("first-scan split (share of wall / of CPU): " + "; ".join(
         f"{label.split(' (')[0]} {w:.0%} / {c / cpu:.0%}" for label, (w, c) in shares.items()
     ))  # fmt: skip
-    note(f"peak RSS (VmHWM): scan process {process['rss_first']['hwm']:.0f} MB with the "
+    h.note(f"peak RSS (VmHWM): scan process {process['rss_first']['hwm']:.0f} MB with the "
          f"process executor (pool processes {probed['probe_first']['pool_peak_mb']:.0f} MB "
          f"each), {thread['rss_first']['hwm']:.0f} MB with the thread executor")  # fmt: skip
 
 
-def header(args: argparse.Namespace, root: Path) -> None:
-    print(f"photo-pipeline ingest benchmark ({'quick' if args.quick else 'full'} run)")
-    usage = shutil.disk_usage(existing_ancestor(root))
-    print(
-        f"{CPUS} CPUs, {memory_available() / 1e9:.1f} GB RAM available, "
-        f"{usage.free / 1e9:.0f} GB free on the photo disk; Python "
-        f"{platform.python_version()}, Pillow {PIL.__version__}, blake3 "
-        f"{blake3.__version__}, SQLAlchemy {sqlalchemy.__version__}"
-    )
-    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    print(f"load average {load} (other users share this machine: read CPU columns and ratios)")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="200 photos instead of 2,000")
-    parser.add_argument("--photos", type=Path, help="where to keep (and find) the photo set")
-    args = parser.parse_args(argv)
+def body(args: Namespace) -> None:
     sizes = QUICK if args.quick else FULL
-    root = args.photos or DEFAULT_ROOT / f"photos-{sizes.photos}"
-    root = root.resolve()
-    began = time.perf_counter()
+    root = (args.photos or DEFAULT_ROOT / f"photos-{sizes.photos}").resolve()
     DEFAULT_ROOT.mkdir(parents=True, exist_ok=True)
-    header(args, root)
+    usage = shutil.disk_usage(existing_ancestor(root))
+    print(f"{memory_available() / 1e9:.1f} GB RAM available, {usage.free / 1e9:.0f} GB free on "
+          f"the photo disk; {h.versions('pillow', 'blake3', 'sqlalchemy')}")  # fmt: skip
     photos = prepare_photos(root, sizes.photos)
     photos_section(photos)
     results = scan_section(photos, sizes)
@@ -134,8 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     rss_section({**{f"{e} executor": r for e, r in results.items()},
                  "process executor, probed": probed}, len(photos.files))  # fmt: skip
     findings(results, probed, hashing)
-    print(f"\ndone in {time.perf_counter() - began:.0f} s")
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--quick", action="store_true", help="200 photos instead of 2,000")
+    parser.add_argument("--photos", type=Path, help="where to keep (and find) the photo set")
+    return h.run(parser, body, argv)
 
 
 if __name__ == "__main__":

@@ -23,18 +23,17 @@ The machine is small and shared: wall times are indicative; peaks are per proces
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
-from bench._children import run_json
-from bench._report import heading, note, table
+from bench import _harness as h
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_memory"
 MIB = 1 << 20
@@ -219,8 +218,12 @@ def child_single(path: str, which: str) -> dict[str, Any]:
     return {"measured": status_bytes("VmHWM") - before, "estimate": estimate}
 
 
-def in_child(*args: str) -> dict[str, Any]:
-    return run_json(["-m", "bench.memory", "--child", *args], f"child {args}")
+def child(args: list[str]) -> dict[str, Any]:
+    kind, *rest = args
+    if kind == "job":
+        spec = json.loads(rest[0])
+        return child_job(spec["paths"], spec["budget"])
+    return child_single(rest[0], rest[1])
 
 
 # ── report ─────────────────────────────────────────────────────────────────────
@@ -232,67 +235,52 @@ def bench_huge(size: tuple[int, int]) -> None:
     from photo_pipeline.jobs.budget import default_budget
     from photo_pipeline.media.cost import check_cost, render_cost
 
-    heading(f"1. {COPIES} progressive JPEGs of {size[0] * size[1] / 1e6:.0f} MP, 2 item threads")
+    h.heading(f"1. {COPIES} progressive JPEGs of {size[0] * size[1] / 1e6:.0f} MP, 2 item threads")
     paths = huge_jpegs(size)
     estimate = max(check_cost(paths[0]), render_cost(paths[0]))
-    note(f"estimate per item (media.cost): {mib(estimate)} MiB")
+    h.note(f"estimate per item (media.cost): {mib(estimate)} MiB")
     rows = []
     for label, budget in (
         ("no budget", 0),
         (f"default ({mib(default_budget(2, 'thread'))} MiB)", None),
         ("1 GiB", 1 << 30),
     ):
-        result = in_child("job", json.dumps({"paths": paths, "budget": budget}))
-        rows.append(
-            [
-                label,
-                mib(result["peak"]),
-                mib(result["before"]),
-                mib(result["peak"] - result["before"]),
-                result["most_at_once"],
-                f"{result['seconds']:.1f}",
-                json.dumps(result["items"]),
-            ]
-        )
-    table(
-        ["budget", "peak MiB", "before MiB", "added MiB", "most at once", "seconds", "items"],
-        rows,
-    )
+        result = h.in_child("memory", "job", json.dumps({"paths": paths, "budget": budget}))
+        rows.append([label, mib(result["peak"]), mib(result["before"]),
+                     mib(result["peak"] - result["before"]), result["most_at_once"],
+                     f"{result['seconds']:.1f}", json.dumps(result["items"])])  # fmt: skip
+    h.table(["budget", "peak MiB", "before MiB", "added MiB", "most at once", "seconds", "items"],
+            rows)  # fmt: skip
 
 
 def bench_estimates() -> None:
-    heading("2. media.cost estimates against measured peaks (24 MP; video 4K)")
+    h.heading("2. media.cost estimates against measured peaks (24 MP; video 4K)")
     rows = []
     for name, path in sorted(format_samples().items()):
         for which in ("check", "render"):
-            result = in_child("single", str(path), which)
+            result = h.in_child("memory", "single", str(path), which)
             measured, estimate = result["measured"], result["estimate"]
             ratio = f"{estimate / measured:.2f}" if measured >= MIB else "-"
+            if measured >= MIB:
+                h.figure(f"{name} {which}: estimate / measured", estimate / measured)
             rows.append([name, which, mib(measured), mib(estimate), ratio])
-    table(["file", "decode", "measured MiB", "estimate MiB", "estimate/measured"], rows)
-    note(
+    h.table(["file", "decode", "measured MiB", "estimate MiB", "estimate/measured"], rows)
+    h.note(
         "check: read_metadata (the scan); render: render_file. Videos decode their poster "
         "in a forked child, which this process's peak does not see: their measured render "
         "is near 0 here (142 MiB measured in-process for this clip)."
     )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="48-MP JPEGs instead of 196-MP")
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        kind, *rest = args.child
-        if kind == "job":
-            spec = json.loads(rest[0])
-            print(json.dumps(child_job(spec["paths"], spec["budget"])))
-        else:
-            print(json.dumps(child_single(rest[0], rest[1])))
-        return 0
+def body(args: Namespace) -> None:
     bench_huge(QUICK if args.quick else HUGE)
     bench_estimates()
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--quick", action="store_true", help="48-MP JPEGs instead of 196-MP")
+    return h.run(parser, body, argv, child=child)
 
 
 if __name__ == "__main__":

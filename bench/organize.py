@@ -31,7 +31,6 @@ small and shared: read the ratios of one run, rounds interleaved.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -41,12 +40,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from argparse import Namespace
 from datetime import datetime
 from pathlib import Path
 
-from bench._children import REPO, child_env
-from bench._measure import cpu_seconds
-from bench._report import heading, note, ratio, table
+from bench import _harness as h
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_organize"
 BASES = 6  # distinct photos (and capture days) the set is made of
@@ -120,11 +118,11 @@ def baseline(source: Path, out: Path) -> tuple[float, float, float]:
     adds, which organize pays (it fsyncs every copy) and ``cp -r`` does not."""
     shutil.rmtree(out, ignore_errors=True)
     os.sync()
-    cpu, started = cpu_seconds(), time.perf_counter()
+    cpu, started = h.cpu_seconds(), time.perf_counter()
     subprocess.run(["cp", "-r", str(source), str(out)], check=True)
     blake3_pass(set_files(out))
     elapsed = time.perf_counter() - started
-    cpu = cpu_seconds() - cpu
+    cpu = h.cpu_seconds() - cpu
     started = time.perf_counter()
     os.sync()
     synced = time.perf_counter() - started
@@ -134,7 +132,7 @@ def baseline(source: Path, out: Path) -> tuple[float, float, float]:
 
 # ── organize ───────────────────────────────────────────────────────────────────
 def environment(home: Path) -> dict[str, str]:
-    return child_env(
+    return h.child_env(
         PHOTO_PIPELINE_HOME=str(home),
         PHOTO_PIPELINE_DATABASE_URL=f"sqlite:///{home / 'library.db'}",
     )
@@ -150,7 +148,7 @@ def scan(home: Path, source: Path) -> None:
         f"scan_folders(open_database({env['PHOTO_PIPELINE_DATABASE_URL']!r}), "
         f"Path({str(source)!r}))\n"
     )
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=REPO)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=h.REPO)
 
 
 def organize(source: Path, work: Path, files: int) -> tuple[float, float, float]:
@@ -168,12 +166,12 @@ def organize(source: Path, work: Path, files: int) -> tuple[float, float, float]
     scan(home, source)
     os.sync()
     command = [sys.executable, "-m", "photo_pipeline", "organize", "--dest", str(dest)]
-    cpu, started = cpu_seconds(), time.perf_counter()
+    cpu, started = h.cpu_seconds(), time.perf_counter()
     done = subprocess.run(
         [*command, "--wait", "--json"], env=environment(home), capture_output=True, text=True
     )
     elapsed = time.perf_counter() - started
-    cpu = cpu_seconds() - cpu
+    cpu = h.cpu_seconds() - cpu
     if done.returncode != 0:
         raise SystemExit(f"organize exited {done.returncode}: {done.stderr[-2000:]}")
     result = json.loads(done.stdout)
@@ -188,67 +186,49 @@ def organize(source: Path, work: Path, files: int) -> tuple[float, float, float]
     return elapsed, ran, cpu
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def body(args: Namespace) -> None:
+    h.heading("organize (copy) against cp -r + BLAKE3")
+    source = make_set(args.files, args.mb)
+    total = sum(p.stat().st_size for p in set_files(source))
+    h.note(f"{args.files} photos, {total / 1e6:,.0f} MB in {source} (disk: same for all phases)")
+    runs = h.alternate(
+        {
+            "baseline": lambda: baseline(source, ROOT / "cp-out"),
+            "organize": lambda: organize(source, ROOT / "organize-run", args.files),
+        },
+        args.rounds,
+    )
+    rounds = list(zip(runs["baseline"], runs["organize"], strict=True))
+    rows = [
+        [n, f"{base:.2f}", f"{base_cpu:.2f}", f"{synced:.2f}", f"{command:.2f}", f"{job:.2f}",
+         f"{command_cpu:.2f}", f"{total / 1e6 / job:.0f}", h.ratio(base, command),
+         h.ratio(base, job)]
+        for n, ((base, base_cpu, synced), (command, job, command_cpu)) in enumerate(rounds, 1)
+    ]  # fmt: skip
+    h.table(["round", "cp -r + b3 s", "its CPU s", "then sync s", "organize s", "job s",
+             "its CPU s", "job MB/s", "ratio (command)", "ratio (job)"], rows)  # fmt: skip
+    base = statistics.median(b[0] for b in runs["baseline"])
+    durable = statistics.median(b[0] + b[2] for b in runs["baseline"])
+    command = statistics.median(o[0] for o in runs["organize"])
+    job = statistics.median(o[1] for o in runs["organize"])
+    h.note(
+        f"median ratios, baseline / organize: command {h.ratio(base, command, name='command')}, "
+        f"job {h.ratio(base, job, name='job')} (target >= 0.70x)"
+    )
+    h.note(
+        f"against the baseline with its copies on disk (cp -r + b3 + sync): command "
+        f"{h.ratio(durable, command, name='command, synced baseline')}, "
+        f"job {h.ratio(durable, job, name='job, synced baseline')}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--mb", type=float, default=3.0, help="size of each photo")
     parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
-
-    heading("organize (copy) against cp -r + BLAKE3")
-    source = make_set(args.files, args.mb)
-    total = sum(p.stat().st_size for p in set_files(source))
-    note(f"{args.files} photos, {total / 1e6:,.0f} MB in {source} (disk: same for all phases)")
-    rows = []
-    base_times, durable_times, command_times, job_times = [], [], [], []
-    for round_ in range(1, args.rounds + 1):
-        base, base_cpu, synced = baseline(source, ROOT / "cp-out")
-        command, job, command_cpu = organize(source, ROOT / "organize-run", args.files)
-        base_times.append(base)
-        durable_times.append(base + synced)
-        command_times.append(command)
-        job_times.append(job)
-        rows.append(
-            [
-                round_,
-                f"{base:.2f}",
-                f"{base_cpu:.2f}",
-                f"{synced:.2f}",
-                f"{command:.2f}",
-                f"{job:.2f}",
-                f"{command_cpu:.2f}",
-                f"{total / 1e6 / job:.0f}",
-                ratio(base, command),
-                ratio(base, job),
-            ]
-        )
-    table(
-        [
-            "round",
-            "cp -r + b3 s",
-            "its CPU s",
-            "then sync s",
-            "organize s",
-            "job s",
-            "its CPU s",
-            "job MB/s",
-            "ratio (command)",
-            "ratio (job)",
-        ],
-        rows,
-    )
-    base = statistics.median(base_times)
-    command, job = statistics.median(command_times), statistics.median(job_times)
-    note(
-        f"median ratios, baseline / organize: command {ratio(base, command)}, "
-        f"job {ratio(base, job)} (target >= 0.70x)"
-    )
-    durable = statistics.median(durable_times)
-    note(
-        f"against the baseline with its copies on disk (cp -r + b3 + sync): command "
-        f"{ratio(durable, command)}, job {ratio(durable, job)}"
-    )
+    return h.run(parser, body, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

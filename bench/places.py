@@ -22,12 +22,10 @@ Run with ``.venv/bin/python -m bench.places [--quick] [--photos DIR]``. It print
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,8 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench._children import run_json
-from bench._report import heading, note, ratio, table
+from bench import _harness as h
 
 POSITIONS = 100_000
 SCAN_BATCH = 50  # the worker's default flush size: one locate_reports call per batch
@@ -78,7 +75,7 @@ def lookup_section() -> None:
     from photo_pipeline.media.capture_time import CaptureTime
     from photo_pipeline.media.places import locate_many, places_at, warm_up, zone_at
 
-    heading(f"1. lookups on {POSITIONS:,} random positions (one process, one core)")
+    h.heading(f"1. lookups on {POSITIONS:,} random positions (one process, one core)")
     positions = random_positions(POSITIONS)
     started = time.perf_counter()
     warm_up()
@@ -91,7 +88,7 @@ def lookup_section() -> None:
     )
     rows.append(["zone: bare tzfpy.get_tz loop", bare_zone, "1.00x"])
     rows.append(
-        ["zone: zone_at (validates, checks tz data)", ours_zone, ratio(ours_zone, bare_zone)]
+        ["zone: zone_at (validates, checks tz data)", ours_zone, h.ratio(ours_zone, bare_zone)]
     )
     tree = place_index.load().tree
     bare_place, _ = rate(lambda: tree.query(place_index.unit_vectors(positions), k=1), POSITIONS)
@@ -112,10 +109,10 @@ def lookup_section() -> None:
         reverse_geocode.get((1.0, 1.0))  # its load is not timed
         before, _ = rate(lambda: reverse_geocode.search(positions), POSITIONS)
         rows.append(["place: reverse_geocode.search (before), one batch", before,
-                     ratio(before, bare_place)])  # fmt: skip
-    rows.append(["place: places_at, one batch", ours_place, ratio(ours_place, bare_place)])
+                     h.ratio(before, bare_place)])  # fmt: skip
+    rows.append(["place: places_at, one batch", ours_place, h.ratio(ours_place, bare_place)])
     rows.append(
-        [f"place: places_at, batches of {SCAN_BATCH}", ours_small, ratio(ours_small, bare_place)]
+        [f"place: places_at, batches of {SCAN_BATCH}", ours_small, h.ratio(ours_small, bare_place)]
     )
     taken = CaptureTime(datetime(2024, 7, 15, 12, 0), None, "exif_original")
     captures = [(taken, lat, lon) for lat, lon in positions]
@@ -123,9 +120,9 @@ def lookup_section() -> None:
         lambda: [locate_many(chunk) for chunk in batches(captures, SCAN_BATCH)], POSITIONS
     )
     rows.append([f"zone + offset + place: locate_many, batches of {SCAN_BATCH}", both, ""])
-    table(["lookup", "per second", "vs bare"], rows)  # fmt: skip
+    h.table(["lookup", "per second", "vs bare"], rows)  # fmt: skip
     at_sea = sum(1 for zone in zones if zone is None or zone.startswith("Etc/"))
-    note(f"{at_sea / POSITIONS:.0%} of the positions are at sea (nautical zone, no place "
+    h.note(f"{at_sea / POSITIONS:.0%} of the positions are at sea (nautical zone, no place "
          f"lookup); one-time load of the place data and tz tables: {load_s:.2f} s; "
          f"{POSITIONS:,} captures located in {seconds:.2f} s")  # fmt: skip
 
@@ -133,37 +130,34 @@ def lookup_section() -> None:
 # ── 2. memory ──────────────────────────────────────────────────────────────────
 PEAK_CODE = """
 import sys
-def peak_kb():
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+from bench._harness import peak_rss_kb, print_result
 import numpy, tzfpy
 from photo_pipeline.media import places
-before = peak_kb()
+before = peak_rss_kb()
 if sys.argv[1] == "gazetteer":
     places.place_at(35.6938, 139.7034)
 else:
     import reverse_geocode
     reverse_geocode.get((35.6938, 139.7034))
     tzfpy.get_tz(139.7034, 35.6938)
-print(before, peak_kb())
+print_result({"before": before, "after": peak_rss_kb()})
 """
 
 
 def memory_section() -> None:
-    heading("2. peak RSS added by the place data (fresh interpreter, numpy and tzfpy "
+    h.heading("2. peak RSS added by the place data (fresh interpreter, numpy and tzfpy "
             "imported first), MB")  # fmt: skip
     rows = []
     kinds = ["gazetteer"] + (["reverse_geocode"] if reverse_geocode_installed() else [])
     for kind in kinds:
-        done = subprocess.run([sys.executable, "-c", PEAK_CODE, kind], capture_output=True,
-                              text=True, check=True, timeout=CHILD_TIMEOUT_S)  # fmt: skip
-        before, after = (int(kb) / 1024 for kb in done.stdout.split())
+        done = h.run_json(["-c", PEAK_CODE, kind], kind, timeout=CHILD_TIMEOUT_S)
+        before, after = done["before"] / 1024, done["after"] / 1024
         label = {"gazetteer": "media.place_index + tzfpy (now)",
                  "reverse_geocode": "reverse_geocode + tzfpy (before)"}[kind]  # fmt: skip
         rows.append([label, before, after, after - before])
-    table(["place data", "VmHWM before", "VmHWM after", "added"], rows)  # fmt: skip
+    h.table(["place data", "VmHWM before", "VmHWM after", "added"], rows)  # fmt: skip
     if len(rows) == 1:
-        note("reverse_geocode is not installed (pip install -e '.[places-data]'): no comparison")
+        h.note("reverse_geocode is not installed (pip install -e '.[places-data]'): no comparison")
 
 
 # ── 3. scan cost (child side) ──────────────────────────────────────────────────
@@ -189,8 +183,8 @@ def child_main(argv: list[str]) -> int:
             ).scalar_one()
         lib.factory.kw["bind"].dispose()
     cpu = run["cpu_self"] + run["cpu_children"]
-    print(json.dumps({"wall": run["wall"], "cpu": cpu, "state": run["state"],
-                      "total": run["total"], "cities": located}))  # fmt: skip
+    h.print_result({"wall": run["wall"], "cpu": cpu, "state": run["state"],
+                    "total": run["total"], "cities": located})  # fmt: skip
     return 0
 
 
@@ -198,7 +192,7 @@ def measure_scan(root: Path, mode: str) -> dict[str, Any]:
     # -c, not as a script: the spawned pool must not re-import a __main__ module
     code = "import sys; from bench.places import child_main; sys.exit(child_main(sys.argv[1:]))"
     what = f"the {mode} scan process"
-    return run_json(["-c", code, str(root), mode], what, timeout=CHILD_TIMEOUT_S)
+    return h.run_json(["-c", code, str(root), mode], what, timeout=CHILD_TIMEOUT_S)
 
 
 def scan_section(root: Path, count: int, rounds: int) -> None:
@@ -206,41 +200,37 @@ def scan_section(root: Path, count: int, rounds: int) -> None:
 
     photos = _ingest_photos.prepare_photos(root, count)
     n = len(photos.files)
-    heading(f"3. first scan of {n:,} photos with and without zones and places "
+    h.heading(f"3. first scan of {n:,} photos with and without zones and places "
             f"(process pool of {os.cpu_count()}, fresh SQLite library each, "
             f"{rounds} x A B B A)")  # fmt: skip
-    runs: dict[str, list[dict[str, Any]]] = {"with": [], "without": []}
-    for mode in ("with", "without", "without", "with") * rounds:
+
+    def scanned(mode: str) -> dict[str, Any]:
         result = measure_scan(photos.root, mode)
         if result["state"] != "succeeded":
             raise SystemExit(f"a {mode} scan ended {result['state']}")
-        runs[mode].append(result)
+        return result
+
+    modes = ("with", "without")
+    runs = h.alternate({m: lambda m=m: scanned(m) for m in modes}, 2 * rounds, order="mirror")
     rows = []
     for mode, results in runs.items():
         walls, cpus = [r["wall"] for r in results], [r["cpu"] for r in results]
         rows.append([f"{mode} zones and places", n / statistics.median(walls),
                      statistics.median(walls), min(walls), max(walls),
                      statistics.median(cpus), results[0]["cities"]])  # fmt: skip
-    table(["scan", "files/s", "wall s (median)", "min", "max", "CPU s (median)",
+    h.table(["scan", "files/s", "wall s (median)", "min", "max", "CPU s (median)",
            "assets with a city"], rows)  # fmt: skip
     for measure in ("wall", "cpu"):
         with_ = statistics.median(r[measure] for r in runs["with"])
         without = statistics.median(r[measure] for r in runs["without"])
-        added = with_ / without - 1
+        added = h.figure(f"added {measure} time", with_ / without - 1)
         verdict = "ok" if added < TARGET else "OVER target"
-        note(f"added by zones and places: {added:+.1%} of the scan's {measure} time "
+        h.note(f"added by zones and places: {added:+.1%} of the scan's {measure} time "
              f"(target < {TARGET:.0%}): {verdict}")  # fmt: skip
-    note(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
-         "(other work on the machine inflates wall times; CPU seconds are steadier)")  # fmt: skip
+    h.note("other work on the machine inflates wall times; CPU seconds are steadier")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="200 photos instead of 2,000")
-    parser.add_argument("--photos", type=Path, help="where the photo set is (re)used")
-    parser.add_argument("--skip-scan", action="store_true", help="lookups only")
-    parser.add_argument("--rounds", type=int, default=2, help="A B B A rounds of scans")
-    args = parser.parse_args(argv)
+def body(args: argparse.Namespace) -> None:
     lookup_section()
     memory_section()
     if not args.skip_scan:
@@ -249,7 +239,15 @@ def main(argv: list[str] | None = None) -> int:
         count = 200 if args.quick else 2000
         root = args.photos or _ingest_photos.DEFAULT_ROOT / f"photos-{count}"
         scan_section(root, count, args.rounds)
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--quick", action="store_true", help="200 photos instead of 2,000")
+    parser.add_argument("--photos", type=Path, help="where the photo set is (re)used")
+    parser.add_argument("--skip-scan", action="store_true", help="lookups only")
+    parser.add_argument("--rounds", type=int, default=2, help="A B B A rounds of scans")
+    return h.run(parser, body, argv)
 
 
 if __name__ == "__main__":

@@ -23,56 +23,36 @@ Timings on this small shared machine are noisy: read the ratios of one run.
 
 from __future__ import annotations
 
-import argparse
 import io
-import json
 import os
 import random
 import sys
 import tempfile
 import time
+from argparse import Namespace
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("VIPS_CONCURRENCY", "1")
 
-from bench._children import run_json
-from bench._measure import peak_rss_mb
-from bench._report import heading, note, ratio, table
+from bench import _harness as h
+from bench._photos import QUALITY, write_jpeg
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_render"
 SIZES = {"24mp": (6000, 4000), "12mp": (4000, 3000)}
-QUALITY = 90
 THUMB, PREVIEW = 256, 1440
 
 
 # ── photos ─────────────────────────────────────────────────────────────────────
-def photo(size: tuple[int, int], index: int) -> Any:
-    from PIL import Image, ImageChops
-
-    rnd = random.Random(index)
-    half = Image.effect_noise((size[0] // 2, size[1] // 2), 5)
-    grain = half.resize(size, Image.Resampling.BILINEAR)
-    colours = Image.frombytes("RGB", (5, 4), rnd.randbytes(60))
-    field = colours.resize(size, Image.Resampling.BICUBIC)
-    return ImageChops.add(field, Image.merge("RGB", (grain,) * 3), scale=1.0, offset=-128)
-
-
 def make_photos(count: int) -> Path:
-    from tests.factories.photos import build_exif
-
     folder = ROOT / f"photos-{count}"
     for name, size in SIZES.items():
         for index in range(count):
             target = folder / name / f"IMG_{index:04d}.jpg"
-            if target.exists():
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(f".{target.name}.partial")
-            exif = build_exif(orientation=6 if index % 5 == 4 else 1, gps=(48.85, 2.29, 35.0))
-            photo(size, index).save(partial, "JPEG", quality=QUALITY, exif=exif)
-            os.replace(partial, target)
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_jpeg(str(target), index, size)
     return folder
 
 
@@ -136,7 +116,7 @@ def child_loop(kind: str, threads: int, folder: Path) -> dict[str, Any]:
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(lambda p: function(p, Path(out)), paths))
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return {"seconds": seconds, "cpu": cpu, "renditions": 2 * len(paths), "rss_mb": peak_rss_mb()}
+    return {"seconds": seconds, "cpu": cpu, "renditions": 2 * len(paths), "rss_mb": h.peak_rss_mb()}
 
 
 def _open(home: str) -> tuple[Any, Any]:
@@ -166,7 +146,7 @@ def child_scan(folder: Path, home: str) -> dict[str, Any]:
     import_folders(service, Catalog(factory), [folder])
     _run_worker(factory, service, 2)
     factory.kw["bind"].dispose()
-    return {"rss_mb": peak_rss_mb()}
+    return {"rss_mb": h.peak_rss_mb()}
 
 
 def child_job(workers: int, folder: Path) -> dict[str, Any]:
@@ -194,19 +174,28 @@ def child_job(workers: int, folder: Path) -> dict[str, Any]:
         "cpu": cpu,
         "job_seconds": job_seconds,
         "renditions": rows,
-        "rss_mb": peak_rss_mb(),
+        "rss_mb": h.peak_rss_mb(),
     }
 
 
 def in_child(*args: str) -> dict[str, Any]:
-    return run_json(["-m", "bench.render", "--child", *args], f"child {args}")
+    return h.in_child("render", *args)
+
+
+def child(args: list[str]) -> dict[str, Any]:
+    what, threads, folder = args[0], int(args[1]), Path(args[2])
+    if what == "scan":
+        return child_scan(folder, args[3])
+    if what == "job":
+        return child_job(threads, folder)
+    return child_loop(what, threads, folder)
 
 
 # ── the near-duplicate index ───────────────────────────────────────────────────
 def index_section(count: int) -> None:
     from photo_pipeline.media import phash
 
-    heading(f"3. near-duplicate groups of {count:,} hashes (multi-index hashing)")
+    h.heading(f"3. near-duplicate groups of {count:,} hashes (multi-index hashing)")
     rnd = random.Random(1)
     hashes: list[int] = []
     while len(hashes) < count:
@@ -223,78 +212,58 @@ def index_section(count: int) -> None:
         started = time.perf_counter()
         found = phash.groups(hashes, distance)
         rows.append([distance, len(found), time.perf_counter() - started])
-    table(["max distance", "groups", "seconds"], rows)
-    note(f"all pairs would be {count * (count - 1) // 2:,} comparisons")
+    h.table(["max distance", "groups", "seconds"], rows)
+    h.note(f"all pairs would be {count * (count - 1) // 2:,} comparisons")
 
 
 # ── main ───────────────────────────────────────────────────────────────────────
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="4 photos of each size, not 10")
-    parser.add_argument("--repeat", type=int, default=None, help="rounds (default 3, quick 1)")
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        what, threads, folder = args.child[0], int(args.child[1]), Path(args.child[2])
-        if what == "scan":
-            result = child_scan(folder, args.child[3])
-        elif what == "job":
-            result = child_job(threads, folder)
-        else:
-            result = child_loop(what, threads, folder)
-        print(json.dumps(result))
-        return 0
+CONFIGS = {
+    "render job, 1 worker": ("job", "1"),
+    "render job, 2 workers": ("job", "2"),
+    "bare pyvips loop, 1 thread": ("vips", "1"),
+    "bare pyvips loop, 2 threads": ("vips", "2"),
+    "Pillow draft loop, 1 thread": ("pillow-draft", "1"),
+    "naive Pillow loop, 1 thread": ("pillow-naive", "1"),
+}
 
+
+def body(args: Namespace) -> None:
     count = 4 if args.quick else 10
     repeat = args.repeat or (1 if args.quick else 3)
-    heading("0. photos")
+    h.heading("0. photos")
     started = time.perf_counter()
     folder = make_photos(count)
     paths = photo_paths(folder)
     megabytes = sum(os.path.getsize(p) for p in paths) / 1e6
-    note(
+    h.note(
         f"{len(paths)} JPEGs (q{QUALITY}: {count} x 24 MP, {count} x 12 MP), {megabytes:.0f} MB, "
-        f"ready in {time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs; "
+        f"ready in {time.perf_counter() - started:.1f} s; "
         f"VIPS_CONCURRENCY={os.environ['VIPS_CONCURRENCY']}"
     )
     for path in paths:  # into the page cache
         Path(path).read_bytes()
 
-    heading(f"1. renditions per second (thumbnail 256 + preview 1440, WebP), best of {repeat}")
-    configs = {
-        "render job, 1 worker": ("job", "1"),
-        "render job, 2 workers": ("job", "2"),
-        "bare pyvips loop, 1 thread": ("vips", "1"),
-        "bare pyvips loop, 2 threads": ("vips", "2"),
-        "Pillow draft loop, 1 thread": ("pillow-draft", "1"),
-        "naive Pillow loop, 1 thread": ("pillow-naive", "1"),
-    }
-    runs: dict[str, dict[str, Any]] = {}
+    h.heading(f"1. renditions per second (thumbnail 256 + preview 1440, WebP), best of {repeat}")
     # Rounds interleave the configurations, so that a burst of load from elsewhere on
-    # this shared machine does not hit one of them only; the fastest round counts.
-    for _ in range(repeat):
-        for label, args_ in configs.items():
-            if label.startswith("naive") and label in runs:
-                continue  # the slow baseline once is enough: it only needs to be beaten
-            run = in_child(*args_, str(folder))
+    # this shared machine does not hit one of them only; the fastest round counts. The
+    # slow naive baseline runs once: it only needs to be beaten.
+    rounds = h.alternate(
+        {label: lambda a=a: in_child(*a, str(folder)) for label, a in CONFIGS.items()},
+        repeat,
+        once={"naive Pillow loop, 1 thread"},
+    )
+    runs = {}
+    for label, done in rounds.items():
+        for run in done:
             run["rate"] = run["renditions"] / run["seconds"]
-            best = runs.get(label)
-            if best is None or run["rate"] > best["rate"]:
-                runs[label] = {**run, "rss_mb": max(run["rss_mb"], (best or run)["rss_mb"])}
-    rows = []
-    for label, run in runs.items():
-        rows.append(
-            [
-                label,
-                run["renditions"],
-                run["seconds"],
-                run["cpu"] / run["seconds"],
-                run["rate"],
-                run["renditions"] / run["cpu"],
-                f"{run['rss_mb']:.0f}",
-            ]
-        )
-    table(
+        runs[label] = {**h.best(done, key=lambda r: r["rate"]),
+                       "rss_mb": max(r["rss_mb"] for r in done)}  # fmt: skip
+    rows = [
+        [label, run["renditions"], run["seconds"], run["cpu"] / run["seconds"], run["rate"],
+         run["renditions"] / run["cpu"], f"{run['rss_mb']:.0f}"]
+        for label, run in runs.items()
+    ]  # fmt: skip
+    h.table(
         ["what", "renditions", "seconds", "cores busy", "renditions/s", "per CPU-s", "peak RSS MB"],
         rows,
     )
@@ -303,23 +272,20 @@ def main() -> int:
     vips1, vips2 = runs["bare pyvips loop, 1 thread"], runs["bare pyvips loop, 2 threads"]
     naive = runs["naive Pillow loop, 1 thread"]
     draft = runs["Pillow draft loop, 1 thread"]
-    heading("2. ratios (targets: job >= 0.85x pyvips, >= 4x naive Pillow, 2 workers ~2x)")
-    table(
-        ["ratio", "value"],
-        [
-            ["job 1 worker / bare pyvips 1 thread", ratio(job1["rate"], vips1["rate"])],
-            ["job 2 workers / bare pyvips 2 threads", ratio(job2["rate"], vips2["rate"])],
-            ["job 1 worker / naive Pillow", ratio(job1["rate"], naive["rate"])],
-            ["job 2 workers / job 1 worker", ratio(job2["rate"], job1["rate"])],
-            ["bare pyvips 2 threads / 1 thread", ratio(vips2["rate"], vips1["rate"])],
-            ["bare pyvips / Pillow draft (1 thread)", ratio(vips1["rate"], draft["rate"])],
-            [
-                "CPU-s per rendition: job 1 worker / bare pyvips",
-                ratio(job1["cpu"] / job1["renditions"], vips1["cpu"] / vips1["renditions"]),
-            ],
-        ],
-    )
-    note(
+    h.heading("2. ratios (targets: job >= 0.85x pyvips, >= 4x naive Pillow, 2 workers ~2x)")
+    ratios = {
+        "job 1 worker / bare pyvips 1 thread": (job1["rate"], vips1["rate"]),
+        "job 2 workers / bare pyvips 2 threads": (job2["rate"], vips2["rate"]),
+        "job 1 worker / naive Pillow": (job1["rate"], naive["rate"]),
+        "job 2 workers / job 1 worker": (job2["rate"], job1["rate"]),
+        "bare pyvips 2 threads / 1 thread": (vips2["rate"], vips1["rate"]),
+        "bare pyvips / Pillow draft (1 thread)": (vips1["rate"], draft["rate"]),
+        "CPU-s per rendition: job 1 worker / bare pyvips": (
+            job1["cpu"] / job1["renditions"], vips1["cpu"] / vips1["renditions"]
+        ),
+    }  # fmt: skip
+    h.table(["ratio", "value"], [[name, h.ratio(*ab, name=name)] for name, ab in ratios.items()])
+    h.note(
         "cores busy = CPU seconds / wall seconds of the process; on a loaded machine it "
         "shows how much of the wall time the process got. "
         "job seconds include claiming, item rows, atomic writes + fsync and rendition rows "
@@ -328,7 +294,13 @@ def main() -> int:
         "in-process worker included"
     )
     index_section(20_000 if args.quick else 100_000)
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--quick", action="store_true", help="4 photos of each size, not 10")
+    parser.add_argument("--repeat", type=int, default=None, help="rounds (default 3, quick 1)")
+    return h.run(parser, body, argv, child=child)
 
 
 if __name__ == "__main__":

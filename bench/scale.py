@@ -44,17 +44,19 @@ with the database server and other work: read the ratios.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from argparse import Namespace
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
-from bench._scale_api import api_calls
-from bench._scale_catalogue import analyze, build, database_url
-from bench._scale_noop_render import noop_render
+from bench import _harness as h
+from bench._databases import fresh_database
+from bench._scale_calls import api_calls, noop_render
+from bench._scale_catalogue import analyze, build
 from bench._scale_rescan import rescan
 from bench._scale_similar import run_similar, similar_child, similar_section
 
@@ -71,15 +73,10 @@ def one_database(
     """Every size built (and grouped by `similar`) first; then the API calls and the
     no-op render, the sizes in turns; then `similar`'s section, size by size."""
     results: dict[int, dict[str, object]] = {size: {} for size in sizes}
-    urls: dict[int, str] = {}
-    drops: list[Callable[[], None]] = []
     planted: dict[int, tuple[list[int], list[int]]] = {}
-    try:
-        for size in sizes:
-            url, drop = database_url(kind, workdir, size)
-            urls[size] = url
-            if drop is not None:
-                drops.append(drop)
+    with ExitStack() as databases:
+        urls = {s: databases.enter_context(fresh_database(kind, f"bench_scale_{s}")) for s in sizes}
+        for size, url in urls.items():
             started = time.perf_counter()
             planted[size] = build(url, size, seed=size, jobs=not similar_only)
             results[size]["build s"] = time.perf_counter() - started
@@ -101,29 +98,11 @@ def one_database(
             hashes, cluster = planted.pop(size)
             results[size].update(similar_section(urls[size], size, hashes, cluster, baseline))
             print(f"{kind} {size}: done, load {os.getloadavg()[0]:.2f}", flush=True)
-        return results
-    finally:
-        for drop in drops:
-            drop()
+    return results
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="10000,100000,1000000")
-    parser.add_argument("--databases", default="sqlite,postgresql")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--rescan", type=int, default=0, help="files for a no-change rescan")
-    parser.add_argument("--similar-only", action="store_true", help="no jobs, no API calls")
-    parser.add_argument("--baseline", metavar="SRC", help="run `similar` with this code too")
-    parser.add_argument("--similar-child", metavar="URL")
-    parser.add_argument("--full", action="store_true")
-    parser.add_argument("--incremental", action="store_true")
-    args = parser.parse_args()
-    if args.similar_child:
-        similar_child(args.similar_child, args.full)
-        return
+def body(args: Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    print(f"load average at start: {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         for kind in args.databases.split(","):
             if args.rescan:
@@ -142,31 +121,46 @@ def main() -> None:
                 baseline=args.baseline,
             )
             print_table(kind, sizes, results)
-    print(f"load average at end: {os.getloadavg()}", flush=True)
 
 
 def print_table(kind: str, sizes: list[int], results: dict[int, dict[str, object]]) -> None:
-    names = list(results[sizes[0]])
+    """Each call's median per size and, for the paged calls, largest / smallest size."""
     small, large = sizes[0], sizes[-1]
-    print(f"\n{kind}: medians in ms unless named otherwise")
-    print("| call | " + " | ".join(f"{s:,}" for s in sizes) + f" | {large:,}/{small:,} |")
-    print("|---|" + "---:|" * (len(sizes) + 1))
-    for name in names:
+    h.heading(f"{kind}: medians in ms unless named otherwise")
+    h.figure("by size", results)
+    rows = []
+    for name in results[small]:
         values = [results[s].get(name) for s in sizes]
-        cells = [
-            "" if v is None else f"{v:.3f}" if isinstance(v, float) and v < 10 else f"{v:,.0f}"
-            if isinstance(v, float) else str(v)
-            for v in values
-        ]  # fmt: skip
         first, last = values[0], values[-1]
-        ratio = (
-            f"{last / first:.2f}"
-            if isinstance(first, float) and isinstance(last, float) and first > 0
-            and name.startswith(("/api", "no-op render")) else ""
-        )  # fmt: skip
-        print(f"| {name} | " + " | ".join(cells) + f" | {ratio} |")
-    sys.stdout.flush()
+        paged = name.startswith(("/api", "no-op render"))
+        ratio = ""
+        if paged and isinstance(first, float) and isinstance(last, float) and first > 0:
+            ratio = h.ratio(last, first, name=name)
+        rows.append([name, *(shown(v) for v in values), ratio])
+    h.table(["call", *(f"{s:,}" for s in sizes), f"{large:,}/{small:,}"], rows)
+
+
+def shown(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}" if value < 10 else f"{value:,.0f}"
+    return "" if value is None else str(value)
+
+
+def child(args: list[str]) -> dict[str, Any]:
+    url, mode = args
+    return similar_child(url, full=mode == "full")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rescan", type=int, default=0, help="files for a no-change rescan")
+    parser.add_argument("--similar-only", action="store_true", help="no jobs, no API calls")
+    parser.add_argument("--baseline", metavar="SRC", help="run `similar` with this code too")
+    return h.run(parser, body, argv, child=child)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

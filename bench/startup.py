@@ -4,11 +4,11 @@ and `jobs` in < 0.3 s).
 Run with ``.venv/bin/python -m bench.startup [--runs N]``. It makes a library in a
 temporary home (``init``, then ``import`` of a few generated photos without
 ``--wait``: three queued jobs to list and show) and runs each command ``--runs``
-times (default 9) in a fresh interpreter, printing the median wall and CPU seconds
-(user + system, from ``wait4``) of each. Two floors are timed in the same run, so the
-figures can be read on a busy machine: the bare interpreter, and one that only
-imports what every library command needs (Typer, Rich, SQLAlchemy's ORM and its
-SQLite dialect). Each command's CPU time is also given against that floor.
+times (default 9) in a fresh interpreter, the commands in turns, printing the median
+wall and CPU seconds (user + system, from ``wait4``) of each. Two floors are timed in
+the same run, so the figures can be read on a busy machine: the bare interpreter, and
+one that only imports what every library command needs (Typer, Rich, SQLAlchemy's ORM
+and its SQLite dialect). Each command's CPU time is also given against that floor.
 
 Which modules a command loads is asserted in tests/unit/cli/test_cli_startup.py; this
 script only measures.
@@ -16,46 +16,21 @@ script only measures.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from argparse import Namespace
 from pathlib import Path
 
-from bench._report import heading, note, table
+from bench import _harness as h
 
 CLI = [sys.executable, "-m", "photo_pipeline"]
 TARGET_SECONDS = 0.3
 FLOOR = "import typer, rich.console, sqlalchemy.orm, sqlalchemy.dialects.sqlite.pysqlite"
-
-
-def timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds of one run of ``args``, which must succeed."""
-    started = time.perf_counter()
-    child = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        assert child.stderr is not None
-        raise RuntimeError(f"{' '.join(args)} failed: {child.stderr.read().decode()[-2000:]}")
-    assert child.stderr is not None
-    child.stderr.close()
-    return seconds, usage.ru_utime + usage.ru_stime
-
-
-def medians(args: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
-    """Median wall and CPU seconds over ``runs`` runs, after one unmeasured run (the
-    page cache, and the bytecode when it may be written)."""
-    timed(args, env)
-    samples = [timed(args, env) for _ in range(runs)]
-    return (
-        statistics.median(wall for wall, _ in samples),
-        statistics.median(cpu for _, cpu in samples),
-    )
+ORM_FLOOR = "typer + rich + SQLAlchemy ORM (floor)"
 
 
 def make_library(home: Path, env: dict[str, str]) -> str:
@@ -67,10 +42,7 @@ def make_library(home: Path, env: dict[str, str]) -> str:
     return str(json.loads(done.stdout)[0]["id"])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=9, help="runs of each command (default 9)")
-    args = parser.parse_args()
+def body(args: Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="pp-startup-") as scratch:
         home = Path(scratch) / "home"
         env = {**os.environ, "PHOTO_PIPELINE_HOME": str(home)}
@@ -78,34 +50,43 @@ def main() -> int:
         job_id = make_library(home, env)
         commands = {
             "python -c pass (floor)": [sys.executable, "-c", "pass"],
-            "typer + rich + SQLAlchemy ORM (floor)": [sys.executable, "-c", FLOOR],
+            ORM_FLOOR: [sys.executable, "-c", FLOOR],
             "--help": [*CLI, "--help"],
             "jobs --json": [*CLI, "jobs", "--json"],
             "jobs": [*CLI, "jobs"],
             "job show ID": [*CLI, "job", "show", job_id],
             "job show ID --json": [*CLI, "job", "show", job_id, "--json"],
         }
-        heading(f"start-up: median of {args.runs} runs, a library of 3 queued jobs")
-        results = {label: medians(argv, env, args.runs) for label, argv in commands.items()}
-    floor_cpu = results["typer + rich + SQLAlchemy ORM (floor)"][1]
+        h.heading(f"start-up: median of {args.runs} runs, a library of 3 queued jobs")
+        # One unmeasured run each first: the page cache, and the bytecode when it may
+        # be written.
+        runs = h.alternate(
+            {label: lambda a=argv: h.run_command(a, env) for label, argv in commands.items()},
+            args.runs,
+            warmup=1,
+        )
+    medians = {
+        label: (statistics.median(r.wall for r in done), statistics.median(r.cpu for r in done))
+        for label, done in runs.items()
+    }
+    floor_cpu = medians[ORM_FLOOR][1]
     rows = [
-        [
-            label,
-            f"{wall:.3f}",
-            f"{cpu:.3f}",
-            f"{cpu / floor_cpu:.2f}x",
-            "" if "floor" in label else ("yes" if wall < TARGET_SECONDS else "NO"),
-        ]
-        for label, (wall, cpu) in results.items()
-    ]
-    table(["command", "wall s", "CPU s", "CPU / ORM floor", f"< {TARGET_SECONDS} s"], rows)
-    note(
-        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+        [label, f"{wall:.3f}", f"{cpu:.3f}", h.ratio(cpu, floor_cpu, name=f"{label} CPU / floor"),
+         "" if "floor" in label else ("yes" if wall < TARGET_SECONDS else "NO")]
+        for label, (wall, cpu) in medians.items()
+    ]  # fmt: skip
+    h.table(["command", "wall s", "CPU s", "CPU / ORM floor", f"< {TARGET_SECONDS} s"], rows)
+    h.note(
         f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')} "
         "(when set, the project's own modules are compiled at every start). Wall time "
         "is what a user waits for; CPU time is the steadier figure on a shared machine."
     )
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--runs", type=int, default=9, help="runs of each command (default 9)")
+    return h.run(parser, body, argv)
 
 
 if __name__ == "__main__":

@@ -22,19 +22,17 @@ best round counts (this machine is shared). Target: ours >= 0.8x the bare loop.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import sys
 import tempfile
 import time
+from argparse import Namespace
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench._children import run_json
-from bench._report import heading, note, ratio, table
+from bench import _harness as h
 
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_video"
 SIZE = (1920, 1080)
@@ -157,10 +155,7 @@ WORK = {
 
 def _peaks(_: int) -> tuple[float, float]:
     """(this worker's VmHWM, the largest forked child's max RSS), in MB."""
-    with open("/proc/self/status") as status:
-        hwm = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return hwm / 1024, children / 1024
+    return h.peak_rss_mb(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 def _warm(_: int) -> None:
@@ -169,21 +164,15 @@ def _warm(_: int) -> None:
     import photo_pipeline.media.render  # noqa: F401
 
 
-def _cpu_seconds() -> float:
-    """CPU time of this process and of its reaped children (forked decodes)."""
-    return sum(
-        usage.ru_utime + usage.ru_stime
-        for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    )
-
-
 def _measured(what: str, path: str) -> float:
-    before = _cpu_seconds()
+    """CPU seconds of one file's work, its forked decode children's included."""
+    before = h.cpu_seconds()
     WORK[what](path)
-    return _cpu_seconds() - before
+    return h.cpu_seconds() - before
 
 
-def child(what: str, paths: list[str]) -> dict[str, Any]:
+def child(args: list[str]) -> dict[str, Any]:
+    what, paths = args[0], args[1:]
     tasks = paths * METADATA_PASSES if what.startswith("metadata") else paths
     with ProcessPoolExecutor(WORKERS) as pool:
         list(pool.map(_warm, range(WORKERS)))  # imports are not what is measured
@@ -201,92 +190,59 @@ def child(what: str, paths: list[str]) -> dict[str, Any]:
     }
 
 
-def in_child(what: str, paths: list[str]) -> dict[str, Any]:
-    return run_json(["-m", "bench.video", "--child", what, *paths], f"child {what}")
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="4 clips per codec, not 10")
-    parser.add_argument("--repeat", type=int, default=None, help="rounds (default 3, quick 1)")
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(child(args.child[0], args.child[1:])))
-        return 0
-
+def body(args: Namespace) -> None:
     count = 4 if args.quick else 10
     repeat = args.repeat or (1 if args.quick else 3)
-    heading("0. clips")
+    h.heading("0. clips")
     started = time.perf_counter()
     clips = make_clips(count)
     megabytes = sum(os.path.getsize(p) for paths in clips.values() for p in paths) / 1e6
-    note(
+    h.note(
         f"{count} H.264 + {count} HEVC MP4s, {SIZE[0]}x{SIZE[1]}, {SECONDS} s at {FPS} fps, "
         f"{megabytes:.0f} MB, ready in {time.perf_counter() - started:.1f} s; "
-        f"{os.cpu_count()} CPUs, {WORKERS} worker processes"
+        f"{WORKERS} worker processes"
     )
     for paths in clips.values():
         for path in paths:
             Path(path).read_bytes()  # into the page cache
 
-    heading(f"1. files per second on {WORKERS} workers, best of {repeat}")
+    h.heading(f"1. files per second on {WORKERS} workers, best of {repeat}")
+    cases = {
+        (codec, what): lambda w=what, p=paths: h.in_child("video", w, *p)
+        for codec, paths in clips.items()
+        for what in WORK
+    }
     runs: dict[tuple[str, str], dict[str, Any]] = {}
-    for _ in range(repeat):
-        for codec, paths in clips.items():
-            for what in WORK:
-                run = in_child(what, paths)
-                run["rate"] = run["files"] / run["seconds"]
-                best = runs.get((codec, what))
-                if best is None or run["rate"] > best["rate"]:
-                    runs[(codec, what)] = run
+    for key, done in h.alternate(cases, repeat).items():
+        for run in done:
+            run["rate"] = run["files"] / run["seconds"]
+        runs[key] = h.best(done, key=lambda r: r["rate"])
     rows = [
-        [
-            codec,
-            what,
-            run["files"],
-            run["seconds"],
-            run["rate"],
-            run["cpu"] / run["files"] * 1000,
-            f"{run['worker_rss_mb']:.0f}",
-            f"{run['decode_child_rss_mb']:.0f}" if "ours" in what else "-",
-        ]
+        [codec, what, run["files"], run["seconds"], run["rate"], run["cpu"] / run["files"] * 1000,
+         f"{run['worker_rss_mb']:.0f}",
+         f"{run['decode_child_rss_mb']:.0f}" if "ours" in what else "-"]
         for (codec, what), run in runs.items()
-    ]
-    table(
-        [
-            "codec",
-            "what",
-            "files",
-            "seconds",
-            "files/s",
-            "CPU ms/file",
-            "worker RSS MB",
-            "decode child MB",
-        ],
-        rows,
-    )
-    heading("2. ratios (target: ours >= 0.8x the bare PyAV loop)")
+    ]  # fmt: skip
+    h.table(["codec", "what", "files", "seconds", "files/s", "CPU ms/file", "worker RSS MB",
+             "decode child MB"], rows)  # fmt: skip
 
-    def per_cpu(run: dict[str, Any]) -> float:
-        return run["files"] / run["cpu"]
-
-    table(
-        ["ratio", "h264 files/s", "hevc files/s", "h264 per CPU-s", "hevc per CPU-s"],
-        [
-            [
-                f"{ours} / {bare}",
-                *(ratio(runs[(c, ours)]["rate"], runs[(c, bare)]["rate"]) for c in clips),
-                *(ratio(per_cpu(runs[(c, ours)]), per_cpu(runs[(c, bare)])) for c in clips),
-            ]
-            for ours, bare in (
-                ("metadata ours", "metadata bare"),
-                ("metadata ours isolated", "metadata bare"),
-                ("poster ours", "poster bare"),
-            )
-        ],
-    )
-    note(
+    h.heading("2. ratios (target: ours >= 0.8x the bare PyAV loop)")
+    rows = []
+    for ours, bare in (
+        ("metadata ours", "metadata bare"),
+        ("metadata ours isolated", "metadata bare"),
+        ("poster ours", "poster bare"),
+    ):
+        mine, theirs = [runs[c, ours] for c in clips], [runs[c, bare] for c in clips]
+        rows.append([
+            f"{ours} / {bare}",
+            *(h.ratio(a["rate"], b["rate"], name=f"{c} {ours}, files/s")
+              for c, a, b in zip(clips, mine, theirs, strict=True)),
+            *(h.ratio(a["files"] / a["cpu"], b["files"] / b["cpu"], name=f"{c} {ours}, per CPU-s")
+              for c, a, b in zip(clips, mine, theirs, strict=True)),
+        ])  # fmt: skip
+    h.table(["ratio", "h264 files/s", "hevc files/s", "h264 per CPU-s", "hevc per CPU-s"], rows)
+    h.note(
         "files/s is wall clock on a machine shared with others; per CPU-s counts the CPU "
         "time of the worker and its forked decode children, which other load disturbs less. "
         "poster ours = fork a watchdogged child per clip, seek, decode, turn, scale to "
@@ -294,7 +250,13 @@ def main() -> int:
         "worker RSS = each pool process's VmHWM; decode child = the largest forked "
         "child's max RSS (it shares the worker's pages until it writes them)"
     )
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--quick", action="store_true", help="4 clips per codec, not 10")
+    parser.add_argument("--repeat", type=int, default=None, help="rounds (default 3, quick 1)")
+    return h.run(parser, body, argv, child=child)
 
 
 if __name__ == "__main__":

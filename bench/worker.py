@@ -18,21 +18,14 @@ on this small shared machine are noisy: read the ratios, measured in the same ru
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import sys
 import time
+from argparse import Namespace
 from collections.abc import Callable
 from typing import Any
 
-import PIL
-import sqlalchemy
-from sqlalchemy.engine import make_url
-from tests.support.databases import PG_URL, postgres_error
-
-from bench._databases import postgres_version
-from bench._report import note
+from bench import _harness as h
+from bench._databases import backends
 from bench._worker_common import FULL, POOL, QUICK
 from bench._worker_images import image_section, machine_parallelism
 from bench._worker_noop import noop_section, processes_section
@@ -41,40 +34,29 @@ from bench._worker_noop import noop_section, processes_section
 def timed(section: Callable[..., Any], *args: Any) -> Any:
     started = time.perf_counter()
     result = section(*args)
-    note(f"(section took {time.perf_counter() - started:.0f} s)")
+    h.note(f"(section took {time.perf_counter() - started:.0f} s)")
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
-    args = parser.parse_args(argv)
+def body(args: Namespace) -> None:
     sizes = QUICK if args.quick else FULL
-    began = time.perf_counter()
-
-    print(f"photo-pipeline worker runtime benchmark ({'quick' if args.quick else 'full'} run)")
-    print(
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"SQLAlchemy {sqlalchemy.__version__}, Pillow {PIL.__version__}"
-    )
-    backends = ["sqlite"]
-    error = postgres_error()
-    if error is None:
-        backends.append("postgresql")
-        print(f"PostgreSQL {postgres_version()} at {make_url(PG_URL)!r}")
-    else:
-        print(f"PostgreSQL at {PG_URL} unreachable ({error}): SQLite only")
-    parallel = machine_parallelism(sizes.image_rounds)
+    print(f"worker runtime benchmark ({'quick' if args.quick else 'full'} run); "
+          f"{h.versions('sqlalchemy', 'pillow')}")  # fmt: skip
+    measured = backends()
+    parallel = h.figure("machine parallelism", machine_parallelism(sizes.image_rounds))
     print(
         f"2 processes of pure-Python work finish {parallel:.2f}x as fast as 1 process doing "
         f"both (2.00x = {POOL} whole cores; less: the cores are busy with other work)"
     )
+    in_process = timed(noop_section, measured, sizes)
+    timed(processes_section, measured, sizes, in_process)
+    timed(image_section, measured, sizes)
 
-    in_process = timed(noop_section, backends, sizes)
-    timed(processes_section, backends, sizes, in_process)
-    timed(image_section, backends, sizes)
-    print(f"\ndone in {time.perf_counter() - began:.0f} s")
-    return 0
+
+def main(argv: list[str] | None = None) -> int:
+    parser = h.parser(__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
+    return h.run(parser, body, argv)
 
 
 if __name__ == "__main__":
