@@ -66,3 +66,43 @@ def decode_weight(_params: dict[str, Any], path: str) -> int:
 @handlers.handler("test.decode")
 def decode(ctx: JobContext) -> None:
     ctx.map(decode_item, weigh=decode_weight)
+
+
+def crowded_item(params: dict[str, Any], key: str) -> str:
+    """Short of memory while another item runs beside it, as a large decode would be:
+    the items of ``params["meet"]`` first wait until they all run, and then fail with a
+    transient ``out_of_memory``; on a later run an item fails so if any other item is
+    running then, and those of ``params["short"]`` always do. Each run is written to
+    ``runs-KEY`` (crowded, alone or short)."""
+    folder = Path(params["folder"])
+    runs = folder / f"runs-{key}"
+    first = not runs.exists()
+    running = folder / f"running-{key}"
+    running.touch()
+    try:
+        if key in params["short"]:
+            outcome = "short"
+        elif first and key in params["meet"]:
+            (folder / f"started-{key}").touch()
+            deadline = time.monotonic() + _GATE_LIMIT_SECONDS
+            idle = threading.Event()
+            while not all((folder / f"started-{other}").exists() for other in params["meet"]):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{key} never met the others")
+                idle.wait(_GATE_CHECK_SECONDS)  # waiting for the others, not for time
+            outcome = "crowded"
+        else:
+            others = [p.name for p in folder.glob("running-*") if p != running]
+            outcome = "crowded" if others else "alone"
+        with runs.open("a") as log:
+            log.write(f"{outcome}\n")
+        if outcome != "alone":
+            raise ItemError("out_of_memory", f"{key}: {outcome}", transient=True)
+        return key
+    finally:
+        running.unlink()
+
+
+@handlers.handler("test.crowded")
+def crowded(ctx: JobContext) -> None:
+    ctx.map(crowded_item, weigh=lambda _params, _key: 1)

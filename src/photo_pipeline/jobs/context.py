@@ -159,7 +159,9 @@ class JobContext:
 
         ``ItemError`` (from ``function`` or ``on_result``) fails the item;
         ``on_result(item_key, value)`` runs here, in the worker, before the item is
-        reported done; any other exception fails the job.
+        reported done; any other exception fails the job. An item whose ``ItemError``
+        is ``transient`` (memory ran short) runs once more after the others, alone
+        (with the whole memory budget), and fails only if that fails too.
 
         ``weigh(params, item_key)``, when given, estimates the bytes an item will use
         at its peak: the item starts only once that fits the worker's memory budget,
@@ -169,6 +171,7 @@ class JobContext:
         """
         budget = self._budget if weigh is not None else None
         pool = self._pool
+        again: list[str] = []  # short of memory: run once more, alone, at the end
         if pool is None:
             for key in self.items():
                 charge = self._reserve(budget, weigh, key)
@@ -177,29 +180,31 @@ class JobContext:
                 if self._stopped_while_waiting(budget, charge):
                     break
                 try:
-                    self._settle(key, functools.partial(function, self.params, key), on_result)
+                    call = functools.partial(function, self.params, key)
+                    self._settle(key, call, on_result, again)
                 finally:
                     if budget is not None:
                         budget.release(charge)
-            return
-        in_flight: dict[Future[Any], str] = {}
-        try:
-            for key in self.items():
-                charge = self._reserve(budget, weigh, key)
-                if charge is None:
-                    continue
-                if self._stopped_while_waiting(budget, charge):
-                    break
-                in_flight[self._submit(pool, function, key, budget, charge)] = key
-                # Enough queued work that the pool stays busy while this thread
-                # writes a batch of results (bench/ingest.py measured it idling).
-                if len(in_flight) >= 2 * self._pool_size + self._flush_size:
-                    self._collect(in_flight, on_result)
-            while in_flight:
-                self._collect(in_flight, on_result)
-        finally:
-            for future in in_flight:
-                future.cancel()
+        else:
+            in_flight: dict[Future[Any], str] = {}
+            try:
+                for key in self.items():
+                    charge = self._reserve(budget, weigh, key)
+                    if charge is None:
+                        continue
+                    if self._stopped_while_waiting(budget, charge):
+                        break
+                    in_flight[self._submit(pool, function, key, budget, charge)] = key
+                    # Enough queued work that the pool stays busy while this thread
+                    # writes a batch of results (bench/ingest.py measured it idling).
+                    if len(in_flight) >= 2 * self._pool_size + self._flush_size:
+                        self._collect(in_flight, on_result, again)
+                while in_flight:
+                    self._collect(in_flight, on_result, again)
+            finally:
+                for future in in_flight:
+                    future.cancel()
+        self._run_alone(again, function, on_result, budget)
 
     def before_flush(self, callback: Callable[[], RowWriter | None]) -> None:
         """Run ``callback`` before each write of item results, for a handler that
@@ -266,20 +271,60 @@ class JobContext:
             future.add_done_callback(lambda _done: budget.release(charge))
         return future
 
-    def _collect(self, in_flight: dict[Future[Any], str], on_result: ResultCallback | None) -> None:
+    def _collect(
+        self,
+        in_flight: dict[Future[Any], str],
+        on_result: ResultCallback | None,
+        again: list[str],
+    ) -> None:
         done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
         for future in done:
             key = in_flight.pop(future)
-            self._settle(key, future.result, on_result)
+            self._settle(key, future.result, on_result, again)
+
+    def _run_alone(
+        self,
+        keys: list[str],
+        function: ItemFunction,
+        on_result: ResultCallback | None,
+        budget: MemoryBudget | None,
+    ) -> None:
+        """Run each item that ran short of memory once more, one at a time and, under a
+        budget, only once every other item of the worker has ended (it reserves the
+        whole budget): what the others held is free by then. A stop leaves the rest
+        running (release or cancel settles them; they run again)."""
+        for key in keys:
+            if self.should_stop:
+                return
+            charge = budget.reserve(budget.limit or 0) if budget is not None else 0
+            if self._stopped_while_waiting(budget, charge):
+                return
+            try:
+                call: Callable[[], Any] = functools.partial(function, self.params, key)
+                if self._pool is not None:
+                    call = self._pool.submit(function, self.params, key).result
+                self._settle(key, call, on_result, None)
+            finally:
+                if budget is not None:
+                    budget.release(charge)
 
     def _settle(
-        self, key: str, result: Callable[[], Any], on_result: ResultCallback | None
+        self,
+        key: str,
+        result: Callable[[], Any],
+        on_result: ResultCallback | None,
+        again: list[str] | None,
     ) -> None:
+        """Report one item done (or failed); a transient failure is put on ``again``
+        instead, when given."""
         try:
             value = result()
             if on_result is not None:
                 on_result(key, value)
         except ItemError as exc:
+            if exc.transient and again is not None:
+                again.append(key)
+                return
             self.fail(key, exc.code, exc.message)
             return
         self.succeed(key)

@@ -65,9 +65,14 @@ class JobConflict(JobError):
 
 class ItemError(Exception):
     """An item's own input is bad (a corrupt photo, say): fails that item, not the
-    job. Any other exception from a handler fails the job, which is retried."""
+    job. Any other exception from a handler fails the job, which is retried.
 
-    def __init__(self, code: str, message: str = "") -> None:
+    ``transient``: the failure is of the moment (memory ran short while other items
+    ran), not of the item: ``JobContext.map`` runs the item once more, alone, after
+    the others, and fails it only if that fails too."""
+
+    def __init__(self, code: str, message: str = "", *, transient: bool = False) -> None:
         super().__init__(f"{code}: {message}" if message else code)
         self.code = code
         self.message = message
+        self.transient = transient

@@ -4,7 +4,10 @@ A decoder stuck inside C code (FFmpeg looping on a hostile stream) cannot be int
 from Python: no exception reaches it and a thread cannot be stopped. A child process can
 be killed. ``run_bounded(fn, *args, time_limit=…)`` forks, runs ``fn(*args)`` in the
 child under an address-space limit, and returns its result (pickled through a pipe); when
-the deadline passes first, the child is SIGKILLed and ``decode_timeout`` raised.
+the deadline passes first, the child is SIGKILLed and ``decode_timeout`` raised. A
+decode that needs more memory than that limit is the file's fault (``corrupt_file``);
+one that hits the process's own lower limit (a ``ulimit -v``) ran out at a bad moment
+(``out_of_memory``).
 
 fork (not spawn) keeps this cheap: the child already has every module loaded and
 starts in about a millisecond. The child touches only what ``fn`` uses, returns through
@@ -32,7 +35,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from photo_pipeline.media.errors import CORRUPT_FILE, DECODE_TIMEOUT, MediaError
+from photo_pipeline.media.errors import CORRUPT_FILE, DECODE_TIMEOUT, OUT_OF_MEMORY, MediaError
 
 T = TypeVar("T")
 
@@ -50,8 +53,9 @@ def run_bounded(
 ) -> T:
     """``fn(*args)`` in a child process, killed after ``time_limit`` seconds.
 
-    A MediaError raised by ``fn`` is raised here; running out of memory or any other
-    exception in the child becomes ``corrupt_file``; the deadline ``decode_timeout``.
+    A MediaError raised by ``fn`` is raised here; running out of memory in the child
+    becomes ``out_of_memory``, any other exception ``corrupt_file``; the deadline
+    ``decode_timeout``.
     """
     read_end, write_end = os.pipe()
     # The child must never collect what it inherited: a cycle holding an FFmpeg object
@@ -68,7 +72,7 @@ def run_bounded(
         if pid == 0:  # the child: never returns
             gc.disable()
             os.close(read_end)
-            _child(write_end, fn, args, memory_limit, time_limit)
+            _child(write_end, fn, args, memory_limit, time_limit, what)
     finally:
         if pid != 0:
             gc.unfreeze()
@@ -92,21 +96,32 @@ def run_bounded(
 
 
 def _child(
-    write_end: int, fn: Callable[..., Any], args: tuple[Any, ...], memory: int, seconds: float
+    write_end: int,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    memory: int,
+    seconds: float,
+    what: str,
 ) -> None:
     status = 0
+    own_limit = True
     try:
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             signal.alarm(math.ceil(seconds) + 1)
-            _limit_memory(memory)
+            own_limit = _limit_memory(memory)
             message: tuple[str, Any] = ("ok", fn(*args))
         except MediaError as exc:
             message = ("media_error", (exc.code, exc.detail))
+            if exc.code == OUT_OF_MEMORY and own_limit:
+                message = _beyond(memory)
         except MemoryError:
-            message = ("error", "out of memory")
+            # Past the child's own limit, the file asked for more than a decode may
+            # ever take; past the process's lower one (a ulimit), memory was short now.
+            out = ("media_error", (OUT_OF_MEMORY, f"{what}: out of memory"))
+            message = _beyond(memory) if own_limit else out
         except BaseException as exc:  # reported to the parent, which decides
             message = ("error", f"{type(exc).__name__}: {exc}")
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
@@ -119,15 +134,21 @@ def _child(
         os._exit(status)
 
 
-def _limit_memory(extra: int) -> None:
+def _beyond(memory: int) -> tuple[str, Any]:
+    return ("error", f"out of memory (beyond the {memory >> 20} MiB a decode may take)")
+
+
+def _limit_memory(extra: int) -> bool:
+    """Cap the address space at what the child has plus ``extra``; False when the
+    process's hard limit is lower, and so the one that binds."""
     # RLIMIT_AS counts the address space inherited from the parent too
     with open("/proc/self/statm") as statm:
         inherited = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     limit = inherited + extra
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    own = hard == resource.RLIM_INFINITY or limit <= hard
+    resource.setrlimit(resource.RLIMIT_AS, (limit if own else hard, hard))
+    return own
 
 
 def _read_message(fd: int, pid: int, deadline: float) -> bytes | None:

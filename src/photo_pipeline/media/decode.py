@@ -5,6 +5,11 @@ caller that decodes the photo itself right after, and fails it when that decode 
 (the scan rendering a new photo: ``media.render`` decodes with ``fail_on="error"``),
 wraps its metadata read in :func:`pixels_checked_by_caller` so that the photo is
 decoded once, not twice.
+
+A decode that runs out of memory is ``out_of_memory``, not ``corrupt_file``
+(:func:`decode_failure`). Pillow reports every libjpeg error as "broken data
+stream", libjpeg's "Insufficient memory" among them: a JPEG whose check decode fails
+so is decoded again by libvips, whose loader keeps libjpeg's message, to tell which.
 """
 
 from __future__ import annotations
@@ -27,7 +32,13 @@ from PIL import (
 )
 from pillow_heif.as_plugin import HeifImageFile
 
-from photo_pipeline.media.errors import CORRUPT_FILE, TOO_MANY_PIXELS, MediaError
+from photo_pipeline.media.errors import (
+    CORRUPT_FILE,
+    OUT_OF_MEMORY,
+    TOO_MANY_PIXELS,
+    MediaError,
+    out_of_memory,
+)
 from photo_pipeline.media.files import media_error_from_os
 from photo_pipeline.media.formats import MIME_TYPES
 from photo_pipeline.media.tags import (
@@ -83,6 +94,8 @@ class Probe:
 
 def decode_failure(exc: BaseException, path: Path, what: str) -> MediaError:
     """Classify an exception raised while decoding ``path``."""
+    if out_of_memory(exc):
+        return MediaError(OUT_OF_MEMORY, f"{path}: {what}: out of memory: {exc}")
     if isinstance(exc, OSError) and exc.errno is not None:
         return media_error_from_os(exc, path)  # a real I/O failure, not a decoder complaint
     if isinstance(exc, (Image.DecompressionBombError, Image.DecompressionBombWarning)):
@@ -124,8 +137,6 @@ def probe_pillow(kind: str, fp: BinaryIO, path: Path, file_size: int, max_pixels
     try:
         fp.seek(0)
         image = _PLUGINS[kind](fp)
-    except MemoryError:
-        raise
     except Exception as exc:
         raise decode_failure(exc, path, f"cannot read {kind} header") from exc
     width, height = image.size
@@ -139,8 +150,6 @@ def probe_pillow(kind: str, fp: BinaryIO, path: Path, file_size: int, max_pixels
     try:
         _verify(kind, image, fp, file_size, path)
     except MediaError:
-        raise
-    except MemoryError:
         raise
     except Exception as exc:
         raise decode_failure(exc, path, f"{kind} data does not decode") from exc
@@ -171,7 +180,14 @@ def _verify(
         fp.seek(0)
         check = JpegImagePlugin.JpegImageFile(fp)
         check.draft(None, (max(1, check.width // 8), max(1, check.height // 8)))
-        check.load()
+        try:
+            check.load()
+        except OSError as exc:
+            if exc.errno is None and _libjpeg_out_of_memory(fp):
+                raise MediaError(
+                    OUT_OF_MEMORY, f"{path}: jpeg data does not decode: out of memory"
+                ) from exc
+            raise
     elif kind == "png":
         # verify() walks every chunk to IEND and checks its CRC without inflating pixels
         fp.seek(0)
@@ -187,3 +203,21 @@ def _verify(
     # WebP, HEIF and AVIF: opening already validated the container (libwebp's demuxer,
     # libheif's and libavif's item extents), which is what catches truncation, so there is
     # nothing more to do cheaply.
+
+
+def _libjpeg_out_of_memory(fp: BinaryIO) -> bool:
+    """Whether libjpeg runs out of memory decoding ``fp`` at 1/8 scale, as libvips
+    reports it (Pillow's "broken data stream" says no more than that libjpeg failed).
+    Only ever asked after such a failure: a damaged file is decoded twice, no other."""
+    import pyvips  # loaded only here: reading metadata does not otherwise need libvips
+
+    pyvips.cache_set_max(0)  # as media.render: a cached operation would keep the file open
+    fp.seek(0)
+    try:
+        source = pyvips.Source.new_from_descriptor(fp.fileno())
+        pyvips.Image.new_from_source(source, "", shrink=8, fail_on="error").avg()
+    except MemoryError:
+        return True
+    except pyvips.Error as exc:
+        return out_of_memory(exc)
+    return False

@@ -29,8 +29,10 @@ from photo_pipeline.media.decode import check_pixels
 from photo_pipeline.media.errors import (
     CORRUPT_FILE,
     DECODE_TIMEOUT,
+    OUT_OF_MEMORY,
     UNSUPPORTED_FORMAT,
     MediaError,
+    out_of_memory,
 )
 from photo_pipeline.media.files import media_error_from_os, open_original
 from photo_pipeline.media.formats import HEADER_SIZE, VIDEO_FORMATS, sniff
@@ -130,9 +132,10 @@ def _decode(
         raise
     except (av.error.ExitError, TimeoutError) as exc:  # FFmpeg's interrupt, or our deadline
         raise MediaError(DECODE_TIMEOUT, f"{path}: decode exceeded {time_limit:g} s") from exc
-    except (av.error.FFmpegError, ValueError) as exc:
+    except (av.error.FFmpegError, ValueError, MemoryError) as exc:
         reason = getattr(exc, "strerror", None) or f"{type(exc).__name__}: {exc}"
-        raise MediaError(CORRUPT_FILE, f"{path}: video does not decode: {reason}") from exc
+        code = OUT_OF_MEMORY if out_of_memory(exc) else CORRUPT_FILE
+        raise MediaError(code, f"{path}: video does not decode: {reason}") from exc
 
 
 def _target_seconds(container: av.container.InputContainer, stream: av.VideoStream) -> float:

@@ -21,7 +21,7 @@ import rawpy
 from PIL import ExifTags, Image
 
 from photo_pipeline.media.decode import Probe, check_pixels, data_within_file
-from photo_pipeline.media.errors import CORRUPT_FILE, UNSUPPORTED_FORMAT, MediaError
+from photo_pipeline.media.errors import CORRUPT_FILE, OUT_OF_MEMORY, UNSUPPORTED_FORMAT, MediaError
 from photo_pipeline.media.formats import MAKER_TIFF_RAW_FORMATS, MIME_TYPES
 from photo_pipeline.media.isobmff import CANON_UUID, find_box, read_payload
 from photo_pipeline.media.tags import (
@@ -182,6 +182,8 @@ def _open_libraw(path: Path) -> _LibRaw | None:
         with rawpy.RawPy() as raw:
             raw.open_file(str(path))
             sizes = raw.sizes
+    except rawpy.LibRawUnsufficientMemoryError as exc:  # the moment's, not the file's
+        raise MediaError(OUT_OF_MEMORY, f"{path}: LibRaw ran out of memory opening it") from exc
     except rawpy.LibRawError:
         return None
     return _LibRaw(width=sizes.width, height=sizes.height, flip=sizes.flip)

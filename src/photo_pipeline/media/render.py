@@ -6,7 +6,9 @@ photo never exists at full size in memory. HEIC is decoded by libheif at full si
 (HEVC has no scaled decode) and read by libvips in place. The largest rendition is
 decoded once and kept in memory; the smaller ones are resized from it, and the pHash
 is taken from the thumbnail. The decode runs with ``fail_on="error"``: a truncated
-file fails here (the scan relies on it: ``pipeline.ingest.scan``).
+file fails here (the scan relies on it: ``pipeline.ingest.scan``). A decode that runs
+short of memory (libvips, libjpeg, libheif or LibRaw say so) is ``out_of_memory``,
+never ``corrupt_file``: the file is fine, the moment was not.
 
 Every rendition is oriented (EXIF orientation applied), converted to sRGB from an
 embedded ICC profile, and carries no metadata at all (no EXIF, no GPS, no XMP, no ICC:
@@ -36,9 +38,12 @@ from PIL import Image, ImageCms
 from photo_pipeline.media.errors import (
     CORRUPT_FILE,
     EMPTY_FILE,
+    OUT_OF_MEMORY,
     TOO_MANY_PIXELS,
     UNSUPPORTED_FORMAT,
     MediaError,
+    out_of_memory,
+    says_out_of_memory,
 )
 from photo_pipeline.media.files import media_error_from_os, open_original
 from photo_pipeline.media.formats import (
@@ -164,7 +169,11 @@ def render_file(path: Path | str, settings: RenderSettings) -> RenderResult:
             _encode(name, images[name], settings) for name, _ in settings.sizes.items()
         )
         phash = perceptual_hash(images["thumbnail"])
+    except MemoryError as exc:
+        raise MediaError(OUT_OF_MEMORY, f"{path}: out of memory while rendering") from exc
     except pyvips.Error as exc:
+        if out_of_memory(exc):  # anywhere in libvips' message: the last line may not say it
+            raise MediaError(OUT_OF_MEMORY, f"{path}: {_vips_message(exc, oom=True)}") from exc
         raise MediaError(CORRUPT_FILE, f"{path}: does not decode: {_vips_message(exc)}") from exc
     return RenderResult(renditions, phash, tuple(warnings))
 
@@ -245,7 +254,9 @@ def _decode_heif(
         pixels = heif.data  # the decode
     except MediaError:
         raise
-    except (ValueError, RuntimeError, OSError, SyntaxError) as exc:
+    except (ValueError, RuntimeError, OSError, SyntaxError, MemoryError) as exc:
+        if out_of_memory(exc):
+            raise MediaError(OUT_OF_MEMORY, f"{path}: HEIF decode: out of memory: {exc}") from exc
         raise MediaError(CORRUPT_FILE, f"{path}: HEIF data does not decode: {exc}") from exc
     width, height = heif.size
     bands = {"RGB": 3, "RGBA": 4}.get(heif.mode)
@@ -338,6 +349,8 @@ def _decode_raw(
         with rawpy.RawPy() as raw:
             try:
                 raw.open_file(str(path))
+            except rawpy.LibRawUnsufficientMemoryError:
+                raise  # no stand-in for the moment's shortage: tried again later
             except rawpy.LibRawError:
                 if fallback_preview is not None:
                     return _decode_preview(fallback_preview, size, orientation)
@@ -356,6 +369,8 @@ def _decode_raw(
                 pixels = raw.postprocess(half_size=True, use_camera_wb=True, output_bps=8)
                 image = pyvips.Image.new_from_array(pixels, interpretation="srgb")
                 image = image.thumbnail_image(size, height=size, size="down")
+    except rawpy.LibRawUnsufficientMemoryError as exc:
+        raise MediaError(OUT_OF_MEMORY, f"{path}: LibRaw ran out of memory: {exc}") from exc
     except rawpy.LibRawError as exc:
         raise MediaError(CORRUPT_FILE, f"{path}: RAW data does not decode: {exc}") from exc
     return _to_srgb8(image).copy_memory()
@@ -401,9 +416,12 @@ def _check_pixels(width: int, height: int, max_pixels: int, path: Path) -> None:
         )
 
 
-def _vips_message(exc: pyvips.Error) -> str:
-    # libvips' error buffer also holds warnings of earlier calls; the last line is ours.
+def _vips_message(exc: pyvips.Error, *, oom: bool = False) -> str:
+    # libvips' error buffer also holds warnings of earlier calls; the last line is ours,
+    # unless it is a loader's "load error" after the line saying memory ran out (oom).
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if oom:
+        lines = [line for line in lines if says_out_of_memory(line)] or lines
     return (lines[-1] if lines else "libvips error")[:300]
 
 

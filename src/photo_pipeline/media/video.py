@@ -52,8 +52,10 @@ from photo_pipeline.media.decode import check_pixels
 from photo_pipeline.media.errors import (
     CORRUPT_FILE,
     DECODE_TIMEOUT,
+    OUT_OF_MEMORY,
     UNSUPPORTED_FORMAT,
     MediaError,
+    out_of_memory,
 )
 from photo_pipeline.media.files import media_error_from_os
 from photo_pipeline.media.formats import MIME_TYPES
@@ -189,6 +191,8 @@ def _failure(exc: av.error.FFmpegError, path: Path) -> MediaError:
         return media_error_from_os(exc, path)
     # FFmpeg names the source (/dev/fd/N): say the file instead
     reason = exc.strerror or type(exc).__name__
+    if out_of_memory(exc):  # av.error.MemoryError (ENOMEM): the moment's, not the file's
+        return MediaError(OUT_OF_MEMORY, f"{path}: does not open as video: {reason}")
     return MediaError(CORRUPT_FILE, f"{path}: does not open as video: {reason}")
 
 

@@ -25,6 +25,11 @@ ms CPU a photo, and that way would list a truncated photo until its render faile
 Videos, and photos whose renditions could not be written, are left to the ``render``
 job that follows, as are settings changes and ``render --force``.
 
+A file whose read ran out of memory (``out_of_memory``: a huge progressive JPEG beside
+others, under a ``ulimit``) is no corrupt file: its item runs once more after the
+others, alone (``JobContext.map``), and if memory is still short its row stays failed
+with that code, which every later scan reads again, changed or not, until it reads.
+
 With ``reread`` in its params (``import --reread``), every file is read again, changed
 or not, and each asset takes what its file and sidecars say now (``catalog.record``):
 how a library catalogued by an older version gets what a newer one reads. Photos whose
@@ -50,6 +55,7 @@ from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, cost, hash_file, read_metadata
 from photo_pipeline.media.decode import pixels_checked_by_caller
+from photo_pipeline.media.errors import TRANSIENT_CODES
 from photo_pipeline.media.files import open_original
 from photo_pipeline.media.formats import (
     HEADER_SIZE,
@@ -68,7 +74,15 @@ from photo_pipeline.pipeline.ingest.sidecars import (
     with_sidecars_of,
 )
 from photo_pipeline.pipeline.ingest.walk import below, listed_fingerprint, walk
-from photo_pipeline.pipeline.library.catalog import IGNORED, MISSING, SIDECAR, Catalog, FileReport
+from photo_pipeline.pipeline.library.catalog import (
+    FAILED,
+    IGNORED,
+    MISSING,
+    SIDECAR,
+    Catalog,
+    FileReport,
+    KnownFile,
+)
 from photo_pipeline.pipeline.library.unexpected import unexpected_failure
 from photo_pipeline.pipeline.renditions.render import stage_renditions
 from photo_pipeline.pipeline.renditions.rows import Renditions
@@ -136,7 +150,8 @@ def scan(ctx: JobContext) -> None:
                 rendered[report.content_hash] = outcome
         prepare(report)
         if report.error:
-            raise ItemError(*report.error)
+            # Memory short: recorded as such for now, and read once more, alone
+            raise ItemError(*report.error, transient=report.error[0] in TRANSIENT_CODES)
 
     def record() -> RowWriter | None:
         for warning in remove_files(home, orphans):  # the previous batch's
@@ -208,7 +223,12 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
         stored = paths.to_text(relative)
         listed += 1
         before = known.pop(stored, None)  # what stays in ``known`` was not seen
-        if before is None or before.state == MISSING or before[:3] != fingerprint:
+        if (
+            before is None
+            or before.state == MISSING
+            or before[:3] != fingerprint
+            or _failed_for_the_moment(before)
+        ):
             changed.append(f"{source['id']}:{stored}")
             if may_be_sidecar(relative):
                 sidecars.append(relative)
@@ -235,6 +255,12 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
         len(changed),
         len(gone),
     )
+
+
+def _failed_for_the_moment(known: KnownFile) -> bool:
+    """A file that failed for a reason of its moment (memory ran short), not of its
+    content: read again by every scan until it reads, unchanged or not."""
+    return known.state == FAILED and known.error_code in TRANSIENT_CODES
 
 
 def _sources_inside(catalog: Catalog, root: str) -> list[str]:

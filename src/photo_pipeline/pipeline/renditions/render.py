@@ -25,6 +25,7 @@ from photo_pipeline.jobs import Enqueued, JobService
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, cost
+from photo_pipeline.media.errors import TRANSIENT_CODES
 from photo_pipeline.media.phash import to_text
 from photo_pipeline.media.render import RenderResult, RenderSettings, render_file
 from photo_pipeline.pipeline.files import paths, roots, transfer
@@ -94,7 +95,8 @@ def render(ctx: JobContext) -> None:
     def keep(_key: str, outcome: RenderOutcome) -> None:
         done.append(outcome)
         if outcome.error:
-            raise ItemError(*outcome.error)
+            # Memory short: once more, alone (a later render renders it anyway)
+            raise ItemError(*outcome.error, transient=outcome.error[0] in TRANSIENT_CODES)
         if outcome.warning:
             ctx.log.warning("asset %s: %s", outcome.asset_id, outcome.warning)
 

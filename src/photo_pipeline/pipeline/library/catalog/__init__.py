@@ -49,6 +49,7 @@ class KnownFile(NamedTuple):
     mtime_ns: int
     inode: int
     state: str
+    error_code: str | None = None  # why it failed (state failed)
 
 
 class Catalog:
@@ -89,7 +90,12 @@ class Catalog:
     # ── files ──────────────────────────────────────────────────────────────────
     def known_files(self, source_id: int) -> dict[str, KnownFile]:
         query = select(
-            files.c.path, files.c.size, files.c.mtime_ns, files.c.inode, files.c.state
+            files.c.path,
+            files.c.size,
+            files.c.mtime_ns,
+            files.c.inode,
+            files.c.state,
+            files.c.error_code,
         ).where(files.c.source_id == source_id)
         with read_session(self._session_factory) as session:
             return {row.path: KnownFile(*row[1:]) for row in session.execute(query)}
