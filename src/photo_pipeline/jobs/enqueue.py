@@ -1,5 +1,6 @@
 """Enqueue: requests checked and hashed (an idempotency key replays the same
-request, refuses a different one), prerequisites checked and counted, and any number
+request, refuses a different one; ``join_equivalent`` joins the same request already
+waiting on the same prerequisites), prerequisites checked and counted, and any number
 of jobs written in one transaction of a few multi-row statements (jobs.inserts),
 waking idle workers at commit; ``submit_or_join`` joins the active job holding the
 lock instead of being refused by it; ``add_items`` grows a job that exists."""
@@ -47,8 +48,12 @@ _FIELDS = frozenset(
         "run_after",
         "max_attempts",
         "prerequisites",
+        "join_equivalent",
     }
 )
+# The states of a job that another request for the same work may join: it has still
+# to run, or runs (not one being cancelled, nor one that ended).
+_JOINABLE_STATES = (JobState.QUEUED, JobState.RETRY_QUEUED, JobState.RUNNING)
 
 
 class Enqueued(NamedTuple):
@@ -73,6 +78,7 @@ class Request(NamedTuple):
     max_attempts: int
     prerequisites: list[str]
     request_hash: str
+    join_equivalent: bool = False
 
 
 def request(
@@ -86,8 +92,14 @@ def request(
     run_after: datetime | None = None,
     max_attempts: int = 3,
     prerequisites: Iterable[str] = (),
+    join_equivalent: bool = False,
 ) -> Request:
-    """Check one request as ``enqueue`` takes it."""
+    """Check one request as ``enqueue`` takes it. ``join_equivalent``: a job of the
+    very same request (type, params, items, lock, priority, attempts and the same
+    prerequisites) that is waiting on those prerequisites, or running, is returned
+    (``created`` False) instead of a second one, as an idempotent replay would be: a
+    chain whose first step was joined (a rejoining import) joins its next steps too.
+    Only for a request with prerequisites, which are what finds that job."""
     job_type = check.job_type(job_type)
     lock = check.optional_key("lock", lock)
     idempotency_key = check.optional_key("idempotency_key", idempotency_key)
@@ -99,9 +111,13 @@ def request(
     if run_after is not None:
         run_after = check.aware_time("run_after", run_after)
     request_hash = _request_hash(job_type, lock, params, keys, prereq_ids, priority, max_attempts)
+    if join_equivalent and not prereq_ids:
+        raise InvalidArgument(
+            "invalid_request", "join_equivalent needs prerequisites (they find the job to join)"
+        )
     return Request(
         job_type, lock, idempotency_key, keys, params, priority, run_after, max_attempts,
-        prereq_ids, request_hash,
+        prereq_ids, request_hash, bool(join_equivalent),
     )  # fmt: skip
 
 
@@ -207,12 +223,15 @@ def write_batch(session: Session, batch: list[Request], now: datetime) -> list[E
     shows as an IntegrityError of ``uq_jobs_active_lock`` for the caller to name."""
     results: list[Enqueued | None] = [None] * len(batch)
     existing = _by_idempotency_keys(session, [r.idempotency_key for r in batch])
+    equivalents = _equivalents(session, batch)
     first_with_key: dict[str, int] = {}
     new: list[int] = []
     for n, req in enumerate(batch):
         key = req.idempotency_key
         if key is not None and key in existing:
             results[n] = Enqueued(same_request(existing[key], req.request_hash), False)
+        elif n in equivalents:
+            results[n] = Enqueued(snapshot(equivalents[n]), False)
         elif key is not None and key in first_with_key:
             first = batch[first_with_key[key]]
             if first.request_hash != req.request_hash:
@@ -319,6 +338,37 @@ def _by_idempotency_keys(session: Session, keys: list[str | None]) -> dict[str, 
         chunk = wanted[start : start + _LOOKUP_CHUNK]
         for row in session.execute(select(jobs).where(jobs.c.idempotency_key.in_(chunk))):
             found[row.idempotency_key] = row
+    return found
+
+
+def _equivalents(session: Session, batch: list[Request]) -> dict[int, Row[Any]]:
+    """For each request of ``batch`` that joins an equivalent job, the job it joins
+    (by position in the batch), if there is one. The same request hashes the same, its
+    prerequisites included, and such a job depends on the first of them (an indexed
+    lookup). Their rows are locked first, so that of two such requests at once the
+    second waits, and then finds the job the first one made."""
+    joining = [(n, req) for n, req in enumerate(batch) if req.join_equivalent]
+    if not joining:
+        return {}
+    prerequisites = sorted({p for _, req in joining for p in req.prerequisites})
+    session.execute(
+        select(jobs.c.id).where(jobs.c.id.in_(prerequisites)).order_by(jobs.c.id).with_for_update()
+    ).all()
+    found: dict[int, Row[Any]] = {}
+    for n, req in joining:
+        row = session.execute(
+            select(jobs)
+            .join(job_prerequisites, job_prerequisites.c.job_id == jobs.c.id)
+            .where(
+                job_prerequisites.c.prerequisite_id == req.prerequisites[0],
+                jobs.c.request_hash == req.request_hash,
+                jobs.c.state.in_(_JOINABLE_STATES),
+            )
+            .order_by(jobs.c.seq)
+            .limit(1)
+        ).first()
+        if row is not None:
+            found[n] = row
     return found
 
 

@@ -112,9 +112,12 @@ class JobService:
         run_after: datetime | None = None,
         max_attempts: int = 3,
         prerequisites: Iterable[str] = (),
+        join_equivalent: bool = False,
     ) -> Enqueued:
         """``enqueue`` that also says whether the job is new (``created``) or the
-        original job of an idempotent replay (an HTTP API answers 201 or 200)."""
+        original job of an idempotent replay (an HTTP API answers 201 or 200) or, with
+        ``join_equivalent``, the same request's job already waiting on the same
+        prerequisites (``enqueue.request``)."""
         checked = enqueuing.request(
             job_type,
             lock=lock,
@@ -125,6 +128,7 @@ class JobService:
             run_after=run_after,
             max_attempts=max_attempts,
             prerequisites=prerequisites,
+            join_equivalent=join_equivalent,
         )
         return self._submit([checked])[0]
 

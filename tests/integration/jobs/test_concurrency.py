@@ -262,3 +262,19 @@ def test_enqueue_on_prerequisites_racing_their_failure_stays_consistent(service)
         else:
             final = service.get(enqueued["id"])
             assert (final["state"], final["error_code"]) == ("cancelled", "prerequisite_failed")
+
+
+def test_requests_joining_an_equivalent_job_at_once_make_one(service):
+    """The first one's job is what the others join: none sees no job and makes its
+    own beside it (the prerequisite's row orders them)."""
+    scan = service.enqueue("scan")
+
+    def render():
+        return service.submit(
+            "render", params={"s": 1}, prerequisites=[scan["id"]], join_equivalent=True
+        )
+
+    results = race(*[render] * 6)
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert len({r.job["id"] for r in results}) == 1
+    assert sum(r.created for r in results) == 1

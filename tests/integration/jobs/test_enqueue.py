@@ -215,3 +215,38 @@ def test_failure_cascades_through_a_diamond_of_prerequisites(service):
         assert service.get(dependent["id"])["state"] == JobState.CANCELLED
     cancelled_events = [e for e in service.events(similar["id"]) if e["type"] == "state:cancelled"]
     assert len(cancelled_events) == 1
+
+
+def test_join_equivalent_joins_the_same_request_waiting_on_the_same_prerequisites(service):
+    scan, other = service.enqueue("scan"), service.enqueue("scan")
+    first = service.submit("render", params={"s": 1}, prerequisites=[scan["id"]])
+    assert first.created
+    again = service.submit(
+        "render", params={"s": 1}, prerequisites=[scan["id"]], join_equivalent=True
+    )
+    assert (again.job["id"], again.created) == (first.job["id"], False)
+    # Another request, or the same after other prerequisites, is a job of its own.
+    for request in (
+        {"params": {"s": 2}, "prerequisites": [scan["id"]]},
+        {"params": {"s": 1}, "prerequisites": [scan["id"], other["id"]]},
+        {"params": {"s": 1}, "prerequisites": [other["id"]]},
+    ):
+        assert service.submit("render", join_equivalent=True, **request).created
+    # Without the flag, a second one as before.
+    assert service.submit("render", params={"s": 1}, prerequisites=[scan["id"]]).created
+
+
+def test_join_equivalent_joins_no_job_that_is_over(service):
+    scan = service.enqueue("scan")
+    first = service.submit("render", params={"s": 1}, prerequisites=[scan["id"]]).job
+    service.cancel(first["id"])
+    again = service.submit(
+        "render", params={"s": 1}, prerequisites=[scan["id"]], join_equivalent=True
+    )
+    assert again.created and again.job["id"] != first["id"]
+
+
+def test_join_equivalent_needs_prerequisites(service):
+    with pytest.raises(InvalidArgument) as refused:
+        service.submit("render", params={"s": 1}, join_equivalent=True)
+    assert refused.value.code == "invalid_request"

@@ -48,7 +48,8 @@ def import_folders(
     already queued or running gets that job back instead of a second one.
 
     With ``follow_up`` (the library's settings), a ``render`` job waits for those
-    scans and a ``similar`` job for the render; they are returned after the scans.
+    scans and a ``similar`` job for the render; they are returned after the scans. When
+    every scan was joined, so are the render and similar already queued after them.
     With ``idempotency_key``, repeating the same import returns the same jobs. With
     ``reread``, the scans read every file again and refresh its asset (``scan``)."""
     return [
@@ -171,12 +172,15 @@ def _import(
         # A folder being scanned already: that scan joins the chain instead.
         jobs = [_scan_or_its_holder(service, request) for request in scans]
     if follow_up is not None:
+        # A scan joined (an import run again while its scan waits or runs) joins the
+        # render and similar queued after it as well: one chain, not one per import.
         renders = render.enqueue_render(
             service,
             follow_up.home,
             render.render_settings(follow_up),
             prerequisites=[queued.job["id"] for queued in jobs],
             idempotency_key=None if key is None else f"{key}#render",
+            join_equivalent=True,
         )
         jobs.append(renders)
         jobs.append(
@@ -186,6 +190,7 @@ def _import(
                 max_distance=follow_up.near_distance,
                 prerequisites=[renders.job["id"]],
                 idempotency_key=key,
+                join_equivalent=True,
             )
         )
     return jobs

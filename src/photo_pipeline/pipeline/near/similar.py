@@ -47,8 +47,10 @@ def enqueue_similar(
     max_distance: int = DEFAULT_MAX_DISTANCE,
     prerequisites: list[str] | tuple[str, ...] = (),
     idempotency_key: str | None = None,
+    join_equivalent: bool = False,
 ) -> Enqueued:
-    """Queue a similar job for the library at ``home`` (after ``prerequisites``)."""
+    """Queue a similar job for the library at ``home`` (after ``prerequisites``); with
+    ``join_equivalent``, the same similar already waiting on them is returned instead."""
     if not 0 <= max_distance <= 32:
         raise ValueError(f"max_distance must be 0..32 bits, got {max_distance!r}")
     return service.submit(
@@ -56,6 +58,7 @@ def enqueue_similar(
         params={"home": str(home), "max_distance": max_distance},
         prerequisites=prerequisites,
         idempotency_key=idempotency_key,
+        join_equivalent=join_equivalent,
     )
 
 

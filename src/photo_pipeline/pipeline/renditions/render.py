@@ -65,13 +65,16 @@ def enqueue_render(
     force: bool = False,
     prerequisites: list[str] | tuple[str, ...] = (),
     idempotency_key: str | None = None,
+    join_equivalent: bool = False,
 ) -> Enqueued:
-    """Queue a render job for the library at ``home`` (after ``prerequisites``)."""
+    """Queue a render job for the library at ``home`` (after ``prerequisites``); with
+    ``join_equivalent``, the same render already waiting on them is returned instead."""
     return service.submit(
         JOB_TYPE,
         params={"home": str(home), "settings": settings.to_params(), "force": force},
         prerequisites=prerequisites,
         idempotency_key=idempotency_key,
+        join_equivalent=join_equivalent,
     )
 
 
