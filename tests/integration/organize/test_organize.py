@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -451,6 +452,67 @@ def test_a_move_off_a_read_only_card_copies_nothing_and_completes_once_writable(
     run_organize(session_factory, dest, move=True)
     assert not photo.exists()
     assert [hash_file(p) for p in dest.rglob("*.jpg")] == [before["DCIM/IMG_1.jpg"][0]]
+
+
+@pytest.mark.parametrize("hard_links", [False, True], ids=["copy", "link"])
+def test_copies_a_move_left_when_its_sources_went_read_only_are_finished_next_time(
+    session_factory, tmp_path, monkeypatch, hard_links
+):
+    """Three copies are placed (or hard links made), then the card turns read-only
+    before any source is removed: the entries fail and the copies stay. Writable
+    again, the next move finishes those moves: the sources go, the copies are
+    catalogued, nothing is left twice or uncatalogued (#28, item 8)."""
+    volume = tmp_path / "volume"  # the card and the destination: one mount, links work
+    card, dest = volume / "card", volume / "organized"
+    for n in range(3):
+        photos.jpeg(card / f"IMG_{n}.jpg", size=(32, 24), seed=n, taken="2023:07:14 10:00:00")
+    scan_folders(session_factory, card)
+    before = tree(card)
+    mounted = subprocess.run(["mount", "--bind", str(volume), str(volume)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {mounted.stderr.decode().strip()}")
+
+    def go_read_only() -> None:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(volume)], check=True)
+
+    # Each move reaches the removal of its source once its copy is in place: when all
+    # three have, the card goes read-only under them.
+    all_placed = threading.Barrier(3, action=go_read_only, timeout=60)
+    real_retire = transfer.retire
+
+    def retire_once_all_are_placed(*args, **kwargs):
+        all_placed.wait()
+        return real_retire(*args, **kwargs)
+
+    monkeypatch.setattr(transfer, "retire", retire_once_all_are_placed)
+    try:
+        first = run_organize(session_factory, dest, move=True, hard_links=hard_links)
+    finally:
+        subprocess.run(["umount", str(volume)], check=True)
+    monkeypatch.setattr(transfer, "retire", real_retire)
+    service = JobService(session_factory)
+    failed = service.items(first["id"], states=["failed"])
+    assert [i["error_code"] for i in failed] == ["source_not_removable"] * 3
+    assert tree(card) == before
+    left = {p.name: p for p in dest.rglob("*.jpg")}
+    assert {hash_file(p) for p in left.values()} == {h for h, _ in before.values()}
+    if hard_links:  # the copies are the sources' own inodes
+        assert {p.stat().st_ino for p in left.values()} == {
+            (card / name).stat().st_ino for name in left
+        }
+
+    second = run_organize(session_factory, dest, move=True, hard_links=hard_links)
+    assert second["state"] == JobState.SUCCEEDED
+    assert not service.items(second["id"], states=["failed"])
+    report = organize.organize_report(session_factory, second["id"])
+    assert report["states"] == {"done": 3}
+    assert not [p for p in card.rglob("*") if p.is_file()], "a source stayed"
+    assert sorted(h for h, _ in tree(dest).values()) == sorted(h for h, _ in before.values())
+    # Every file of the destination is catalogued there, and nothing at the card.
+    rows = Catalog(session_factory).files()
+    at_dest = {r["path"] for r in rows if r["source_path"] == str(dest) and r["asset_id"]}
+    assert at_dest == {str(p.relative_to(dest)) for p in dest.rglob("*.jpg")}
+    assert not [r for r in rows if r["source_path"] == str(card) and r["state"] != "missing"]
 
 
 @contextlib.contextmanager

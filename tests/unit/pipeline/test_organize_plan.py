@@ -154,3 +154,41 @@ def test_a_live_photo_keeps_its_motion_part_when_a_copy_of_it_lies_elsewhere():
         ("B/IMG_0002.MOV", "move", None, "2023/IMG_0002.mov"),
         ("exports/clip_from_live.MOV", "skip", "duplicate", "2023/IMG_0002.mov"),
     ]
+
+
+def test_a_copy_an_unfinished_organize_left_is_finished_not_skipped():
+    """The destination holds the photo's and its sidecar's very content at their
+    names. Put there by someone: skipped, the sources stay beside them. Put there by
+    an earlier organize of these very files that did not finish (its sources turned
+    read-only after the copies were made): moved or copied there all the same, which
+    finishes it."""
+    photo = candidate("a/IMG_1.JPG", "jpg")
+    sidecar = candidate("a/IMG_1.xmp", "edits", photo=False)
+    template = parse_template("{taken:%Y}/{original_name}.{ext}")
+    held = {"2024/IMG_1.jpg": "jpg", "2024/IMG_1.xmp": "edits"}
+    plan = build_plan([photo, sidecar], template, move=True, existing=held.get)
+    assert [(e.action, e.reason) for e in plan] == [("skip", "exists"), ("skip", "exists")]
+
+    left = [
+        replace(photo, left_at=frozenset({"2024/IMG_1.jpg"})),
+        replace(sidecar, left_at=frozenset({"2024/IMG_1.xmp"})),
+    ]
+    for move, action in ((True, "move"), (False, "copy")):
+        plan = build_plan(left, template, move=move, existing=held.get)
+        assert [(e.action, e.reason, e.dest_path) for e in plan] == [
+            (action, "unfinished", "2024/IMG_1.jpg"),
+            (action, "unfinished", "2024/IMG_1.xmp"),
+        ]
+    # Left elsewhere, or other content at the name now: as before.
+    elsewhere = [replace(photo, left_at=frozenset({"2023/IMG_1.jpg"})), sidecar]
+    plan = build_plan(elsewhere, template, move=True, existing=held.get)
+    assert [(e.action, e.reason) for e in plan] == [("skip", "exists"), ("skip", "exists")]
+    changed = {"2024/IMG_1.jpg": "someone else's"}
+    plan = build_plan(left, template, move=True, existing=changed.get)
+    assert [(e.action, e.reason, e.dest_path) for e in plan] == [
+        ("move", "renamed", "2024/IMG_1-2.jpg"),
+        ("move", "renamed", "2024/IMG_1-2.xmp"),
+    ]
+    # The photo's copy is finished, its sidecar stays with it where someone put it.
+    plan = build_plan([left[0], sidecar], template, move=True, existing=held.get)
+    assert [(e.action, e.reason) for e in plan] == [("move", "unfinished"), ("skip", "exists")]

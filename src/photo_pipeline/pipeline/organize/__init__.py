@@ -8,7 +8,7 @@ and ``LibraryBusy``.
 - :mod:`.template`: parse a layout template and render a file's path (pure);
 - :mod:`.plan`: which file goes where, from catalogue rows and the destination;
 - :mod:`.start`: checking a request, the dry run, queueing the jobs;
-- :mod:`.journal`: the plan as rows, their states, the report;
+- :mod:`.journal`: the plan as rows, their states (:mod:`.states`), the report;
 - :mod:`pipeline.files.transfer` (not in this package: dedupe uses it too): placing
   and removing one file, crash-safe and verified;
 - :mod:`.run`, :mod:`.undo`: the two job types.

@@ -1,6 +1,6 @@
 """Organize's journal (``organize_entries``): a job's whole plan, written before it
-touches a file, one row per file with its state (planned, then done, failed or
-skipped; undone by its undo). A crash at any instant is resumed by looking at the
+touches a file, one row per file with its state (``.states``: planned, then done,
+failed or skipped; undone by its undo). A crash at any instant is resumed by looking at the
 disk: an entry is re-run until its row says done. Also what a job did, as a report,
 and what a stopped one may have left behind."""
 
@@ -21,8 +21,11 @@ from photo_pipeline.pipeline.files import fenced_journal, parked, paths
 from photo_pipeline.pipeline.files.fenced_journal import FencedJournal, SourceEntry, entry_of
 from photo_pipeline.pipeline.organize.plan import PlanEntry
 from photo_pipeline.pipeline.organize.start import JOB_TYPE, UNDO_JOB_TYPE
-
-PLANNED, DONE, FAILED, SKIPPED, UNDONE = "planned", "done", "failed", "skipped", "undone"
+from photo_pipeline.pipeline.organize.states import DONE as DONE
+from photo_pipeline.pipeline.organize.states import FAILED as FAILED
+from photo_pipeline.pipeline.organize.states import PLANNED as PLANNED
+from photo_pipeline.pipeline.organize.states import SKIPPED as SKIPPED
+from photo_pipeline.pipeline.organize.states import UNDONE as UNDONE
 
 
 @dataclass(frozen=True)

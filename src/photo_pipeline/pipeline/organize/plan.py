@@ -13,6 +13,14 @@ One content is placed once: a later copy (whatever its name) is skipped as a
 already holds from an earlier run (its catalogue rows, ``resident`` candidates, and
 whatever ``existing`` found there), unless ``keep_duplicates``. Among copies of one
 content, an original-looking name is placed before a copy-looking one (``keeper``).
+
+A file whose very content is already at its planned name is skipped (``exists``):
+someone put it there, and a move must not take the source away from beside it. Unless
+an earlier organize into this destination put it there for this very file and did not
+finish (its journal entry failed or never ran: a move whose source turned read-only
+after the copy was made): that entry is finished now (``unfinished``: a move retires
+the source, a copy is catalogued), so that no copy stays behind uncatalogued while its
+source stays too.
 """
 
 from __future__ import annotations
@@ -28,14 +36,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
-from photo_pipeline.db.schema import assets, files, sources
+from photo_pipeline.db.schema import assets, files, jobs, organize_entries, sources
 from photo_pipeline.jobs.handlers import ItemError
+from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
 from photo_pipeline.media.formats import RAW_FORMATS, SIDECAR_EXTENSIONS
 from photo_pipeline.media.takeout_names import takeout_owners, takeout_renamed
 from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library import keeper
 from photo_pipeline.pipeline.library.catalog import MISSING, PRESENT
+from photo_pipeline.pipeline.organize.states import UNFINISHED
 from photo_pipeline.pipeline.organize.template import Template, extension
 from photo_pipeline.pipeline.organize.template import sibling as sibling_name
 
@@ -66,6 +76,10 @@ class Candidate:
     bundle: tuple[int, str, str] | None = None
     # A Google Takeout JSON: the path (stored form) of the photo it describes.
     takeout_of: str | None = None
+    # Destination paths (stored form) where an ended organize into this destination
+    # planned this very file, with this content, and did not finish it: what is found
+    # there with this content is that organize's copy (see the module's docstring).
+    left_at: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -77,7 +91,8 @@ class PlanEntry:
     seq: int
     kind: str  # photo, companion, sidecar
     action: str  # copy, move, skip
-    # skip: exists, duplicate, photo_skipped, too_many_collisions; else renamed or None
+    # skip: exists, duplicate, photo_skipped, too_many_collisions; else renamed,
+    # unfinished (an earlier organize's copy is there: finished now) or None
     reason: str | None
     candidate: Candidate
     dest_path: str  # stored form, relative to the destination
@@ -121,7 +136,10 @@ def build_plan(
     a content hash, or any other string (a folder, say). A name held by different
     content is never reused: the group moves on to the next ``{counter}``. A photo
     whose content is already placed (planned, resident or found there) is skipped as
-    a ``duplicate`` of that path, unless ``keep_duplicates``.
+    a ``duplicate`` of that path, unless ``keep_duplicates``. A name that holds the
+    file's very content is skipped (``exists``), unless it is in the candidate's
+    ``left_at``: then it is moved or copied there all the same (``unfinished``), which
+    finds the content in place and completes.
     """
     action = "move" if move else "copy"
     claimed: dict[str, str] = {}
@@ -135,8 +153,8 @@ def build_plan(
         members = _place_group(group, template, claimed, existing, placed)
         for kind, candidate, dest, status in members:
             reason = status if status != "free" else None
-            if status == "renamed":
-                reason, status = "renamed", "free"
+            if status in ("renamed", UNFINISHED_COPY):
+                status = "free"
             plan.append(
                 PlanEntry(
                     seq=len(plan) + 1,
@@ -278,7 +296,7 @@ def _place_group(
         statuses = []
         members = []
         for kind, candidate, dest in named:
-            status = _status(dest, candidate.content_hash, taken, existing, placed)
+            status = _status(dest, candidate, taken, existing, placed)
             elsewhere = placed.get(candidate.content_hash)
             if status == "free" and kind != "sidecar" and elsewhere is not None:
                 status, dest = "duplicate", elsewhere
@@ -291,7 +309,7 @@ def _place_group(
         statuses = _sidecars_stay(members, statuses)
         claimed.update(taken)
         for (kind, candidate, dest), status in zip(members, statuses, strict=True):
-            if kind != "sidecar" and status in ("free", "exists"):
+            if kind != "sidecar" and status in ("free", "exists", UNFINISHED_COPY):
                 placed.add(candidate.content_hash, dest)
         return [
             (kind, candidate, dest, "renamed" if status == "free" and counter > 1 else status)
@@ -311,9 +329,9 @@ def _sidecars_stay(members: list[tuple[str, Candidate, str]], statuses: list[str
     }
     kept = []
     for (kind, candidate, _), status in zip(members, statuses, strict=True):
-        if kind == "sidecar" and status == "free":
+        if kind == "sidecar" and status in _GOING:
             owner = status_of.get(candidate.takeout_of or "", "free")
-            if statuses[0] != "free" or owner != "free":
+            if statuses[0] not in _GOING or owner not in _GOING:
                 status = "photo_skipped"
         kept.append(status)
     return kept
@@ -348,8 +366,9 @@ def _member_names(group: _Group, primary: str) -> list[tuple[str, Candidate, str
 
 
 def _status(
-    dest: str, content_hash: str, claimed: dict[str, str], existing: Existing, placed: _Placed
+    dest: str, candidate: Candidate, claimed: dict[str, str], existing: Existing, placed: _Placed
 ) -> str:
+    content_hash = candidate.content_hash
     key = dest.casefold()
     if key in claimed:
         return "duplicate" if claimed[key] == content_hash else "conflict"
@@ -358,10 +377,16 @@ def _status(
         return "free"
     if _HASH.fullmatch(there):
         placed.add(there, dest)  # what the destination holds counts as placed
-    return "exists" if there == content_hash else "conflict"
+    if there != content_hash:
+        return "conflict"
+    return UNFINISHED_COPY if paths.to_text(dest) in candidate.left_at else "exists"
 
 
 _HASH = re.compile(r"[0-9a-f]{64}")
+# The reason of an entry that finishes what an earlier organize left (module docstring).
+UNFINISHED_COPY = "unfinished"
+# The statuses of a member that goes to the destination (not skipped).
+_GOING = ("free", UNFINISHED_COPY)
 
 
 class DestinationState:
@@ -408,7 +433,8 @@ def catalogue_candidates(
 ) -> list[Candidate]:
     """Every present photo outside ``destination`` and every sidecar file next to one
     (sidecars are hashed here: the catalogue does not hash files it cannot read), and
-    the photos catalogued inside ``destination`` as ``resident``."""
+    the photos catalogued inside ``destination`` as ``resident``; each with where an
+    ended organize into ``destination`` left it unfinished (``left_at``)."""
     place_columns = [assets.c[name] for name in ("country", "city") if name in assets.c]
     stills: dict[int, list[Candidate]] = {}  # asset id -> its present files
     query = (
@@ -481,7 +507,45 @@ def catalogue_candidates(
         ]
         if same_folder or beside:
             candidates[index] = replace(motion, bundle=group_key((same_folder or beside)[0]))
-    return candidates + _takeout_jsons(candidates, jsons)
+    return _with_unfinished(
+        session_factory, destination, candidates + _takeout_jsons(candidates, jsons)
+    )
+
+
+def _with_unfinished(
+    session_factory: sessionmaker[Session], destination: str, candidates: list[Candidate]
+) -> list[Candidate]:
+    """The candidates with ``left_at``: the destination paths where organize jobs
+    into ``destination`` that have ended planned to place that very file (its row and
+    content) and left the entry unfinished (planned or failed)."""
+    query = (
+        select(
+            organize_entries.c.file_id,
+            organize_entries.c.content_hash,
+            organize_entries.c.dest_path,
+            jobs.c.params,
+        )
+        .join(jobs, jobs.c.id == organize_entries.c.job_id)
+        .where(
+            organize_entries.c.state.in_(UNFINISHED),
+            organize_entries.c.action != "skip",
+            organize_entries.c.file_id.is_not(None),
+            jobs.c.state.in_(list(FINISHED_STATES)),
+        )
+    )
+    left: dict[tuple[int, str], set[str]] = {}
+    with read_session(session_factory) as session:
+        for row in session.execute(query):
+            if row.params.get("destination") == destination:
+                left.setdefault((row.file_id, row.content_hash), set()).add(row.dest_path)
+    if not left:
+        return candidates
+    return [
+        replace(c, left_at=frozenset(found))
+        if c.file_id is not None and (found := left.get((c.file_id, c.content_hash)))
+        else c
+        for c in candidates
+    ]
 
 
 def _sidecar(row: Any, **fields: Any) -> Candidate | None:
