@@ -67,6 +67,7 @@ def test_a_source_outside_the_allowed_roots_is_pointed_out(cli, tmp_path, monkey
         str(outside): True,
     }
     monkeypatch.setenv("PHOTO_PIPELINE_ALLOWED_ROOTS", str(tmp_path / "allowed"))
+    lib.close()  # opened again with the allowed roots (unclosed, its connections leak)
     library.cache_clear()
     code, out, _ = cli("sources")
     assert code == 0 and "outside the allowed roots" in out.replace("\n", " ")
