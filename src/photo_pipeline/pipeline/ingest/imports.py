@@ -77,18 +77,13 @@ def start_import(
 
 
 def _scan_or_its_holder(service: JobService, request: dict[str, Any]) -> Enqueued:
-    try:
-        return service.submit(**request)
-    except LockHeld:
-        holders = service.blockers(request["lock"])
-        if not holders:
-            raise
-        held = service.get(holders[0]["id"])
-        if held is None:  # it finished and was pruned meanwhile
-            raise
-        if request["params"].get("reread") and not held["params"].get("reread"):
-            raise  # that scan reads only what changed: joining it would not reread
-        return Enqueued(held, False)
+    """The scan, or the active scan of the source that holds its lock: any scan of the
+    folder joins, but one that reads only what changed is no ``reread``."""
+
+    def joins(held: JobSnapshot) -> bool:
+        return not request["params"].get("reread") or bool(held["params"].get("reread"))
+
+    return service.submit_or_join(**request, joins=joins)
 
 
 def folders_to_scan(catalog: Catalog, folders: list[Path]) -> list[Path]:
