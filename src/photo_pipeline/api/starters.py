@@ -74,7 +74,13 @@ def start_import_job(lib: Library, params: ImportParams, key: str | None) -> Enq
         if folder not in folders:
             require_inside_allowed_roots(lib, folder, "import: the registered folder it lies in")
     return start_import(
-        lib.service, lib.catalog, folders, lib.settings, idempotency_key=key, reread=params.reread
+        lib.service,
+        lib.catalog,
+        folders,
+        lib.settings,
+        idempotency_key=key,
+        reread=params.reread,
+        roots=lib.settings.allowed_roots,
     )
 
 

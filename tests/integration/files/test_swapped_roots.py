@@ -19,10 +19,13 @@ from typing import Any
 import pytest
 
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
+from photo_pipeline.config import Settings
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import dedupe, organize
 from photo_pipeline.pipeline.files import resolve, transfer
+from photo_pipeline.pipeline.files.roots import PathOutsideRoots
 from photo_pipeline.pipeline.ingest import scan
+from photo_pipeline.pipeline.ingest.imports import start_import
 from photo_pipeline.pipeline.library.catalog import PRESENT, Catalog
 from tests.factories import photos
 from tests.support.dedupe_library import same_bytes
@@ -308,3 +311,17 @@ def test_a_scan_never_lists_a_source_swapped_for_a_link(session_factory, tmp_pat
     catalogued = Catalog(session_factory).files()
     assert sorted(f["path"] for f in catalogued) == [f"IMG_{n}.jpg" for n in range(4)]
     assert {f["state"] for f in catalogued} == {PRESENT}, "files were marked missing"
+
+
+def test_an_import_never_registers_the_folder_a_swapped_link_leads_to(session_factory, tmp_path):
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    card = allowed / "card"
+    photos.jpeg(card / "IMG_0.jpg", size=(24, 16), seed=0)
+    photos.jpeg(outside / "not_yours.jpg", size=(24, 16), seed=1)
+    checked = card.resolve()  # what the API's check found inside the allowed roots
+    swap_for_link(card, outside)  # ... and what the folder is when it is registered
+    settings = Settings.from_env({"PHOTO_PIPELINE_HOME": str(tmp_path / "home")})
+    catalog = Catalog(session_factory)
+    with pytest.raises(PathOutsideRoots):
+        start_import(JobService(session_factory), catalog, [checked], settings, roots=[allowed])
+    assert catalog.source_paths() == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,10 @@ from photo_pipeline.config import Settings
 from photo_pipeline.db.text import is_text, storable
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobService, JobSnapshot, LockHeld
+from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.media import DEFAULT_MAX_PIXELS
+from photo_pipeline.pipeline.files import roots as roots_module
+from photo_pipeline.pipeline.files import spots
 from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.library.home import of_the_home
 
@@ -25,6 +30,13 @@ class PathNotUtf8(PhotoPipelineError):
 
     code = "path_not_utf8"
     status = 422
+
+
+class FolderChanged(PhotoPipelineError):
+    """A folder to register changed since it was resolved (a link swapped in)."""
+
+    code = "root_changed"
+    status = 409
 
 
 class InsideLibraryHome(PhotoPipelineError):
@@ -68,11 +80,14 @@ def start_import(
     *,
     idempotency_key: str | None = None,
     reread: bool = False,
+    roots: Sequence[Path | str] = (),
 ) -> Enqueued:
     """The whole import chain (scan → render → similar) for one request: returns its
-    last job, and whether this call created it (False: an idempotent replay)."""
+    last job, and whether this call created it (False: an idempotent replay).
+    ``roots``: the allowed roots the request was checked against (the API's); each
+    folder registered must still lie inside them as it is opened."""
     return _import(
-        service, catalog, folders, settings.max_pixels, settings, idempotency_key, reread
+        service, catalog, folders, settings.max_pixels, settings, idempotency_key, reread, roots
     )[-1]
 
 
@@ -84,6 +99,19 @@ def _scan_or_its_holder(service: JobService, request: dict[str, Any]) -> Enqueue
         return not request["params"].get("reread") or bool(held["params"].get("reread"))
 
     return service.submit_or_join(**request, joins=joins)
+
+
+def _check_registrable(folder: Path, roots: Sequence[Path | str]) -> None:
+    """A folder is registered as the real path it was resolved to, never through a
+    link: it must open now with no link on its path (a link swapped in since, and the
+    folder it leads to, are refused) and lie inside ``roots`` when the request was
+    checked against them."""
+    try:
+        os.close(spots.open_root(str(folder)))
+    except ItemError as exc:
+        raise FolderChanged(exc.code, exc.message) from None
+    if roots:
+        roots_module.real_path_inside(folder, [str(root) for root in roots], "import")
 
 
 def folders_to_scan(catalog: Catalog, folders: list[Path]) -> list[Path]:
@@ -107,6 +135,7 @@ def _import(
     follow_up: Settings | None,
     key: str | None,
     reread: bool,
+    roots: Sequence[Path | str] = (),
 ) -> list[Enqueued]:
     # Here, not at the top: the job modules load the decoders, and commands that
     # merely import this module (every CLI command, for --help) must start fast.
@@ -133,6 +162,7 @@ def _import(
                 "registered; import the folder that holds it (names below a folder may be "
                 "anything)",
             )
+        _check_registrable(folder, roots)
     # Every job of the chain gets its own key, derived from the request's.
     scan_keys = [None if key is None else f"{key}#scan-{n}" for n in range(len(folders))]
     # With a render to follow, the scans render new photos themselves (one decode each).
@@ -157,7 +187,9 @@ def _import(
             },
         }
         for source, scan_key in zip(
-            [catalog.add_source(folder) for folder in folders], scan_keys, strict=True
+            [catalog.add_source(folder, resolved=True) for folder in folders],
+            scan_keys,
+            strict=True,
         )
     ]
     try:
