@@ -167,8 +167,11 @@ def test_a_stream_opened_with_a_query_token_ends_when_the_token_expires(url):
     assert again.status_code == 401
 
 
-def test_failed_authentication_is_rate_limited_per_client(url):
-    with client(url) as http:
+def test_failed_authentication_is_rate_limited_per_client(db_url, tmp_path):
+    # One attempt back per 1000 s: on a loaded machine the default of one a second
+    # could hand one back mid-test, which "stays limited" would take for a fault.
+    limits = ConnectionLimits(failed_auth_per_second=0.001)
+    with serving(db_url, tmp_path / "home", limits) as url, client(url) as http:
         answers = [
             http.post(
                 "/api/jobs", json={"type": "render"}, headers={"Authorization": f"Bearer guess-{n}"}
