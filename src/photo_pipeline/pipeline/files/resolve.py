@@ -39,13 +39,30 @@ class _OpenHow(ctypes.Structure):
 
 @functools.cache
 def _syscall() -> Callable[..., int] | None:
+    """libc's ``syscall``, typed once for openat2's arguments (untyped, each call would
+    convert them again: 6 µs a call, against 2 µs for ``os.open``)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        call: Callable[..., int] = ctypes.CDLL(None, use_errno=True).syscall
+        call = ctypes.CDLL(None, use_errno=True).syscall
     except (OSError, AttributeError):
         return None
-    return call
+    call.restype = ctypes.c_long
+    call.argtypes = (
+        ctypes.c_long,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.POINTER(_OpenHow),
+        ctypes.c_size_t,
+    )
+    typed: Callable[..., int] = call
+    return typed
+
+
+@functools.cache
+def _how(resolve: int) -> _OpenHow:
+    """The ``open_how`` of a lookup (the kernel only reads it: one per kind serves)."""
+    return _OpenHow(FOLDER_FLAGS, 0, resolve | _RESOLVE_NO_MAGICLINKS)
 
 
 _unavailable = False  # set once openat2 answered ENOSYS or EPERM
@@ -58,15 +75,10 @@ def _openat2(dir_fd: int, path: str, resolve: int) -> int | None:
     call = _syscall()
     if call is None or _unavailable:
         return None
-    how = _OpenHow(FOLDER_FLAGS, 0, resolve | _RESOLVE_NO_MAGICLINKS)
+    how = _how(resolve)
+    encoded = os.fsencode(path)
     while True:
-        fd = call(
-            ctypes.c_long(_SYS_OPENAT2),
-            ctypes.c_int(dir_fd),
-            ctypes.c_char_p(os.fsencode(path)),
-            ctypes.byref(how),
-            ctypes.c_size_t(ctypes.sizeof(how)),
-        )
+        fd = call(_SYS_OPENAT2, dir_fd, encoded, how, ctypes.sizeof(how))
         if fd >= 0:
             return int(fd)
         code = ctypes.get_errno()

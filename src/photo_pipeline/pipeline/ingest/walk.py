@@ -20,7 +20,7 @@ import stat
 from collections.abc import Collection, Iterator
 
 from photo_pipeline.jobs.handlers import ItemError
-from photo_pipeline.pipeline.files import spots
+from photo_pipeline.pipeline.files import resolve, spots
 from photo_pipeline.pipeline.library.home import MARKER, QUARANTINE, STORE
 
 # Compared case-insensitively (FAT, NTFS and SMB shares ignore case).
@@ -57,25 +57,35 @@ def walk(
     ``skip`` are not entered. A folder that cannot be listed is appended to
     ``unreadable`` ("" for ``root``) and yielded with None (not ``root``).
     Directory symlinks are not followed, so the walk always ends."""
-    stack = [""]
-    while stack:
-        folder = stack.pop()
-        try:
-            # By descriptor, no link followed: the root swapped for a link since it was
-            # registered (root_changed), or a folder below it, is not listed at all.
-            fd = spots.open_folder(root, folder)
-        except ItemError as exc:
-            if exc.code == "missing":
+    # By descriptor, no link followed: the root swapped for a link since it was
+    # registered (root_changed), or a folder below it, is not listed at all.
+    try:
+        root_fd = spots.open_root(root)
+    except ItemError as exc:
+        if exc.code != "missing" and unreadable is not None:
+            unreadable.append("")
+        return
+    try:
+        stack = [""]
+        while stack:
+            folder = stack.pop()
+            try:
+                # One lookup below the root's descriptor (openat2 RESOLVE_BENEATH).
+                fd = resolve.open_folder_beneath(root_fd, folder)
+            except (FileNotFoundError, NotADirectoryError):
                 continue  # removed during the walk: what was below it is gone
-            if unreadable is not None:
-                unreadable.append(folder)
-            if folder:
-                yield folder, None
-            continue
-        try:
-            yield from _listed(root, folder, fd, stack, skip, unreadable)
-        finally:
-            os.close(fd)
+            except OSError:  # unreadable, or a folder swapped for a link
+                if unreadable is not None:
+                    unreadable.append(folder)
+                if folder:
+                    yield folder, None
+                continue
+            try:
+                yield from _listed(root, folder, fd, stack, skip, unreadable)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(root_fd)
 
 
 def _listed(
