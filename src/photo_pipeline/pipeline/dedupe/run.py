@@ -59,11 +59,9 @@ def dedupe(ctx: JobContext) -> None:
             photos_of.setdefault(entry.bundle, []).append(entry.seq)
     moved = {e.seq for e in entries if e.state == QUARANTINED}
     # Made private, and never reached through a link (root_changed).
-    q_fd = transfer.open_root(quarantine, create=True, mode=0o700)
-    try:
-        q_device = os.fstat(q_fd).st_dev if ctx.params.get("hard_links", True) else None
-    finally:
-        os.close(q_fd)
+    q_device: int | None = transfer.root_device(quarantine, create=True, mode=0o700)
+    if not ctx.params.get("hard_links", True):
+        q_device = None
     folders = [(quarantine, os.path.dirname(paths.from_text(e.quarantine_path))) for e in entries]
     transfer.sweep_temp_files(folders, JOB_TYPE, ctx.job_id)
 

@@ -118,6 +118,16 @@ def open_root(root: str, *, create: bool = False, mode: int = 0o777) -> int:
     return _descend(fd, existing, os.path.join(*reversed(missing)), create=True, mode=mode)
 
 
+def root_device(root: str, *, create: bool = False, mode: int = 0o777) -> int:
+    """The filesystem of the folder ``root``, opened as ``open_root`` does (made when
+    missing with ``create``): a job's first look at its destination or quarantine."""
+    fd = open_root(root, create=create, mode=mode)
+    try:
+        return os.fstat(fd).st_dev
+    finally:
+        os.close(fd)
+
+
 def _root_error(exc: OSError, root: str) -> ItemError:
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         return ItemError(

@@ -85,15 +85,15 @@ def open_original(
         ).all()
     allowed = roots.library_roots(session_factory)
     for row in candidates:
-        path = os.path.join(row.root, paths.from_text(row.path))
-        fd = _open_below(row.root, paths.from_text(row.path), allowed)
+        relative = paths.from_text(row.path)
+        fd = _open_below(row.root, relative, allowed)
         if fd is None:
             continue  # gone or led elsewhere since the scan: try another copy
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size != row.size:
             os.close(fd)  # replaced by something else since it was catalogued
             continue
-        name = os.path.basename(path)
+        name = os.path.basename(relative)
         if not clip_inside:
             return OpenedOriginal(fd, info.st_size, mime, name)
         clip = _clip_of(fd, info.st_size)

@@ -44,7 +44,7 @@ def organize(ctx: JobContext) -> None:
     entries = journal.load()
     # The destination is opened first, before anything below it is read: a folder on
     # its path swapped for a link since the job was queued is refused (root_changed).
-    dest_device = _open_destination(destination)
+    dest_device = transfer.root_device(destination, create=True)
     if not entries:
         # First run: the whole plan is journalled before any file is touched.
         roots.require_sources_inside(ctx.session_factory, params.get("roots"), destination)
@@ -123,16 +123,6 @@ def organize(ctx: JobContext) -> None:
     )
     ctx.flush()
     transfer.sweep_temp_files(dest_folders, JOB_TYPE, ctx.job_id)
-
-
-def _open_destination(destination: str) -> int:
-    """The destination's filesystem, the folder made if missing; never reached through
-    a symlink (``root_changed``)."""
-    fd = transfer.open_root(destination, create=True)
-    try:
-        return os.fstat(fd).st_dev
-    finally:
-        os.close(fd)
 
 
 def _organize_one(
