@@ -268,9 +268,7 @@ def require_sources_inside(
     (``path_outside_roots``, an ``ItemError``: the job fails, nothing is touched)."""
     if not roots:
         return
-    with read_session(session_factory) as session:
-        registered = list(session.scalars(select(sources.c.path)))
-    outside = [path for path in (*registered, *also) if not is_inside(path, roots)]
+    outside = [p for p in (*_registered(session_factory), *also) if not is_inside(p, roots)]
     if outside:
         raise ItemError(
             PATH_OUTSIDE_ROOTS,
@@ -283,6 +281,10 @@ def library_roots(session_factory: sessionmaker[Session]) -> tuple[str, ...]:
     """Where the library's files may really be: every registered source, and the
     allowed roots of this process's environment (read now, not when the job was
     queued)."""
+    return (*_registered(session_factory), *(str(root) for root in allowed_roots_from_env()))
+
+
+def _registered(session_factory: sessionmaker[Session]) -> list[str]:
+    """The registered sources' paths (real paths, as stored)."""
     with read_session(session_factory) as session:
-        registered = [row.path for row in session.execute(select(sources.c.path))]
-    return (*registered, *(str(root) for root in allowed_roots_from_env()))
+        return list(session.scalars(select(sources.c.path)))
