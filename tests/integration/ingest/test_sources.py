@@ -8,7 +8,7 @@ import json
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.cli.common import library
 from photo_pipeline.pipeline.ingest import scan
-from photo_pipeline.pipeline.ingest.sources import list_sources
+from photo_pipeline.pipeline.ingest.sources import list_sources, sources_outside
 from tests.factories import photos
 from tests.support.dedupe_library import same_bytes
 from tests.support.photo_jobs import scan_folders
@@ -66,6 +66,8 @@ def test_a_source_outside_the_allowed_roots_is_pointed_out(cli, tmp_path, monkey
         str(inside): False,
         str(outside): True,
     }
+    assert sources_outside(lib.service, [tmp_path / "allowed"]) == [str(outside)]
+    assert sources_outside(lib.service, []) == []
     monkeypatch.setenv("PHOTO_PIPELINE_ALLOWED_ROOTS", str(tmp_path / "allowed"))
     lib.close()  # opened again with the allowed roots (unclosed, its connections leak)
     library.cache_clear()

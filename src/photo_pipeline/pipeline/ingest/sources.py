@@ -26,6 +26,7 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import JobService
 from photo_pipeline.pipeline.files import roots
 from photo_pipeline.pipeline.ingest.scan import lock_for
+from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.library.locks import LIBRARY_LOCK
 
 
@@ -110,5 +111,10 @@ def _forget(service: JobService, source_id: int) -> dict[str, Any]:
 
 
 def sources_outside(service: JobService, allowed_roots: Sequence[Path | str]) -> list[str]:
-    """The paths of the sources outside ``allowed_roots`` (none set: none)."""
-    return [r["path"] for r in list_sources(service, allowed_roots) if r["outside_allowed_roots"]]
+    """The paths of the sources outside ``allowed_roots`` (none set: none). Paths only:
+    ``serve`` asks at every start, and counting files would read the whole table."""
+    allowed = [str(root) for root in allowed_roots]
+    if not allowed:
+        return []
+    registered = Catalog(service.session_factory).source_paths()
+    return [path for path in registered if not roots.is_inside(path, allowed)]
