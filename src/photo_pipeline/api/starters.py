@@ -113,7 +113,7 @@ def start_organize(lib: Library, params: OrganizeParams, key: str | None) -> Enq
         move=params.move,
         idempotency_key=key,
         keep_duplicates=params.keep_duplicates,
-        roots=_allowed(lib),
+        roots=lib.settings.allowed_roots,
     )
 
 
@@ -163,11 +163,6 @@ class PurgeParams(Params):
     older_than_days: int = Field(ge=0, le=36_525, description="Quarantined before this.")
 
 
-def _allowed(lib: Library) -> list[str]:
-    """The allowed roots a job queued through the API carries (none: no confinement)."""
-    return [str(root) for root in lib.settings.allowed_roots]
-
-
 def _require_sources_inside_roots(lib: Library, roots: set[str], what: str) -> None:
     """A dedupe moves files in the library's sources (its undo, back into them): with
     ``PHOTO_PIPELINE_ALLOWED_ROOTS``, each must resolve inside one (403 otherwise)."""
@@ -181,7 +176,11 @@ def _require_sources_inside_roots(lib: Library, roots: set[str], what: str) -> N
 def start_dedupe(lib: Library, params: DedupeParams, key: str | None) -> Enqueued:
     _require_sources_inside_roots(lib, set(lib.catalog.source_paths()), "dedupe")
     return dedupe.start_dedupe(
-        lib.service, lib.settings.home, near=params.near, idempotency_key=key, roots=_allowed(lib)
+        lib.service,
+        lib.settings.home,
+        near=params.near,
+        idempotency_key=key,
+        roots=lib.settings.allowed_roots,
     )
 
 

@@ -65,7 +65,7 @@ def start_dedupe(
     max_attempts: int = 10,
     rejoin: bool = False,
     hard_links: bool = True,
-    roots: Sequence[str] | None = None,
+    roots: Sequence[Path | str] = (),
 ) -> Enqueued:
     """Queue a ``dedupe`` job. Raises ``LibraryBusy`` (``lock_held``) while another
     job holds the library; ``rejoin`` returns an active job of this very request, a

@@ -138,7 +138,7 @@ def start_organize(
     hard_links: bool = True,
     rejoin: bool = False,
     keep_duplicates: bool = False,
-    roots: Sequence[str] | None = None,
+    roots: Sequence[Path | str] = (),
 ) -> Enqueued:
     """Queue an ``organize`` job (after validating the template and destination; a
     replay of ``idempotency_key`` returns its job before that, unjudged).
