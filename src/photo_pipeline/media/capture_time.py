@@ -36,6 +36,27 @@ _RANK = {source: rank for rank, source in enumerate(SOURCES)}
 # GPS position (media.places) turns them into local time.
 UTC_CLOCK_SOURCES = frozenset({"gps", "quicktime_utc", "takeout"})
 
+# How far a capture time can be trusted, from its source, most trusted first. "camera":
+# written by the camera or an editor at capture or curation; "inferred": an instant a
+# service or satellite recorded, its wall clock worked out from the zone; "filename": the
+# name a phone or app gave the file; "file_time": only the file's mtime, which is when a
+# copy was made as often as when a photo was taken, so such a file counts as undated.
+CONFIDENCES = ("camera", "inferred", "filename", "file_time")
+_CONFIDENCE = {
+    **{source: "camera" for source in SOURCES},
+    "gps": "inferred",
+    "takeout": "inferred",
+    "filename": "filename",
+    "mtime": "file_time",
+}
+# The sources whose date is no evidence of when the photo was taken.
+UNDATED_SOURCES = frozenset(source for source, level in _CONFIDENCE.items() if level == "file_time")
+
+
+def confidence(source: str) -> str:
+    """How far a capture time from ``source`` can be trusted (:data:`CONFIDENCES`)."""
+    return _CONFIDENCE.get(source, "file_time")
+
 
 @dataclass(frozen=True)
 class CaptureTime:

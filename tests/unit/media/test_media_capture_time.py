@@ -138,3 +138,18 @@ def test_capture_time_utc() -> None:
     gps = CaptureTime(datetime(2023, 7, 14, 8, 0), 0, "gps")
     assert gps.utc == datetime(2023, 7, 14, 8, 0, tzinfo=UTC)
     assert gps.utc.tzinfo is UTC
+
+
+def test_every_source_has_a_confidence_and_only_mtime_is_undated() -> None:
+    from photo_pipeline.media.capture_time import (
+        CONFIDENCES,
+        SOURCES,
+        UNDATED_SOURCES,
+        confidence,
+    )
+
+    assert {confidence(source) for source in SOURCES} == set(CONFIDENCES)
+    assert confidence("exif_original") == "camera"
+    assert confidence("gps") == "inferred"
+    assert confidence("filename") == "filename"
+    assert UNDATED_SOURCES == {"mtime"}
