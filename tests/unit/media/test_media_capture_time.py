@@ -152,4 +152,4 @@ def test_every_source_has_a_confidence_and_only_mtime_is_undated() -> None:
     assert confidence("exif_original") == "camera"
     assert confidence("gps") == "inferred"
     assert confidence("filename") == "filename"
-    assert UNDATED_SOURCES == {"mtime"}
+    assert {"mtime"} == UNDATED_SOURCES
