@@ -27,7 +27,7 @@ from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError
 from photo_pipeline.api.state import api_state
 from photo_pipeline.jobs import ItemState, JobNotFound, JobState
 from photo_pipeline.jobs.events import EventFeed
-from photo_pipeline.pipeline import abandoned
+from photo_pipeline.pipeline import abandoned, job_words
 from photo_pipeline.pipeline.library import Library
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"], responses=PROBLEM_RESPONSES)
@@ -59,7 +59,8 @@ JobTypeName = Annotated[str, Field(max_length=64, pattern=PLAIN_TEXT)]
 def _job(lib: Library, job: dict[str, Any], *, with_progress: bool = True) -> Job:
     prerequisites = lib.service.prerequisites([job["id"]])[job["id"]]
     progress = lib.service.progress(job["id"]) if with_progress else None
-    return job_out(job, prerequisites, progress)
+    locks = job_words.lock_words(lib.sessions, [job["lock_key"]])
+    return job_out(job, prerequisites, progress, locks.get(job["lock_key"] or ""))
 
 
 def _get(lib: Library, job_id: str) -> dict[str, Any]:
@@ -105,7 +106,10 @@ def list_jobs(
     page = page[:limit]
     chains = lib.service.prerequisites(j["id"] for j in page)
     counts = lib.service.progress_of(j["id"] for j in page)
-    jobs = [job_out(j, chains[j["id"]], counts[j["id"]]) for j in page]
+    locks = job_words.lock_words(lib.sessions, (j["lock_key"] for j in page))
+    jobs = [
+        job_out(j, chains[j["id"]], counts[j["id"]], locks.get(j["lock_key"] or "")) for j in page
+    ]
     return JobPage(
         jobs=jobs, next_cursor=page[-1]["id"] if more else None, last_event_seq=last_event_seq
     )
@@ -143,12 +147,24 @@ def list_items(
     cursor: Annotated[int, Query(ge=0, le=2**62)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> ItemPage:
-    """Items in order, optionally of some states (``?state=failed`` gives error codes)."""
+    """Items in order, optionally of some states (``?state=failed`` gives error codes),
+    each with its file's name and folder and, for a failed one, what to do."""
     lib = api_state(request).library
+    job_type = _get(lib, job_id)["job_type"]
     rows = lib.service.items(job_id, states=state, after_id=cursor, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
-    items: list[Item] = [item_out(r) for r in rows]
+    places = job_words.item_places(lib.sessions, job_type, (r["item_key"] for r in rows))
+    items: list[Item] = [
+        item_out(
+            r,
+            places[r["item_key"]],
+            job_words.advice(job_type, r["error_code"], places[r["item_key"]])
+            if r["state"] == ItemState.FAILED
+            else None,
+        )
+        for r in rows
+    ]
     return ItemPage(items=items, next_cursor=rows[-1]["id"] if more else None)
 
 

@@ -7,6 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from photo_pipeline.jobs.outcomes import Outcome, outcome, problems
+from photo_pipeline.pipeline.job_words import ItemPlace
+
 # Text a client sends (names, filters, keys): no control characters. PostgreSQL cannot
 # store NUL, and none belongs in a camera, a template or a key.
 PLAIN_TEXT = r"^[^\x00-\x1f\x7f]*$"
@@ -34,10 +37,26 @@ class Progress(BaseModel):
 class Job(BaseModel):
     id: str
     type: str
-    state: str
+    state: str = Field(
+        description="Where the job is in the coordinator's state machine: queued, running, "
+        "cancelling, succeeded, failed, retry_queued, cancelled."
+    )
+    outcome: Outcome | None = Field(
+        default=None,
+        description="What a finished job came to (null while it may still run): "
+        "succeeded, succeeded_with_problems (it ran to its end but items failed: a "
+        "corrupt photo, a file verify found changed or missing; show it as needing "
+        "attention, with `problems`), failed or cancelled.",
+    )
+    problems: int = Field(
+        default=0, description="How many of its items failed (`?state=failed` lists them)."
+    )
     params: dict[str, Any]
     priority: int
     lock: str | None
+    lock_words: str | None = Field(
+        default=None, description="What the lock keeps to one job at a time, in words."
+    )
     attempts: int
     max_attempts: int
     waiting_for: int = Field(description="Prerequisites that have not succeeded yet.")
@@ -66,11 +85,16 @@ class JobPage(BaseModel):
 
 class Item(BaseModel):
     id: int
-    key: str
+    key: str = Field(description="The job's own name for the item (e.g. source id:path).")
+    name: str = Field(description="The item's file name (or its key when it names no file).")
+    folder: str | None = Field(description="The folder the file is in, when known.")
     state: str
     attempts: int
     error_code: str | None
     error_message: str | None
+    advice: str | None = Field(
+        default=None, description="What a person can do about the failure, when known."
+    )
     updated_at: datetime
 
 
@@ -102,14 +126,23 @@ class Health(BaseModel):
     version: str
 
 
-def job_out(job: dict[str, Any], prerequisites: list[str], progress: dict[str, Any] | None) -> Job:
+def job_out(
+    job: dict[str, Any],
+    prerequisites: list[str],
+    progress: dict[str, Any] | None,
+    lock_words: str | None = None,
+) -> Job:
+    by_state = progress["by_state"] if progress is not None else {}
     return Job(
         id=job["id"],
         type=job["job_type"],
         state=str(job["state"]),
+        outcome=outcome(job["state"], by_state) if progress is not None else None,
+        problems=problems(by_state),
         params=job["params"] or {},
         priority=job["priority"],
         lock=job["lock_key"],
+        lock_words=lock_words,
         attempts=job["attempts"],
         max_attempts=job["max_attempts"],
         waiting_for=job["waiting_for"],
@@ -128,13 +161,16 @@ def job_out(job: dict[str, Any], prerequisites: list[str], progress: dict[str, A
     )
 
 
-def item_out(row: dict[str, Any]) -> Item:
+def item_out(row: dict[str, Any], place: ItemPlace, advice: str | None) -> Item:
     return Item(
         id=row["id"],
         key=row["item_key"],
+        name=place.name,
+        folder=place.folder,
         state=str(row["state"]),
         attempts=row["attempt_count"],
         error_code=row["error_code"],
         error_message=row["error_message"],
+        advice=advice,
         updated_at=row["updated_at"],
     )

@@ -16,6 +16,7 @@ from photo_pipeline.cli.common import (
     library,
     print_json,
 )
+from photo_pipeline.cli.shown import shown
 
 if TYPE_CHECKING:
     from photo_pipeline.jobs import JobService
@@ -101,13 +102,29 @@ def finish_job(
 
 
 def summarise(jobs: list[dict[str, Any]], what: str = "items") -> None:
-    """One line per job: its state and item counts."""
-    progress = library().service.progress_of([job["id"] for job in jobs])
+    """One line per job: its outcome, its item counts in words (``what``: a plural
+    phrase), and its failed files by name, as ``2 failed: IMG_0003.JPG (corrupt_file:
+    …)``; ``job show`` has their folders and what to do."""
+    from photo_pipeline.cli.job_words import (
+        NAMED_IN_SUMMARY,
+        counts_words,
+        failed_summary,
+        outcome_words,
+    )
+    from photo_pipeline.pipeline import job_words
+
+    service = library().service
+    progress = service.progress_of([job["id"] for job in jobs])
     for job in jobs:
         counts = progress[job["id"]]
-        console.print(
-            f"{job['job_type']} job {job['id']}: {job['state']}, "
-            f"{counts['done']}/{counts['total']} {what}, "
-            f"{counts['by_state'].get('failed', 0)} failed",
-            highlight=False,
-        )
+        told = counts_words(counts, what, breakdown=False)
+        state = outcome_words(job["state"], counts["by_state"])
+        line = f"{shown(job['job_type'])} job {job['id']}: {state}, {shown(told)}"
+        how_many = counts["by_state"].get("failed", 0)
+        if how_many:
+            failed = service.items(job["id"], states=["failed"], limit=NAMED_IN_SUMMARY)
+            places = job_words.item_places(
+                service.session_factory, job["job_type"], (i["item_key"] for i in failed)
+            )
+            line += f"; {failed_summary(failed, places, how_many)}"
+        console.print(line, highlight=False, soft_wrap=True)

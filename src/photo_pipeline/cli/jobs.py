@@ -23,6 +23,8 @@ from photo_pipeline.cli.shown import shown
 from photo_pipeline.cli.worker import ImportOption, load_handlers
 
 JobId = Annotated[str, typer.Argument(help="The job's id, or any unique start of it.")]
+# Failed items `job show` lists (--json too); more are counted.
+SHOWN_FAILED = 100
 
 
 @app.command()
@@ -48,26 +50,52 @@ def list_jobs(
     as_json: JsonOption = False,
 ) -> None:
     """List the newest jobs."""
-    rows = library().service.list_jobs(states=state, limit=limit)
+    from photo_pipeline.cli.job_words import outcome_markup
+    from photo_pipeline.jobs.outcomes import problems
+
+    service = library().service
+    rows = service.list_jobs(states=state, limit=limit)
+    counts = service.progress_of(job["id"] for job in rows)
     if as_json:
-        print_json(rows)
+        print_json([_with_outcome(job, counts[job["id"]]) for job in rows])
         return
     if not rows:
         console.print("no jobs")
         return
     table = Table(Column("id", no_wrap=True), "type", "state", "attempts", "created", "error")
     for job in rows:
+        by_state = counts[job["id"]]["by_state"]
+        if job["state"] != "succeeded":
+            error = shown(job["error_code"] or "")
+        else:
+            # A job that succeeded in the end keeps its last error for `job show`
+            # (worker_died, say), but the listing does not call it an error; the
+            # codes of its failed items are what it has to say.
+            error = _problem_codes(service, job["id"]) if problems(by_state) else ""
         table.add_row(
             job["id"],
             job["job_type"],
-            job["state"],
+            outcome_markup(job["state"], by_state),
             f"{job['attempts']}/{job['max_attempts']}",
             f"{job['created_at']:%Y-%m-%d %H:%M:%S}",
-            # A job that succeeded in the end keeps its last error for `job show`
-            # (worker_died, say), but the listing does not call it an error.
-            "" if job["state"] == "succeeded" else shown(job["error_code"] or ""),
+            error,
         )
     console.print(table)
+
+
+def _with_outcome(job: dict[str, Any], progress: dict[str, Any]) -> dict[str, Any]:
+    """A job's snapshot with its outcome and how many problems it has (``--json``)."""
+    from photo_pipeline.jobs.outcomes import outcome, problems
+
+    by_state = progress["by_state"]
+    return {**job, "outcome": outcome(job["state"], by_state), "problems": problems(by_state)}
+
+
+def _problem_codes(service: Any, job_id: str) -> str:
+    """The codes of a job's failed items, as the listing's error column."""
+    failed = service.items(job_id, states=["failed"], limit=100)
+    codes = sorted({item["error_code"] or "failed" for item in failed})
+    return shown(", ".join(codes))
 
 
 def _job_or_exit(job_id: str) -> dict[str, Any]:
@@ -79,40 +107,57 @@ def _job_or_exit(job_id: str) -> dict[str, Any]:
 @job_app.command("show")
 def show(job_id: JobId, as_json: JsonOption = False) -> None:
     """A job, its progress and its failed items."""
+    from photo_pipeline.cli.job_words import counts_words, in_folder, outcome_markup
+    from photo_pipeline.pipeline import job_words
+
     service = library().service
     job = _job_or_exit(job_id)
     job_id = job["id"]
     progress = service.progress(job_id)
-    failed = service.items(job_id, states=["failed"], limit=100)
-    if as_json:
-        print_json({**job, "progress": progress, "failed_items": failed})
-        return
-    for field in (
-        "id",
-        "job_type",
-        "state",
-        "attempts",
-        "max_attempts",
-        "interruptions",
-        "lease_owner",
-        "error_code",
-        "error_message",
-        "created_at",
-        "started_at",
-        "finished_at",
-    ):
-        console.print(f"[bold]{field:>13}[/] {shown(job[field])}", highlight=False)
-    console.print(
-        f"[bold]{'items':>13}[/] {progress['done']}/{progress['total']} done "
-        f"{progress['by_state']}",
-        highlight=False,
+    failed = service.items(job_id, states=["failed"], limit=SHOWN_FAILED)
+    places = job_words.item_places(
+        service.session_factory, job["job_type"], (item["item_key"] for item in failed)
     )
+    locks = job_words.lock_words(service.session_factory, [job["lock_key"]])
+    if as_json:
+        failed_items = [
+            {
+                **item,
+                "name": places[item["item_key"]].name,
+                "folder": places[item["item_key"]].folder,
+                "advice": job_words.advice(
+                    job["job_type"], item["error_code"], places[item["item_key"]]
+                ),
+            }
+            for item in failed
+        ]
+        shown_job = _with_outcome(job, progress)
+        print_json({**shown_job, "progress": progress, "failed_items": failed_items})
+        return
+    fields: list[tuple[str, str]] = [
+        ("id", shown(job["id"])),
+        ("job_type", shown(job["job_type"])),
+        ("state", outcome_markup(job["state"], progress["by_state"])),
+    ]
+    for field in ("attempts", "max_attempts", "interruptions", "lease_owner"):
+        fields.append((field, shown(job[field])))
+    if job["lock_key"]:
+        fields.append(("lock", shown(locks[job["lock_key"]])))
+    for field in ("error_code", "error_message", "created_at", "started_at", "finished_at"):
+        fields.append((field, shown(job[field])))
+    fields.append(("items", shown(counts_words(progress))))
+    for name, value in fields:
+        console.print(f"[bold]{name:>13}[/] {value}", highlight=False)
     for item in failed:
-        console.print(
-            f"  failed {shown(item['item_key'])}: {shown(item['error_code'])} "
-            f"{shown(item['error_message'] or '')}",
-            highlight=False,
-        )
+        place = places[item["item_key"]]
+        line = f"  failed {in_folder(place)}: {shown(item['error_code'])} "
+        console.print(line + shown(item["error_message"] or ""), highlight=False, soft_wrap=True)
+        todo = job_words.advice(job["job_type"], item["error_code"], place)
+        if todo:
+            console.print(f"    what to do: {shown(todo)}", highlight=False, soft_wrap=True)
+    more = progress["by_state"].get("failed", 0) - len(failed)
+    if more > 0:
+        console.print(f"  and {more:,} more failed (--json lists them)", highlight=False)
 
 
 @job_app.command("events")
@@ -126,6 +171,7 @@ def events(
 ) -> None:
     """A job's events in order; ``--follow`` keeps streaming until the job finishes
     (``--json``: one JSON object per line)."""
+    from photo_pipeline.cli.job_words import event_words
     from photo_pipeline.jobs.states import FINISHED_STATES
 
     service = library().service
@@ -139,9 +185,7 @@ def events(
                 typer.echo(json.dumps(event, default=str))  # JSON lines: one event each
             else:
                 console.print(
-                    f"{event['seq']:>6} {event['created_at']:%H:%M:%S} "
-                    f"{shown(event['type'])} {shown(event['message'] or '')} "
-                    f"{shown(event['data'] or '')}",
+                    f"{event['seq']:>6} {event['created_at']:%H:%M:%S} {event_words(event)}",
                     highlight=False,
                 )
         if not follow:

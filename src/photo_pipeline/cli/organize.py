@@ -157,18 +157,10 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
         if as_json:
             print_json(report)
             return
-        # Every kind of finding (a link out of the roots too), the usual three always.
-        kinds = ["changed", "missing", "unreadable_file"]
-        kinds += [k for k, v in report.items() if isinstance(v, list) and v and k not in kinds]
-        counts = ", ".join(f"{len(report[k])} {k.removesuffix('_file')}" for k in kinds)
-        console.print(
-            f"verify job {job['id']}: {report['job']['state']}, {report['checked']} files "
-            f"checked, {report['ok']} ok, {counts}",
-            highlight=False,
-        )
-        for kind in kinds:
-            for finding in report[kind]:
-                console.print(f"  {kind} {shown(finding['path'])}", highlight=False, soft_wrap=True)
+        from photo_pipeline.cli.job_words import verify_lines
+
+        for line in verify_lines(report):
+            console.print(line, highlight=False, soft_wrap=True)
 
     # A verify still active (its command was killed) is rejoined.
     job = start_verify(lib.service, rejoin=True).job

@@ -120,26 +120,24 @@ def _watch(
 ) -> list[dict[str, Any]]:
     """Look at the jobs every ``REFRESH_SECONDS``, and at once when the embedded
     worker ends one, until all are finished; draw their bars if shown."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TaskProgressColumn,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from photo_pipeline.cli.bars import ItemCountColumn
+    from photo_pipeline.cli.job_words import outcome_markup
 
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(),
+        ItemCountColumn(),
         TextColumn("{task.fields[rate]}"),
         TimeRemainingColumn(),
         console=console,
         disable=not show_progress,
     ) as bars:
-        tasks = {job_id: bars.add_task(job_id[:8], total=None, rate="") for job_id in job_ids}
+        tasks = {
+            job_id: bars.add_task(job_id[:8], total=None, rate="", items=None, ended=False)
+            for job_id in job_ids
+        }
         outage = _Outage()
         while True:
             job_ended = ours.job_ended
@@ -159,12 +157,18 @@ def _watch(
                 progress = progress_of[job["id"]]
                 task = tasks[job["id"]]
                 speed = bars.tasks[task].speed
+                ended = job["state"] in FINISHED_STATES
+                # A job that ended with no items is complete, not waiting for a total.
+                total = progress["total"] or (1 if ended else None)
                 bars.update(
                     task,
-                    total=progress["total"] or None,
-                    completed=progress["done"],
-                    description=f"{job['job_type']} [{job['state']}]",
+                    total=total,
+                    completed=progress["done"] if progress["total"] else (1 if ended else 0),
+                    description=f"{job['job_type']} · "
+                    f"{outcome_markup(job['state'], progress['by_state'])}",
                     rate=f"{speed:.1f} items/s" if speed else "",
+                    items=progress,
+                    ended=ended,
                 )
             if all(job["state"] in FINISHED_STATES for job in finals):
                 return finals

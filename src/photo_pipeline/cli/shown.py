@@ -46,3 +46,12 @@ def shown(value: object) -> str:
     would escape that tag (the callers end their markup after a space or text)."""
     # Rich doubles a trailing backslash for a tag that may follow; the space spares it.
     return escape(terminal_safe(value) + " ")[:-1]
+
+
+def counted(n: int, phrase: str) -> str:
+    """``n`` and ``phrase`` agreeing in number: ``1 file``, ``2 files``, ``0 files``;
+    ``phrase`` is plural and its first word regular (``items done`` → ``1 item done``)."""
+    if n == 1:
+        first, space, rest = phrase.partition(" ")
+        phrase = first.removesuffix("s") + space + rest
+    return f"{n:,} {phrase}"

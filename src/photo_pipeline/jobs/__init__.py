@@ -10,6 +10,7 @@ from photo_pipeline.jobs.errors import (
     LockHeld,
 )
 from photo_pipeline.jobs.items import ItemUpdate
+from photo_pipeline.jobs.outcomes import Outcome, outcome, problems
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.service import Enqueued, JobService, JobSnapshot, Joins, utc_now
 from photo_pipeline.jobs.states import (
@@ -43,7 +44,10 @@ __all__ = [
     "JobState",
     "Joins",
     "LockHeld",
+    "Outcome",
     "RetryPolicy",
     "can_transition",
+    "outcome",
+    "problems",
     "utc_now",
 ]

@@ -20,11 +20,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, files, sources
-from photo_pipeline.jobs import Enqueued, JobService
+from photo_pipeline.jobs import Enqueued, JobService, outcome, problems
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
-from photo_pipeline.pipeline import abandoned
+from photo_pipeline.pipeline import abandoned, job_words
 from photo_pipeline.pipeline.files import paths
 from photo_pipeline.pipeline.files.roots import (
     SYMLINK_OUTSIDE_ROOTS,
@@ -121,23 +121,31 @@ def hash_item(
 
 
 def verify_report(service: JobService, job_id: str, *, limit: int = 10_000) -> dict[str, Any]:
-    """The findings of a verify job: counts and the files per problem."""
+    """The findings of a verify job: counts, and the files per problem, each with its
+    name, folder and what to do about it (``job_words.advice``)."""
     progress = service.progress(job_id)
     failed = service.items(job_id, states=["failed"], limit=limit)
-    with read_session(service.session_factory) as session:
-        roots = {r.id: r.path for r in session.execute(select(sources))}
+    places = job_words.item_places(
+        service.session_factory, JOB_TYPE, (i["item_key"] for i in failed)
+    )
     findings: dict[str, list[dict[str, Any]]] = {code: [] for code in PROBLEM_CODES}
     for item in failed:
-        source_id, stored = item["item_key"].split(":", 1)
+        place = places[item["item_key"]]
         entry = {
-            "path": os.path.join(roots.get(int(source_id), "?"), paths.display(stored)),
+            "path": os.path.join(place.folder or "?", place.name),
+            "name": place.name,
+            "folder": place.folder,
             "message": item["error_message"],
+            "advice": job_words.advice(JOB_TYPE, item["error_code"], place),
         }
         findings.setdefault(item["error_code"], []).append(entry)
     by_state = progress["by_state"]
+    job = service.get(job_id)
     return {
-        "job": service.get(job_id),
+        "job": job,
+        "outcome": None if job is None else outcome(job["state"], by_state),
         "checked": progress["done"],
         "ok": by_state.get("succeeded", 0),
+        "problems": problems(by_state),
         **{"changed" if k == "content_changed" else k: v for k, v in findings.items()},
     }

@@ -84,7 +84,7 @@ def test_hostile_names_are_shown_escaped_never_raw(cli, tmp_path):
     _, jobs, _ = cli("jobs", "--json")
     [scan] = [job["id"] for job in json.loads(jobs) if job["job_type"] == "scan"]
     out = run(cli, "job", "show", scan)
-    assert r"failed 1:bad\x1b[2Jclear.jpg: " in out
+    assert rf"failed bad\x1b[2Jclear.jpg in {src}: " in out  # its folder, not a source id
     assert rf"{src}/bad\x1b[2Jclear.jpg: " in out  # the error message names it too
     run(cli, "job", "events", scan)
 
