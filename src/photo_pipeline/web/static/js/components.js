@@ -2,7 +2,7 @@
 // error banners, empty states.
 
 import { h, fill } from "./dom.js";
-import { count, duration, shortId } from "./format.js";
+import { count, duration, plural, shortId } from "./format.js";
 import { rateOf, store } from "./live.js";
 
 export const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
@@ -10,6 +10,27 @@ const LABELS = { retry_queued: "retry queued" };
 
 export function stateBadge(state) {
   return h(`span.badge.state-${state}`, { dataset: { state } }, LABELS[state] || state);
+}
+
+/** What a job came to: its state while it runs; once finished its outcome, and a
+ * job that succeeded with failed items (a corrupt photo, a file verify found changed
+ * or missing) reads "succeeded · 2 problems" in amber, never as plain success. */
+export function outcomeOf(job) {
+  if (job.outcome) return job.outcome;
+  // A state pushed live before the job was fetched again: its counts still tell.
+  if (job.state === "succeeded" && (job.progress?.by_state?.failed || job.problems)) return "succeeded_with_problems";
+  return FINISHED.has(job.state) ? job.state : null;
+}
+
+export function problemsOf(job) {
+  return job.problems || job.progress?.by_state?.failed || 0;
+}
+
+export function jobBadge(job) {
+  const outcome = outcomeOf(job);
+  if (outcome !== "succeeded_with_problems") return stateBadge(job.state);
+  return h("span.badge.outcome-problems", { dataset: { state: job.state, outcome } },
+    `succeeded · ${plural(problemsOf(job), "problem")}`);
 }
 
 /** A progress bar with done/total, rate and ETA; ``update(job)`` redraws it. */
@@ -22,13 +43,17 @@ export function progressView(job) {
     const p = current.progress;
     const state = current.state;
     root.dataset.state = state;
+    root.dataset.outcome = outcomeOf(current) || "";
     if (!p || p.total === 0) {
+      // No total known yet: a spinner and the count, never "0 / ?".
+      const waiting = !FINISHED.has(state);
       bar.max = 1;
       bar.value = state === "succeeded" ? 1 : 0;
-      if (state === "queued" || state === "running") bar.removeAttribute("value"); // indeterminate
-      bar.setAttribute("aria-valuetext", "no items yet");
+      if (waiting) bar.removeAttribute("value"); // indeterminate
+      bar.setAttribute("aria-valuetext", waiting ? "no total yet" : "no items");
       bar.dataset.percent = state === "succeeded" ? "100" : "0";
-      label.textContent = state === "succeeded" ? "No items" : "Waiting for items…";
+      fill(label, waiting ? h("span.spinner.small", { "aria-hidden": "true" }) : null,
+        waiting ? `${plural(p?.done || 0, "item")} so far` : "No items");
       detail.textContent = "";
       return;
     }

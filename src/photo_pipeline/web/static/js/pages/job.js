@@ -1,27 +1,39 @@
-// One job: its state, live progress, prerequisites and lock, its items (by state),
-// and its event timeline.
+// One job: its outcome, live progress, prerequisites and lock, the files that need
+// attention (failed items, with what to do), its items (by state), and its event
+// timeline. The coordinator's own fields (lock key, fencing tokens) stay in the
+// "Developer fields" sections.
 
 import { get, post } from "../api.js";
 import {
-  FINISHED, chainKey, chainView, emptyState, inlineProblem, pathView, progressView, showProblem, spinner,
-  stateBadge,
+  FINISHED, chainKey, chainView, emptyState, inlineProblem, jobBadge, pathView, problemsOf, progressView,
+  showProblem, spinner, stateBadge,
 } from "../components.js";
 import { fill, h } from "../dom.js";
-import { count, duration, elapsed, shortId, when } from "../format.js";
+import { count, duration, elapsed, plural, shortId, when } from "../format.js";
 import { store, subscribe } from "../live.js";
 import { jobActions } from "./jobs.js";
 
 const ITEM_STATES = ["all", "queued", "running", "succeeded", "failed", "cancelled"];
 const ITEM_PAGE = 100;
+const PROBLEMS_SHOWN = 100;
+// What a failed item's code means, in words (verify's findings above all).
+const PROBLEM_WORDS = {
+  content_changed: "changed since it was imported",
+  missing: "missing",
+  unreadable_file: "cannot be read",
+  symlink_outside_roots: "replaced by a link to outside the library",
+  corrupt_file: "damaged or not a photo",
+};
 
 export function render(main, [jobId], query) {
   const head = h("div.page-header");
   const summary = h("section.card.job-summary", { "aria-label": "Summary" });
   const items = h("section.card.flush", { "aria-labelledby": "items-title" });
+  const problemsCard = h("section.card.flush.problems-card", { "aria-labelledby": "problems-title", hidden: true });
   const timeline = h("section.card.flush.timeline-card", { "aria-labelledby": "timeline-title" });
   fill(main,
     h("p.breadcrumb", {}, h("a", { href: "/jobs", dataset: { link: "" } }, "← All jobs")),
-    head, h("div.two-columns", {}, summary, timeline), items);
+    head, h("div.two-columns", {}, summary, timeline), problemsCard, items);
   fill(summary, spinner());
   let progress = null;
   let drawnKey = null;
@@ -33,6 +45,7 @@ export function render(main, [jobId], query) {
       fill(summary, h("div.summary-progress", {}, progress.root), facts);
     }
     progress.update(job);
+    drawProblems(job);
     // Redraw the rest only when it changed: buttons keep focus, details stay open.
     const { progress: _counts, ...rest } = job;
     const key = JSON.stringify(rest) + chainKey(job);
@@ -42,7 +55,7 @@ export function render(main, [jobId], query) {
       h("div", {},
         h("h1", {}, h("span.job-type", {}, job.type), " ", h("span.job-id.large", {}, shortId(job.id))),
         h("p.subtitle", {}, h("code", {}, job.id))),
-      h("div.page-actions", {}, stateBadge(job.state), ...jobActions(job), ...undoActions(job)));
+      h("div.page-actions", {}, jobBadge(job), ...jobActions(job), ...undoActions(job)));
     const blockedBy = job.waiting_for > 0
       ? job.prerequisites.filter((id) => store.get(id)?.state !== "succeeded")
       : [];
@@ -58,7 +71,7 @@ export function render(main, [jobId], query) {
           : null,
         fact("Priority", job.priority),
         fact("Lock", job.lock
-          ? [h("code", {}, job.lock), h("span.muted", {}, FINISHED.has(job.state) ? " released" : " held")]
+          ? [capitalised(job.lock_words || job.lock), h("span.muted", {}, FINISHED.has(job.state) ? " · released" : " · held")]
           : h("span.muted", {}, "none")),
         fact("Worker", job.lease_owner ? h("code", {}, job.lease_owner) : h("span.muted", {}, "none")),
         fact("Prerequisites", chainView(job)),
@@ -69,9 +82,56 @@ export function render(main, [jobId], query) {
       job.error_code
         ? h("div.inline-problem", { role: "note" }, h("code.code", {}, job.error_code), " ", job.error_message || "")
         : null,
-      Object.keys(job.params || {}).length
-        ? h("details.params", {}, h("summary", {}, "Parameters"), h("pre", {}, JSON.stringify(job.params, null, 2)))
-        : null);
+      devFields({
+        "Job id": job.id,
+        "Lock key": job.lock,
+        Worker: job.lease_owner,
+        Parameters: Object.keys(job.params || {}).length ? JSON.stringify(job.params, null, 2) : null,
+      }));
+  }
+
+  // ── problems: the failed items, each with what to do ───────────────────────
+  let problemsDrawn = null;
+  async function drawProblems(job) {
+    const how_many = problemsOf(job);
+    if (!how_many) {
+      problemsCard.hidden = true;
+      return;
+    }
+    const key = `${job.state}|${how_many}`;
+    if (key === problemsDrawn) return;
+    problemsDrawn = key;
+    problemsCard.hidden = false;
+    const list = h("ul.problem-list");
+    fill(problemsCard,
+      h("div.card-header", {},
+        h("h2#problems-title", {}, job.type === "verify"
+          ? `${plural(how_many, "file")} to look at` : `${plural(how_many, "item")} failed`),
+        h("span.muted.problem-counts")),
+      h("div.problems-body", {}, spinner()));
+    try {
+      const page = await get(`/api/jobs/${jobId}/items`, { state: "failed", limit: PROBLEMS_SHOWN });
+      if (problemsDrawn !== key) return;
+      const byCode = new Map();
+      for (const item of page.items) byCode.set(item.error_code, (byCode.get(item.error_code) || 0) + 1);
+      problemsCard.querySelector(".problem-counts").textContent =
+        [...byCode].map(([code, n]) => `${count(n)} ${PROBLEM_WORDS[code] || code}`).join(" · ");
+      fill(list, ...page.items.map(problemRow));
+      fill(problemsCard.querySelector(".problems-body"), list,
+        page.next_cursor ? h("p.hint", {}, `The first ${count(page.items.length)} are shown; the Items list below has them all.`) : null);
+    } catch (error) {
+      fill(problemsCard.querySelector(".problems-body"), inlineProblem(error));
+    }
+  }
+  function problemRow(item) {
+    return h("li.problem", { dataset: { code: item.error_code || "" } },
+      h("div.problem-file", {}, item.name,
+        item.folder ? h("span.problem-folder", {}, ` in ${item.folder}`) : null),
+      h("div.problem-why", {},
+        h("strong", {}, capitalised(PROBLEM_WORDS[item.error_code] || item.error_code || "failed")), ": ",
+        h("span.error-message", {}, item.error_message || ""),
+        " ", h("code.code", {}, item.error_code || "")),
+      item.advice ? h("div.problem-advice", {}, h("strong", {}, "What to do: "), ...withCommands(item.advice)) : null);
   }
 
   // ── items ────────────────────────────────────────────────────────────────
@@ -139,7 +199,8 @@ export function render(main, [jobId], query) {
       }
       for (const item of page.items) {
         itemTable.append(h("tr", { dataset: { itemState: item.state } },
-          h("td.item-key", {}, pathView(item.key)),
+          h("td.item-key", {}, pathView(item.name, { shown: item.name }),
+            item.folder ? h("span.item-folder", {}, ` in ${item.folder}`) : null),
           h("td", {}, stateBadge(item.state)),
           h("td.num", {}, item.attempts),
           h("td.item-error", {}, item.error_code
@@ -180,15 +241,19 @@ export function render(main, [jobId], query) {
   }
   function eventRow(event) {
     const kind = event.type.startsWith("state:") ? event.type.slice(6) : null;
-    const data = event.data && Object.keys(event.data).length
-      ? Object.entries(event.data).map(([k, v]) => `${k} ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · ")
-      : "";
+    const data = event.data || {};
+    const { title, words } = eventWords(event);
+    // Item counts read as words; anything else the coordinator noted (a claim's
+    // fencing token) is for developers.
+    const internal = isItemEvent(event) ? {} : data;
     return h(`li.event${kind ? `.state-${kind}` : ""}`, { dataset: { seq: event.seq, type: event.type } },
       h("span.event-dot", { "aria-hidden": "true" }),
       h("div.event-body", {},
-        h("div.event-title", {}, kind ? stateBadge(kind) : h("span.event-type", {}, event.type),
-          event.message ? h("span.event-message", {}, event.message) : null),
-        data ? h("div.event-data", {}, data) : null),
+        h("div.event-title", {}, kind ? stateBadge(kind) : h("span.event-type", {}, title),
+          words ? h("span.event-message", {}, words) : null),
+        Object.keys(internal).length
+          ? devFields(Object.fromEntries(Object.entries(internal).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : v])))
+          : null),
       h("time.muted", { datetime: event.created_at }, when(event.created_at)));
   }
   async function loadEvents() {
@@ -276,6 +341,42 @@ function undoActions(job) {
   }, "Undo");
   fill(holder, button);
   return [holder];
+}
+
+/** An event's title and text in words: "claimed by worker w1 (attempt 2)",
+ * "5 succeeded · 1 failed", "6 items added". */
+function eventWords(event) {
+  const data = event.data || {};
+  if (event.type === "claimed") {
+    return { title: "claimed", words: `by worker ${event.message || "?"}${data.attempt ? ` (attempt ${data.attempt})` : ""}` };
+  }
+  if (event.type === "items" || event.type === "progress") {
+    const counts = Object.entries(data).filter(([, n]) => typeof n === "number");
+    return { title: "items", words: counts.map(([state, n]) => `${count(n)} ${state}`).join(" · ") || event.message };
+  }
+  if (event.type === "items_added") {
+    return { title: "items added", words: plural(data.count || 0, "item") };
+  }
+  return { title: event.type.replace(/_/g, " "), words: event.message };
+}
+
+/** Text with its `commands` as code. */
+function withCommands(text) {
+  return String(text).split("`").map((part, n) => (n % 2 ? h("code", {}, part) : part));
+}
+
+function capitalised(text) {
+  const words = String(text ?? "");
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** The coordinator's own fields, for developers: closed unless opened. */
+function devFields(fields) {
+  const shown = Object.entries(fields).filter(([, value]) => value !== null && value !== undefined && value !== "");
+  if (!shown.length) return null;
+  return h("details.dev-fields", {}, h("summary", {}, "Developer fields"),
+    h("dl", {}, ...shown.map(([name, value]) => [h("dt", {}, name),
+      h("dd", {}, String(value).includes("\n") ? h("pre", {}, value) : String(value))])));
 }
 
 function fact(name, value) {

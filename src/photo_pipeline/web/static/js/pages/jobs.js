@@ -2,8 +2,8 @@
 
 import { get, post } from "../api.js";
 import {
-  FINISHED, chainKey, chainView, emptyState, inlineProblem, pageHeader, progressView, showProblem,
-  spinner, stateBadge,
+  FINISHED, chainKey, chainView, emptyState, inlineProblem, jobBadge, outcomeOf, pageHeader, problemsOf,
+  progressView, showProblem, spinner,
 } from "../components.js";
 import { fill, h } from "../dom.js";
 import { shortId, when } from "../format.js";
@@ -53,10 +53,10 @@ export function render(main) {
     let drawn = null; // redraw buttons and links only when they change: keeps focus
     function update(current) {
       progress.update(current);
-      const key = `${current.state}|${chainKey(current)}`;
+      const key = `${current.state}|${outcomeOf(current)}|${problemsOf(current)}|${chainKey(current)}`;
       if (key === drawn) return;
       drawn = key;
-      fill(state, stateBadge(current.state));
+      fill(state, jobBadge(current));
       fill(chain, chainView(current));
       fill(actions, ...jobActions(current));
     }
