@@ -23,7 +23,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_jobs, summarise
-from photo_pipeline.cli.shown import shown
+from photo_pipeline.cli.shown import counted, shown
 from photo_pipeline.pipeline.files import paths
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def _show_import(jobs: list[dict[str, Any]], as_json: bool) -> None:
     for job in scans:
         if counts[job["id"]]:
             console.print(
-                f"scan job {job['id']}: {counts[job['id']]} files ignored (not media)",
+                f"scan job {job['id']}: {counted(counts[job['id']], 'files ignored')} (not media)",
                 highlight=False,
             )
 
