@@ -93,9 +93,8 @@ def event_words(event: Mapping[str, Any]) -> str:
         return f"items: {shown(counts)}"
     if kind == "items_added":
         return f"{counted(int(data.get('count', 0)), 'items added')}"
-    if kind.startswith("state:"):
-        return f"{shown(kind.removeprefix('state:').replace('_', ' '))} {shown(message)}".rstrip()
-    return f"{shown(kind.replace('_', ' '))} {shown(message)}".rstrip()
+    words = kind.removeprefix("state:").replace("_", " ")
+    return shown(f"{words}: {message}" if message else words)
 
 
 def verify_lines(report: Mapping[str, Any]) -> list[str]:

@@ -34,7 +34,7 @@ def test_event_text_leaves_the_fencing_token_to_json():
     added = {"type": "items_added", "message": None, "data": {"count": 1}}
     assert event_words(added) == "1 item added"
     failed = {"type": "state:retry_queued", "message": "worker died", "data": None}
-    assert event_words(failed) == "retry queued worker died"
+    assert event_words(failed) == "retry queued: worker died"
 
 
 def drawn(**fields) -> str:
