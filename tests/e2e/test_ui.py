@@ -126,7 +126,7 @@ def test_an_import_can_read_every_file_again(empty_server, page, tmp_path):
     page.get_by_label("Folder path on the server").fill(str(photos))
     page.get_by_role("button", name="Start import").click()
     scans = page.locator("tr[data-job-type='scan']")
-    expect(scans.locator(".badge")).to_have_text("succeeded")
+    expect(scans.locator(".badge")).to_have_text("succeeded · 1 problem")  # broken.jpg
     expect(scans.locator(".progress-label")).to_have_text(f"{every_file} / {every_file} · 100%")
     wait_for_jobs(empty_server)
 

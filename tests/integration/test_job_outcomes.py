@@ -139,3 +139,32 @@ def test_the_api_job_resource_has_its_outcome_and_its_items_their_folders(
     assert "succeeded_with_problems" in schema["Outcome"]["enum"]
     assert "outcome" in schema["Job"]["properties"]
     assert "problems" in schema["Job"]["properties"]["outcome"]["description"]
+
+
+def test_every_kind_of_item_key_is_named_by_its_file(session_factory, verified):
+    from sqlalchemy import select
+
+    from photo_pipeline.db.schema import files
+    from photo_pipeline.pipeline.job_words import ItemPlace, item_places
+
+    _, root = verified
+    with session_factory() as session:
+        asset_id = session.scalar(select(files.c.asset_id).where(files.c.path == "day/IMG_3.jpg"))
+    day = str(root / "day")
+    # render: asset id first (then hash and path); similar, places, timeshift alike.
+    for job_type, key in [
+        ("render", f"{asset_id}:abc123:/somewhere/else.jpg"),
+        ("similar", f"{asset_id}:thumbs/ab/cd.webp"),
+        ("timeshift", str(asset_id)),
+    ]:
+        assert item_places(session_factory, job_type, [key])[key] == ItemPlace(
+            "IMG_3.jpg", day, str(root)
+        ), job_type
+    # organize and dedupe: entry number, then the path relative to its source.
+    assert item_places(session_factory, "organize", ["7:day/IMG_3.jpg"])[
+        "7:day/IMG_3.jpg"
+    ] == ItemPlace("IMG_3.jpg", "day")
+    # A job type of no photo knowledge: its key as it is.
+    assert item_places(session_factory, "test.record", ["a:b"])["a:b"] == ItemPlace("a:b", None)
+    # An asset no longer catalogued: its key.
+    assert item_places(session_factory, "render", ["999999:x:y"])["999999:x:y"].folder is None

@@ -52,7 +52,8 @@ def item_places(
     if job_type in _ASSET:
         return _assets(session_factory, keys)
     if job_type in _ENTRY:
-        return {key: _split(paths.display(key.partition(":")[2]) or key) for key in keys}
+        # The path is in its display form already (fenced_journal.SourceEntry), relative.
+        return {key: _split(key.partition(":")[2] or key) for key in keys}
     return {key: ItemPlace(key, None) for key in keys}
 
 
