@@ -7,7 +7,7 @@
 import { accessToken, get, post, withAccessToken } from "../api.js";
 import {
   FINISHED, emptyState, inlineProblem, joinPath, pageHeader, pathView, progressView, showProblem, spinner,
-  stateBadge,
+  jobBadge,
 } from "../components.js";
 import { fill, h } from "../dom.js";
 import { bytes, count, localTime, plural, shortId } from "../format.js";
@@ -172,7 +172,7 @@ function dedupePlan(card, running, afterRun) {
       id: job.id,
       state: job.state,
       update(current) {
-        fill(badge, stateBadge(current.state));
+        fill(badge, jobBadge(current));
         progress.update(current);
         const finished = FINISHED.has(current.state) && !FINISHED.has(this.state);
         this.state = current.state;

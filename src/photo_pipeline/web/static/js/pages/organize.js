@@ -4,7 +4,7 @@
 import { get, post } from "../api.js";
 import {
   FINISHED, emptyState, inlineProblem, pageHeader, pathView, progressView, showProblem, spinner,
-  stateBadge,
+  jobBadge, stateBadge,
 } from "../components.js";
 import { debounce, fill, h } from "../dom.js";
 import { bytes, count, shortId, when } from "../format.js";
@@ -166,7 +166,7 @@ export function render(main) {
     const badge = h("span");
     const undoing = job.type !== "organize";
     const link = h("a", { href: `/jobs/${job.id}`, dataset: { link: "" } }, `${job.type} ${shortId(job.id)}`);
-    followed = { id: job.id, update(current) { fill(badge, stateBadge(current.state)); progress.update(current); } };
+    followed = { id: job.id, update(current) { fill(badge, jobBadge(current)); progress.update(current); } };
     followed.update(job);
     fill(running, h("section.card.flush.following", { "aria-label": "Organize in progress", dataset: { jobId: job.id } },
       h("div.card-header", {}, h("h2", {}, undoing ? "Undoing: " : "Organizing: ", link), badge),
@@ -221,7 +221,7 @@ export function render(main) {
       const key = `${current.state}|${current.finished_at}|${currentUndo?.id}|${currentUndo && store.get(currentUndo.id)?.state}`;
       if (key === drawn) return; // unchanged: keep the button (and its focus)
       drawn = key;
-      fill(state, stateBadge(current.state), current.params?.move ? h("span.muted.small", {}, " move") : null);
+      fill(state, jobBadge(current), current.params?.move ? h("span.muted.small", {}, " move") : null);
       finished.textContent = when(current.finished_at);
       if (currentUndo) {
         fill(action, h("a.undo-link", { href: `/jobs/${currentUndo.id}`, dataset: { link: "" } }, "Undo: "),
