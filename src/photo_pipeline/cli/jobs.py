@@ -19,7 +19,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_jobs
-from photo_pipeline.cli.shown import shown
+from photo_pipeline.cli.shown import counted, shown
 from photo_pipeline.cli.worker import ImportOption, load_handlers
 
 JobId = Annotated[str, typer.Argument(help="The job's id, or any unique start of it.")]
@@ -248,4 +248,5 @@ def prune(
     if as_json:
         print_json(counts)
     else:
-        console.print(f"deleted {counts['jobs']} jobs and {counts['events']} events")
+        jobs, events = counted(counts["jobs"], "jobs"), counted(counts["events"], "events")
+        console.print(f"deleted {jobs} and {events}")

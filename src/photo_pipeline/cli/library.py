@@ -169,8 +169,9 @@ def sources_(
             print_json(gone)
             return
         console.print(
-            f"forgot source {gone['id']} {shown(gone['path'])}: {gone['files_removed']} "
-            f"file rows, {gone['assets_removed']} assets (nothing on disk was touched)",
+            f"forgot source {gone['id']} {shown(gone['path'])}: "
+            f"{counted(gone['files_removed'], 'file rows')}, "
+            f"{counted(gone['assets_removed'], 'assets')} (nothing on disk was touched)",
             highlight=False,
         )
         return
@@ -255,7 +256,7 @@ def _near_duplicates(as_json: bool) -> None:
     if not groups:
         console.print("no near duplicates (`photo-pipeline similar` looks for them)")
     for number, group in enumerate(groups, 1):
-        console.print(f"[bold]group {number}[/] {len(group['assets'])} photos")
+        console.print(f"[bold]group {number}[/] {counted(len(group['assets']), 'photos')}")
         for asset in group["assets"]:
             mark = "keep" if asset["keep"] else f"d={asset['distance']:<2}"
             file = asset["files"][0]
