@@ -62,6 +62,7 @@ def test_a_verify_that_found_problems_shows_them_with_what_to_do(verified, page,
     # The scan's broken file: one problem, in the singular.
     expect(page.locator("tr[data-job-type='scan'] .badge")).to_have_text("succeeded · 1 problem")
     expect(page.locator("tr[data-job-type='render'] .badge")).to_have_text("succeeded")
+    page.screenshot(path=shots / "jobs.png", full_page=True)
 
     verify_row.get_by_role("link").first.click()
     expect(page.locator(".page-actions .badge")).to_have_text("succeeded · 2 problems")
@@ -82,6 +83,8 @@ def test_a_verify_that_found_problems_shows_them_with_what_to_do(verified, page,
         "The library: one organize, dedupe, timeshift or verify at a time · released"
     )
     expect(page.locator(".timeline")).to_contain_text("by worker")
+    ended = page.locator("li.event[data-type='state:succeeded'] .badge")
+    expect(ended).to_have_text("succeeded · 2 problems")
     text = page.locator("main").inner_text()
     assert "fencing_token" not in text and "{'" not in text
     VERIFY_SHOT.parent.mkdir(parents=True, exist_ok=True)

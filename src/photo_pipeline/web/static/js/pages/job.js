@@ -239,6 +239,11 @@ export function render(main, [jobId], query) {
     fill(eventList, ...shown.map(eventRow));
     if (!eventHolder.contains(eventList)) fill(eventHolder, eventList);
   }
+  // The end of a job that succeeded with failed items reads as its outcome there too.
+  function eventBadge(kind) {
+    const job = store.get(jobId);
+    return kind === "succeeded" && job?.state === "succeeded" && problemsOf(job) ? jobBadge(job) : stateBadge(kind);
+  }
   function eventRow(event) {
     const kind = event.type.startsWith("state:") ? event.type.slice(6) : null;
     const data = event.data || {};
@@ -249,7 +254,7 @@ export function render(main, [jobId], query) {
     return h(`li.event${kind ? `.state-${kind}` : ""}`, { dataset: { seq: event.seq, type: event.type } },
       h("span.event-dot", { "aria-hidden": "true" }),
       h("div.event-body", {},
-        h("div.event-title", {}, kind ? stateBadge(kind) : h("span.event-type", {}, title),
+        h("div.event-title", {}, kind ? eventBadge(kind) : h("span.event-type", {}, title),
           words ? h("span.event-message", {}, words) : null),
         Object.keys(internal).length
           ? devFields(Object.fromEntries(Object.entries(internal).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : v])))
