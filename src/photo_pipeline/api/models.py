@@ -42,20 +42,17 @@ class Job(BaseModel):
         "cancelling, succeeded, failed, retry_queued, cancelled."
     )
     outcome: Outcome | None = Field(
-        default=None,
         description="What a finished job came to (null while it may still run): "
         "succeeded, succeeded_with_problems (it ran to its end but items failed: a "
         "corrupt photo, a file verify found changed or missing; show it as needing "
         "attention, with `problems`), failed or cancelled.",
     )
-    problems: int = Field(
-        default=0, description="How many of its items failed (`?state=failed` lists them)."
-    )
+    problems: int = Field(description="How many of its items failed (`?state=failed` lists them).")
     params: dict[str, Any]
     priority: int
     lock: str | None
     lock_words: str | None = Field(
-        default=None, description="What the lock keeps to one job at a time, in words."
+        description="What the lock keeps to one job at a time, in words."
     )
     attempts: int
     max_attempts: int
@@ -92,9 +89,7 @@ class Item(BaseModel):
     attempts: int
     error_code: str | None
     error_message: str | None
-    advice: str | None = Field(
-        default=None, description="What a person can do about the failure, when known."
-    )
+    advice: str | None = Field(description="What a person can do about the failure, when known.")
     updated_at: datetime
 
 
