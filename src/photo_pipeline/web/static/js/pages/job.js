@@ -5,7 +5,7 @@
 
 import { get, post } from "../api.js";
 import {
-  FINISHED, chainKey, chainView, emptyState, inlineProblem, jobBadge, pathView, problemsOf, progressView,
+  FINISHED, chainKey, chainView, emptyState, inlineProblem, jobBadge, joinPath, pathView, problemsOf, progressView,
   showProblem, spinner, stateBadge,
 } from "../components.js";
 import { fill, h } from "../dom.js";
@@ -199,7 +199,7 @@ export function render(main, [jobId], query) {
       }
       for (const item of page.items) {
         itemTable.append(h("tr", { dataset: { itemState: item.state } },
-          h("td.item-key", {}, pathView(item.name, { shown: item.name }),
+          h("td.item-key", {}, pathView(joinPath(item.folder, item.name), { shown: item.name }),
             item.folder ? h("span.item-folder", {}, ` in ${item.folder}`) : null),
           h("td", {}, stateBadge(item.state)),
           h("td.num", {}, item.attempts),
