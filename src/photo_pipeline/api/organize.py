@@ -16,10 +16,31 @@ from photo_pipeline.pipeline.organize import DEFAULT_TEMPLATE, plan_organize
 
 router = APIRouter(tags=["organize"], responses=PROBLEM_RESPONSES)
 
+_DAY = r"^\d{4}-\d{2}-\d{2}$"
 
-class PlanRequest(BaseModel):
+
+class Scoped(BaseModel):
+    """What part of the library an organize or dedupe covers (all of it by default)."""
+
     model_config = ConfigDict(extra="forbid")
 
+    sources: list[Annotated[str, Field(min_length=1, max_length=4096, pattern=PLAIN_TEXT)]] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Registered sources, by id or folder (none: every source).",
+    )
+    since: str | None = Field(
+        default=None, pattern=_DAY, description="Photos taken on this local day or later."
+    )
+    until: str | None = Field(
+        default=None, pattern=_DAY, description="Photos taken on this local day or before."
+    )
+
+    def scope(self) -> dict[str, Any]:
+        return {"sources": self.sources, "since": self.since, "until": self.until}
+
+
+class PlanRequest(Scoped):
     dest: str = Field(min_length=1, max_length=4096, description="Absolute destination folder.")
     template: str = Field(
         default=DEFAULT_TEMPLATE, min_length=1, max_length=1000, pattern=PLAIN_TEXT
@@ -34,6 +55,7 @@ class Plan(BaseModel):
     destination: str
     template: str
     mode: str
+    scope: dict[str, Any]
     summary: dict[str, Any]
     entries: list[dict[str, Any]]
     truncated: bool
@@ -44,4 +66,6 @@ def plan(body: PlanRequest, request: Request) -> dict[str, Any]:
     """The plan (first ``limit`` entries and the summary of all), touching nothing."""
     lib = api_state(request).library
     dest = confined_path(lib, body.dest, "dest")
-    return plan_organize(lib.sessions, dest, body.template, move=body.move, limit=body.limit)
+    return plan_organize(
+        lib.sessions, dest, body.template, move=body.move, limit=body.limit, **body.scope()
+    )
