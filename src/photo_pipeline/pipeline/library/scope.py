@@ -102,6 +102,13 @@ def parse_day(text: str | date | None, option: str) -> date | None:
         ) from None
 
 
+def registered_sources(session_factory: sessionmaker[Session]) -> list[dict[str, Any]]:
+    """Every registered source a scope can name: its id and folder, by folder."""
+    with read_session(session_factory) as session:
+        rows = session.execute(select(sources.c.id, sources.c.path).order_by(sources.c.path))
+        return [{"id": row.id, "path": row.path} for row in rows]
+
+
 def resolve_scope(
     session_factory: sessionmaker[Session],
     named_sources: Iterable[str | int] = (),
