@@ -18,6 +18,13 @@ from photo_pipeline.pipeline.organize import DEFAULT_TEMPLATE, plan_organize
 router = APIRouter(tags=["organize"], responses=PROBLEM_RESPONSES)
 
 _DAY = r"^\d{4}-\d{2}-\d{2}$"
+TEMPLATE_HELP = (
+    "The destination layout: fields in braces, {taken:%Y} (strftime of the local capture "
+    "time), {make}, {model}, {ext}, {hash8}, {original_name}, {folder} (the file's folder "
+    "in its source), {country}, {city}, {counter}. After '|' a fallback for an undated "
+    "photo (only its file's mtime) or an unknown value: {taken:%Y|undated}, "
+    "{taken:%Y-%m-%d|{folder}}; the default sends undated photos to undated/<folder>."
+)
 
 
 class Scoped(BaseModel):
@@ -44,7 +51,11 @@ class Scoped(BaseModel):
 class PlanRequest(Scoped):
     dest: str = Field(min_length=1, max_length=4096, description="Absolute destination folder.")
     template: str = Field(
-        default=DEFAULT_TEMPLATE, min_length=1, max_length=1000, pattern=PLAIN_TEXT
+        default=DEFAULT_TEMPLATE,
+        min_length=1,
+        max_length=1000,
+        pattern=PLAIN_TEXT,
+        description=TEMPLATE_HELP,
     )
     move: bool = False
     limit: Annotated[int, Field(ge=1, le=10_000)] = 50

@@ -12,7 +12,7 @@ from photo_pipeline.api.job_types import (
     require_utf8_path,
 )
 from photo_pipeline.api.models import JOB_ID, PLAIN_TEXT
-from photo_pipeline.api.organize import Scoped
+from photo_pipeline.api.organize import TEMPLATE_HELP, Scoped
 from photo_pipeline.jobs import Enqueued
 from photo_pipeline.pipeline import dedupe, organize, timeshift, verify
 from photo_pipeline.pipeline.ingest import places
@@ -46,7 +46,11 @@ class SimilarParams(Params):
 class OrganizeParams(Scoped):
     dest: str = Field(min_length=1, max_length=4096)
     template: str = Field(
-        default=organize.DEFAULT_TEMPLATE, min_length=1, max_length=1000, pattern=PLAIN_TEXT
+        default=organize.DEFAULT_TEMPLATE,
+        min_length=1,
+        max_length=1000,
+        pattern=PLAIN_TEXT,
+        description=TEMPLATE_HELP,
     )
     move: bool = False
     keep_duplicates: bool = False

@@ -52,7 +52,11 @@ def organize(
         Path | None, typer.Option("--dest", help="Destination folder of the layout.")
     ] = None,
     template: Annotated[
-        str, typer.Option(help="Layout of the destination; fields in {braces}.")
+        str,
+        typer.Option(
+            help="Layout of the destination; fields in {braces}, after | the fallback of "
+            "an undated photo (its only date the file's mtime): {taken:%Y|undated}."
+        ),
     ] = DEFAULT_TEMPLATE,
     move: Annotated[
         bool, typer.Option("--move", help="Move originals (default: copy them).")

@@ -31,7 +31,6 @@ from datetime import datetime
 from typing import Any
 
 from photo_pipeline.errors import PhotoPipelineError
-from photo_pipeline.media.capture_time import UNDATED_SOURCES
 
 # Undated files (only an mtime) go to undated/<their folder in the source>/<name>.
 DEFAULT_TEMPLATE = (
@@ -290,6 +289,9 @@ def _render_parts(parts: Iterable[Part], values: Mapping[str, Any], counter: int
 
 def is_undated(values: Mapping[str, Any]) -> bool:
     """Whether a file's only date is no evidence of when it was taken (its mtime)."""
+    # Here, not at the top: the CLI reads DEFAULT_TEMPLATE without loading `media`.
+    from photo_pipeline.media.capture_time import UNDATED_SOURCES
+
     return values.get(TAKEN_SOURCE) in UNDATED_SOURCES or _as_datetime(values.get("taken")) is None
 
 
