@@ -53,7 +53,7 @@ def test_the_plan_shows_date_sources_the_undated_count_and_takes_a_scope(page, d
     undated = page.locator(".plan-table tbody tr[data-undated='true']")
     expect(undated).to_have_count(2)
     expect(undated.first.locator(".date-source")).to_contain_text("mtime")
-    expect(undated.first.locator(".date-source .badge")).to_have_text("undated")
+    expect(undated.first.locator(".date-source .confidence-tag")).to_have_text("undated")
     expect(undated.first.locator(".destination")).to_have_text("undated/2019/IMG_0300.jpg")
     named = page.locator(".plan-table tbody tr", has_text="20230716_101530.jpg")
     expect(named.locator(".date-source")).to_contain_text("filename")

@@ -134,11 +134,14 @@ def is_sidecar(path: str) -> bool:
 
 @dataclass
 class _Library:
-    photos: list[Member]  # present files with an asset
+    photos: list[Member]  # present files with an asset (in the scope)
     sidecars: list[tuple[int, int, str, str, int]]  # file id, source id, root, path, mtime
     organized: list[str]  # destinations of organize jobs (read when several sources)
     decisions: dict[str, set[str]]
     near_groups: dict[int, list[int]]  # group id -> asset ids
+    # Photos of the scope's sources taken on other days: neither moved nor kept, but
+    # still in their bundles (a sidecar stays while any photo of its bundle stays).
+    bystanders: list[Member] = field(default_factory=list)
 
 
 def _read(
@@ -193,12 +196,13 @@ def _read(
                 )
             ):
                 near_groups.setdefault(group_id, []).append(asset_id)
-    photos, sidecars = [], []
+    photos: list[Member] = []
+    bystanders: list[Member] = []
+    sidecars = []
     for r in rows:
         if r.state == PRESENT and r.content_hash is not None:
-            if scope is not None and not scope.takes(r.source_id, r.taken_local):
-                continue
-            photos.append(
+            taken = scope is None or scope.takes(r.source_id, r.taken_local)
+            (photos if taken else bystanders).append(
                 Member(
                     r.id,
                     r.source_id,
@@ -212,7 +216,7 @@ def _read(
             )
         elif is_sidecar(r.path):
             sidecars.append((r.id, r.source_id, r.root, r.path, r.mtime_ns))
-    return _Library(photos, sidecars, organized, decisions, near_groups)
+    return _Library(photos, sidecars, organized, decisions, near_groups, bystanders)
 
 
 def organized_destinations(session: Session) -> list[str]:
@@ -281,7 +285,7 @@ def build_dedupe_plan(
     keys of the near groups left alone because nobody chose what to keep in them."""
     lib = _read(session_factory, near, only, None if scope is None or scope.everything else scope)
     bundles: dict[tuple[int, str, str], list[Member]] = {}
-    for photo in lib.photos:
+    for photo in lib.photos + lib.bystanders:
         bundles.setdefault((*photo.folder, photo.stem), []).append(photo)
     sidecars_of: dict[tuple[int, str, str], list[tuple[int, int, str, str, int]]] = {}
     for sidecar in lib.sidecars:
@@ -336,7 +340,7 @@ def build_dedupe_plan(
         key = f"near:{group_id}"
         present = [a for a in asset_ids if by_asset.get(a) and a not in still_of]
         kept_ids = [a for a in present if str(a) in lib.decisions.get(key, set())]
-        if not kept_ids and len(present) >= 2 and undecided is not None:
+        if key not in lib.decisions and len(present) >= 2 and undecided is not None:
             undecided.append(key)
         if not kept_ids or len(present) < 2:
             continue  # no decision (or nothing it keeps is present): never by default

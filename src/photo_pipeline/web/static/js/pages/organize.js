@@ -168,7 +168,7 @@ export function render(main) {
   function dateSource(entry) {
     if (!entry.date_source) return "—";
     return [h("span.mono.small", {}, entry.date_source), " ",
-      h(`span.badge.confidence-${entry.date_confidence}`, {}, entry.undated ? "undated" : CONFIDENCE[entry.date_confidence] || entry.date_confidence)];
+      h(`span.confidence-tag.confidence-${entry.date_confidence}`, {}, entry.undated ? "undated" : CONFIDENCE[entry.date_confidence] || entry.date_confidence)];
   }
 
   /** ``path`` relative to ``root`` when inside it: the part the template made. */
