@@ -27,6 +27,7 @@ export function scopeFields(prefix, onChange, saved = {}) {
     sources.replaceChildren(...found.map((source) => h("option", {
       value: String(source.id), selected: chosen.has(String(source.id)), title: source.path,
     }, source.path)));
+    if (!found.length) sources.append(h("option", { disabled: true }, "No source imported yet"));
   }).catch(() => {
     sources.replaceChildren(h("option", { disabled: true }, "Sources could not be listed"));
   });
