@@ -194,11 +194,14 @@ _LEVELS = {
 
 
 def _date_from(entry: dict[str, Any]) -> str:
-    """The entry's date source, flagged when it is no date at all."""
+    """The entry's date source and its confidence (``undated`` for a file time)."""
     source = entry.get("date_source")
     if not source:
         return ""
-    return f"{source} (undated)" if entry.get("undated") else source
+    level = entry.get("date_confidence")
+    if entry.get("undated"):
+        return f"{source} (undated)"
+    return source if level == source else f"{source} ({level})"
 
 
 def plural(n: int, word: str) -> str:
