@@ -97,3 +97,23 @@ def test_the_duplicates_page_follows_the_cursor_past_the_first_page(sample_serve
     expect(page.locator("#exact-title .count-pill")).to_have_text("2")
     expect(more).to_be_hidden()
     assert len(set(groups.evaluate_all("cards => cards.map(c => c.dataset.group)"))) == 2
+
+
+def test_the_plan_says_which_near_groups_wait_and_takes_a_scope(sample_server, page, shots):
+    """#30: with near duplicates asked for, the plan says how many near groups wait
+    for a decision (the sample's two have none); a scope of days limits the plan."""
+    server, _ = sample_server
+    sign_in(page, server, "/duplicates")
+    plan = page.locator(".dedupe-plan")
+    expect(plan.locator("article.dedupe-group")).to_have_count(2)
+    expect(plan.locator(".near-waiting")).to_be_hidden()
+    plan.get_by_label("Near duplicates I chose keepers for").check()
+    expect(plan.locator(".near-waiting")).to_contain_text(
+        "2 near-duplicate groups wait for your decision"
+    )
+    page.screenshot(path=shots / "dedupe-near-waiting.png", full_page=True)
+    # No photo of the sample was taken on this day: nothing to reclaim there.
+    plan.get_by_label("Taken from").fill("2001-01-01")
+    plan.get_by_label("Taken until").fill("2001-01-02")
+    expect(plan.locator(".plan-summary")).to_have_text("Nothing to reclaim: no copy to move.")
+    expect(plan.locator("article.dedupe-group")).to_have_count(0)

@@ -12,6 +12,7 @@ from photo_pipeline.api.job_types import (
     require_utf8_path,
 )
 from photo_pipeline.api.models import JOB_ID, PLAIN_TEXT
+from photo_pipeline.api.organize import TEMPLATE_HELP, Scoped
 from photo_pipeline.jobs import Enqueued
 from photo_pipeline.pipeline import dedupe, organize, timeshift, verify
 from photo_pipeline.pipeline.ingest import places
@@ -42,10 +43,14 @@ class SimilarParams(Params):
     max_distance: int | None = Field(default=None, ge=0, le=32)
 
 
-class OrganizeParams(Params):
+class OrganizeParams(Scoped):
     dest: str = Field(min_length=1, max_length=4096)
     template: str = Field(
-        default=organize.DEFAULT_TEMPLATE, min_length=1, max_length=1000, pattern=PLAIN_TEXT
+        default=organize.DEFAULT_TEMPLATE,
+        min_length=1,
+        max_length=1000,
+        pattern=PLAIN_TEXT,
+        description=TEMPLATE_HELP,
     )
     move: bool = False
     keep_duplicates: bool = False
@@ -114,6 +119,7 @@ def start_organize(lib: Library, params: OrganizeParams, key: str | None) -> Enq
         idempotency_key=key,
         keep_duplicates=params.keep_duplicates,
         roots=lib.settings.allowed_roots,
+        **params.scope(),
     )
 
 
@@ -153,7 +159,7 @@ def start_timeshift_undo(lib: Library, params: UndoParams, key: str | None) -> E
 
 
 # ── dedupe (#16) ───────────────────────────────────────────────────────────────
-class DedupeParams(Params):
+class DedupeParams(Scoped):
     near: bool = Field(
         default=False, description="Also near-duplicate groups with a recorded decision."
     )
@@ -181,6 +187,7 @@ def start_dedupe(lib: Library, params: DedupeParams, key: str | None) -> Enqueue
         near=params.near,
         idempotency_key=key,
         roots=lib.settings.allowed_roots,
+        **params.scope(),
     )
 
 

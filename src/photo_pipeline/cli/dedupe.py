@@ -18,6 +18,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
+from photo_pipeline.cli.organize import SinceOption, SourceOption, UntilOption
 from photo_pipeline.cli.shown import shown
 
 _SHOWN = 40
@@ -50,11 +51,15 @@ def dedupe(
             "--older-than-days", min=0, max=36_525, help="With --purge: quarantined before."
         ),
     ] = None,
+    source: SourceOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Reclaim the space of exact duplicates: keep one copy of each (the keeper policy,
-    explained by --dry-run), move the others into <home>/quarantine/<job id>/."""
+    explained by --dry-run), move the others into <home>/quarantine/<job id>/.
+    --source/--since/--until: only the copies in those sources, taken on those days."""
     from photo_pipeline.cli.progress import full_job_id
     from photo_pipeline.pipeline import dedupe as deduping
 
@@ -65,8 +70,11 @@ def dedupe(
         _refuse("invalid_option", "--purge needs --older-than-days N")
     if older_than_days is not None and not purge:
         _refuse("invalid_option", "--older-than-days goes with --purge")
+    scoped: dict[str, Any] = {"sources": source or (), "since": since, "until": until}
+    if (undo is not None or purge) and (source or since or until):
+        _refuse("invalid_option", "--source, --since and --until go with a dedupe or its --dry-run")
     if dry_run:
-        plan = deduping.plan_dedupe(lib.sessions, near=near)
+        plan = deduping.plan_dedupe(lib.sessions, near=near, **scoped)
         print_json(plan) if as_json else _print_plan(plan)
         return
     if undo is not None:
@@ -76,7 +84,9 @@ def dedupe(
         job = deduping.start_purge(lib.service, lib.settings.home, older_than_days, rejoin=True).job
     else:
         # Rerunning a command whose job is still active (it was killed) rejoins it.
-        job = deduping.start_dedupe(lib.service, lib.settings.home, near=near, rejoin=True).job
+        job = deduping.start_dedupe(
+            lib.service, lib.settings.home, near=near, rejoin=True, **scoped
+        ).job
 
     def show(final: dict[str, Any]) -> None:
         report = deduping.dedupe_report(lib.sessions, final["id"])
@@ -118,6 +128,16 @@ def _print_plan(plan: dict[str, Any]) -> None:
         f"{summary['bytes']:,} bytes reclaimed{f' (keepers: {reasons})' if reasons else ''}",
         highlight=False,
     )
+    waiting = summary.get("near_undecided", 0)
+    if waiting:
+        console.print(
+            f"[yellow]{_plural(waiting, 'near-duplicate group')} "
+            f"{'waits' if waiting == 1 else 'wait'} for your decision[/] and "
+            f"{'is' if waiting == 1 else 'are'} left alone: {summary['decide']}; "
+            "then run `dedupe --near` again",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _plural(n: int, word: str) -> str:

@@ -24,6 +24,27 @@ from photo_pipeline.pipeline.organize.template import DEFAULT_TEMPLATE  # no dat
 
 _SHOWN = 40
 
+SourceOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--source",
+        metavar="ID|PATH",
+        help="Only this registered source (its id or folder; repeatable).",
+    ),
+]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--since", metavar="YYYY-MM-DD", help="Only photos taken on this day or later (local)."
+    ),
+]
+UntilOption = Annotated[
+    str | None,
+    typer.Option(
+        "--until", metavar="YYYY-MM-DD", help="Only photos taken on this day or before (local)."
+    ),
+]
+
 
 @app.command()
 def organize(
@@ -31,7 +52,11 @@ def organize(
         Path | None, typer.Option("--dest", help="Destination folder of the layout.")
     ] = None,
     template: Annotated[
-        str, typer.Option(help="Layout of the destination; fields in {braces}.")
+        str,
+        typer.Option(
+            help="Layout of the destination; fields in {braces}, after | the fallback of "
+            "an undated photo (its only date the file's mtime): {taken:%Y|undated}."
+        ),
     ] = DEFAULT_TEMPLATE,
     move: Annotated[
         bool, typer.Option("--move", help="Move originals (default: copy them).")
@@ -50,16 +75,28 @@ def organize(
         str | None,
         typer.Option("--undo", metavar="JOB_ID", help="Reverse an organize job."),
     ] = None,
+    source: SourceOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Copy or move originals into a dated layout (collision-safe, resumable, undoable)."""
+    """Copy or move originals into a dated layout (collision-safe, resumable, undoable).
+    Undated files (their only date is the file's mtime) go to undated/, in their folder
+    of the source, with the default template; `{taken:%Y|undated}` says so in yours."""
     from photo_pipeline.cli.progress import full_job_id
     from photo_pipeline.pipeline import organize as organizing
 
     lib = library()
     if undo is not None and dry_run:
         err_console.print("[red]error[/] invalid_option: --undo has no --dry-run; see `job show`")
+        raise typer.Exit(EXIT_REFUSED)
+    scoped: dict[str, Any] = {"sources": source or (), "since": since, "until": until}
+    if undo is not None and (source or since or until):
+        err_console.print(
+            "[red]error[/] invalid_option: --undo undoes the whole job; "
+            "--source, --since and --until do not go with it"
+        )
         raise typer.Exit(EXIT_REFUSED)
     if undo is not None:
         undo = full_job_id(lib.service, undo)
@@ -70,13 +107,19 @@ def organize(
             raise typer.Exit(EXIT_REFUSED)
         if dry_run:
             plan = organizing.plan_organize(
-                lib.sessions, dest, template, move=move, keep_duplicates=keep_duplicates
+                lib.sessions, dest, template, move=move, keep_duplicates=keep_duplicates, **scoped
             )
             print_json(plan) if as_json else _print_plan(plan)
             return
         # Rerunning a command whose job is still active (it was killed) rejoins it.
         job = organizing.start_organize(
-            lib.service, dest, template, move=move, rejoin=True, keep_duplicates=keep_duplicates
+            lib.service,
+            dest,
+            template,
+            move=move,
+            rejoin=True,
+            keep_duplicates=keep_duplicates,
+            **scoped,
         ).job
 
     def show(final: dict[str, Any]) -> None:
@@ -102,7 +145,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
         f"{plan['mode']} into [bold]{shown(plan['destination'])} [/]with {shown(plan['template'])}",
         highlight=False,
     )
-    table = Table("action", "source", f"in {shown(plan['destination'])}", "note")
+    table = Table("action", "source", f"in {shown(plan['destination'])}", "date from", "note")
     prefix = plan["destination"].rstrip("/") + "/"
     for entry in plan["entries"][:_SHOWN]:
         relative = entry["destination"].removeprefix(prefix)
@@ -110,6 +153,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
             entry["action"],
             shown(entry["source"]),
             shown(relative),
+            _date_from(entry),
             shown(entry["reason"] or ""),
         )
     if plan["entries"]:
@@ -119,10 +163,49 @@ def _print_plan(plan: dict[str, Any]) -> None:
     actions = ", ".join(f"{n} {a}" for a, n in sorted(summary["actions"].items())) or "nothing"
     reasons = ", ".join(f"{n} {shown(r)}" for r, n in sorted(summary["reasons"].items()))
     console.print(
-        f"{summary['files']} files: {actions}{f' ({reasons})' if reasons else ''}; "
+        f"{plural(summary['files'], 'file')}: {actions}{f' ({reasons})' if reasons else ''}; "
         f"{summary['bytes']:,} bytes to write",
         highlight=False,
     )
+    counts = summary["date_confidence"]
+    levels = ", ".join(f"{counts[c]} {text}" for c, text in _LEVELS.items() if counts.get(c))
+    if levels:
+        console.print(f"dates: {levels}", highlight=False)
+    if summary["undated"]:
+        where = (
+            "filed by the template's fallback (undated/ by default)"
+            if summary["undated_fallback"]
+            else "filed by their file's mtime: add a fallback such as {taken:%Y|undated}"
+        )
+        console.print(
+            f"[yellow]{plural(summary['undated'], 'photo')} undated[/] (no date but the "
+            f"file's mtime, often when it was copied): {where}",
+            highlight=False,
+        )
+
+
+# How each date confidence (media.capture_time.CONFIDENCES) reads in the plan.
+_LEVELS = {
+    "camera": "from the camera",
+    "inferred": "inferred (GPS, service)",
+    "filename": "from the file name",
+    "file_time": "undated (file mtime)",
+}
+
+
+def _date_from(entry: dict[str, Any]) -> str:
+    """The entry's date source and its confidence (``undated`` for a file time)."""
+    source = entry.get("date_source")
+    if not source:
+        return ""
+    level = entry.get("date_confidence")
+    if entry.get("undated"):
+        return f"{source} (undated)"
+    return source if level == source else f"{source} ({level})"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _print_report(report: dict[str, Any]) -> None:

@@ -447,7 +447,7 @@ def test_a_page_of_groups_gets_the_keepers_the_whole_plan_picks(session_factory,
     Browser(session_factory).decide(f"exact:{still}", [str(library / "live/IMG_5000.HEIC")])
     whole = exact_keepers(session_factory)
     motion = whole[by_path["live/IMG_5000.MOV"]]
-    assert motion == (str(library / "live/IMG_5000.MOV"), "keeps_pair")
+    assert motion == (str(library / "live/IMG_5000.MOV"), "beside_its_still")
     assert len(whole) >= 7
     for asset_id, chosen in whole.items():  # each group on a page of its own
         assert exact_keepers(session_factory, [asset_id]) == {asset_id: chosen}

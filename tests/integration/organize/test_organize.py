@@ -71,7 +71,8 @@ def test_plan_layout_collisions_and_sidecars(session_factory, source, tmp_path):
     # with it), its exact copy skipped, a different one renamed.
     sevens = {k: (target[k], entries[k]["action"], entries[k]["reason"]) for k in target}
     assert sevens["phone/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7.jpg", "copy", None)
-    assert sevens["phone/IMG_7.AAE"] == ("2022/2022-01-02/IMG_7.AAE", "copy", None)
+    # The sidecar's extension is lower-cased as its photo's is (.JPG -> .jpg).
+    assert sevens["phone/IMG_7.AAE"] == ("2022/2022-01-02/IMG_7.aae", "copy", None)
     assert sevens["backup/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7.jpg", "skip", "duplicate")
     assert sevens["other/IMG_7.jpg"] == ("2022/2022-01-02/IMG_7-2.jpg", "copy", "renamed")
     assert "notes.txt" not in entries

@@ -95,14 +95,20 @@ def test_a_json_stays_with_its_photo_when_the_photo_is_not_moved(session_factory
     undated_jpeg(export / "IMG_0001.JPG", 1)
     takeout_json(export / "IMG_0001.JPG.json", datetime(2019, 4, 5, 12, tzinfo=UTC))
     dest = tmp_path / "organized"
-    (dest / "2019").mkdir(parents=True)
-    # The destination already holds this photo (under another name, catalogued): it
-    # is a duplicate, stays where it is, and so does its JSON.
-    shutil.copyfile(export / "IMG_0001.JPG", dest / "2019" / "earlier.jpg")
-    run_import(session_factory, dest)
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    # An earlier organize placed this photo in the destination (under another name,
+    # catalogued there): it is a duplicate, stays where it is, and so does its JSON.
+    shutil.copyfile(export / "IMG_0001.JPG", earlier / "earlier.jpg")
+    run_import(session_factory, earlier)
+    assert run_organize(session_factory, dest, template=RENAMING)["state"] == JobState.SUCCEEDED
     run_import(session_factory, export)
     plan = organize.plan_organize(session_factory, dest, RENAMING, move=True)
-    reasons = {Path(e["source"]).name: (e["action"], e["reason"]) for e in plan["entries"]}
+    reasons = {
+        Path(e["source"]).name: (e["action"], e["reason"])
+        for e in plan["entries"]
+        if Path(e["source"]).is_relative_to(export)
+    }
     assert reasons == {
         "IMG_0001.JPG": ("skip", "duplicate"),
         "IMG_0001.JPG.json": ("skip", "photo_skipped"),

@@ -96,7 +96,45 @@ def test_rendering_the_default_template():
     template = parse(DEFAULT_TEMPLATE)
     assert template.render(values) == "2023/2023-07-14/20230714_101530_IMG_0001.jpg"
     assert template.render(values, 3) == "2023/2023-07-14/20230714_101530_IMG_0001-3.jpg"
-    assert template.render({}) == "unknown/unknown/unknown_unknown.unknown"
+    # No date at all, or only the file's mtime: undated/, in the file's own folder.
+    assert template.render({}) == "undated/unknown.unknown"
+    undated = {**values, "taken_source": "mtime", "folder": "roll/2019"}
+    assert template.render(undated) == "undated/roll/2019/IMG_0001.jpg"
+    assert template.render(undated, 2) == "undated/roll/2019/IMG_0001-2.jpg"
+    dated = {**undated, "taken_source": "filename"}
+    assert template.render(dated) == "2023/2023-07-14/20230714_101530_IMG_0001.jpg"
+
+
+def test_a_fallback_is_used_for_undated_files_and_unknown_values():
+    template = parse("{taken:%Y|undated}/{make|no camera}/{taken:%m%d_|}{original_name}.{ext}")
+    assert template.files_undated
+    values = {"taken": "2023-07-14T10:15:30", "original_name": "A", "ext": "jpg", "make": "Nikon"}
+    assert template.render(values) == "2023/Nikon/0714_A.jpg"
+    values |= {"taken_source": "mtime", "make": None}
+    assert template.render(values) == "undated/no camera/A.jpg"
+    # Without a fallback, an undated file's mtime names it as before.
+    assert parse("{taken:%Y}/{original_name}.{ext}").render(values) == "2023/A.jpg"
+    assert not parse("{taken:%Y}/{original_name}.{ext}").files_undated
+    # A folder of the source keeps its folders; each name is made safe.
+    folder = parse("{taken:%Y|{folder}}/{original_name}.{ext}")
+    assert folder.render(values | {"folder": "a/..b/CON"}) == "a/b/_CON/A.jpg"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{taken:%Y|{make|x}}/{ext}",  # a fallback's own fallback
+        "{taken:%Y|a/b}/{ext}",  # a folder in a fallback
+        "{counter|x}.{ext}",
+        "{taken:%Y|{nope}}/{ext}",
+        "{taken:%Y|{{make}}}/{ext}",
+        "{taken:%Y|x:y}/{ext}",
+    ],
+)
+def test_bad_fallbacks_are_refused(text):
+    with pytest.raises(TemplateError) as refused:
+        parse(text)
+    assert refused.value.code == "invalid_template"
 
 
 def test_fields_fall_back_and_are_sanitised():

@@ -12,7 +12,10 @@ run, the API and the job itself call :func:`build_dedupe_plan`, so they agree.
   bundle (same folder, same stem) moves, so a bundle is never split.
 - A Live Photo is one: its motion part (``assets.live_of``) is never a near duplicate
   of anything, it leaves with its still when a near decision lets the still go, and of
-  exact copies of it the one beside the still's keeper stays (``keeps_pair``).
+  exact copies of it the one beside the still's keeper stays (``beside_its_still``).
+- A scope (``library.scope``) limits the plan to the files of some sources and the
+  assets taken on some days: the copies outside it are neither moved nor kept, so a
+  dedupe of one folder keeps one copy in it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from photo_pipeline.media.formats import SIDECAR_EXTENSIONS
 from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library import keeper
 from photo_pipeline.pipeline.library.catalog import MISSING, PRESENT, QUARANTINED
+from photo_pipeline.pipeline.library.scope import Scope
 
 # Up to this many assets, Live Photo pairs are looked up by id rather than all read.
 _FEW = 5_000
@@ -130,15 +134,21 @@ def is_sidecar(path: str) -> bool:
 
 @dataclass
 class _Library:
-    photos: list[Member]  # present files with an asset
+    photos: list[Member]  # present files with an asset (in the scope)
     sidecars: list[tuple[int, int, str, str, int]]  # file id, source id, root, path, mtime
     organized: list[str]  # destinations of organize jobs (read when several sources)
     decisions: dict[str, set[str]]
     near_groups: dict[int, list[int]]  # group id -> asset ids
+    # Photos of the scope's sources taken on other days: neither moved nor kept, but
+    # still in their bundles (a sidecar stays while any photo of its bundle stays).
+    bystanders: list[Member] = field(default_factory=list)
 
 
 def _read(
-    session_factory: sessionmaker[Session], near: bool, only: Iterable[int] | None = None
+    session_factory: sessionmaker[Session],
+    near: bool,
+    only: Iterable[int] | None = None,
+    scope: Scope | None = None,
 ) -> _Library:
     """The library as the plan needs it. With ``only`` (asset ids), just what the
     exact groups of those assets depend on: their files, the stills of those that are
@@ -153,6 +163,7 @@ def _read(
         sources.c.path.label("root"),
         assets.c.content_hash,
         assets.c.size,
+        assets.c.taken_local,
     )
     base = (
         select(*columns)
@@ -160,6 +171,8 @@ def _read(
         .outerjoin(assets, assets.c.id == files.c.asset_id)
         .where(files.c.state.not_in([MISSING, QUARANTINED]))
     )
+    if scope is not None and scope.source_ids:
+        base = base.where(files.c.source_id.in_(sorted(scope.source_ids)))
     with read_session(session_factory) as session:
         if only is None:
             rows = session.execute(base.order_by(files.c.source_id, files.c.path)).all()
@@ -183,10 +196,13 @@ def _read(
                 )
             ):
                 near_groups.setdefault(group_id, []).append(asset_id)
-    photos, sidecars = [], []
+    photos: list[Member] = []
+    bystanders: list[Member] = []
+    sidecars = []
     for r in rows:
         if r.state == PRESENT and r.content_hash is not None:
-            photos.append(
+            taken = scope is None or scope.takes(r.source_id, r.taken_local)
+            (photos if taken else bystanders).append(
                 Member(
                     r.id,
                     r.source_id,
@@ -200,7 +216,7 @@ def _read(
             )
         elif is_sidecar(r.path):
             sidecars.append((r.id, r.source_id, r.root, r.path, r.mtime_ns))
-    return _Library(photos, sidecars, organized, decisions, near_groups)
+    return _Library(photos, sidecars, organized, decisions, near_groups, bystanders)
 
 
 def organized_destinations(session: Session) -> list[str]:
@@ -255,6 +271,8 @@ def build_dedupe_plan(
     near: bool = False,
     sidecars: bool = True,
     only: Iterable[int] | None = None,
+    scope: Scope | None = None,
+    undecided: list[str] | None = None,
 ) -> list[GroupPlan]:
     """Every group with something to move, in a stable order; the moves numbered.
     ``sidecars=False`` leaves out the sidecars that would travel (they are hashed
@@ -262,10 +280,12 @@ def build_dedupe_plan(
     groups of those assets are planned as the whole plan plans them, reading only
     what they depend on; other groups in the result may be partial. (A bundle member
     whose stem differs in case other than all-lower or all-upper is missed there on
-    SQLite: a listing may then suggest another keeper; dedupe plans in full.)"""
-    lib = _read(session_factory, near, only)
+    SQLite: a listing may then suggest another keeper; dedupe plans in full.)
+    ``scope``: only its files (module docstring). ``undecided``, with ``near``: gets the
+    keys of the near groups left alone because nobody chose what to keep in them."""
+    lib = _read(session_factory, near, only, None if scope is None or scope.everything else scope)
     bundles: dict[tuple[int, str, str], list[Member]] = {}
-    for photo in lib.photos:
+    for photo in lib.photos + lib.bystanders:
         bundles.setdefault((*photo.folder, photo.stem), []).append(photo)
     sidecars_of: dict[tuple[int, str, str], list[tuple[int, int, str, str, int]]] = {}
     for sidecar in lib.sidecars:
@@ -320,6 +340,8 @@ def build_dedupe_plan(
         key = f"near:{group_id}"
         present = [a for a in asset_ids if by_asset.get(a) and a not in still_of]
         kept_ids = [a for a in present if str(a) in lib.decisions.get(key, set())]
+        if key not in lib.decisions and len(present) >= 2 and undecided is not None:
+            undecided.append(key)
         if not kept_ids or len(present) < 2:
             continue  # no decision (or nothing it keeps is present): never by default
         near_decided.append((key, kept_ids, present))
@@ -338,7 +360,10 @@ def build_dedupe_plan(
             still_keeper = exact[still].keeper if still in exact else by_asset[still][0]
             beside = [m for m in members if m.folder == still_keeper.folder]
             if beside and chosen not in beside:
-                chosen, reason = beside[0], keeper.KEEPS_PAIR
+                chosen, reason = beside[0], keeper.BESIDE_ITS_STILL
+            elif reason == keeper.KEEPS_PAIR and chosen in beside:
+                # It won by its bundle, which is its still: no RAW+JPEG pair.
+                reason = keeper.BESIDE_ITS_STILL
         kept = [m for m in members if m is chosen or m.key in decided]
         plan = GroupPlan(key, chosen, reason, kept)
         for member in members:

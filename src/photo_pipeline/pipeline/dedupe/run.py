@@ -34,6 +34,7 @@ from photo_pipeline.pipeline.dedupe.steps import (
 )
 from photo_pipeline.pipeline.files import paths, roots, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.library.scope import Scope
 
 
 @registry.handler(JOB_TYPE)
@@ -46,7 +47,10 @@ def dedupe(ctx: JobContext) -> None:
         # First run: the whole plan is journalled before any file is touched.
         roots.require_sources_inside(ctx.session_factory, ctx.params.get("roots"))
         journal.write_plan(
-            ctx.job_id, build_dedupe_plan(ctx.session_factory, near=ctx.params["near"])
+            ctx.job_id,
+            build_dedupe_plan(
+                ctx.session_factory, near=ctx.params["near"], scope=Scope.of_params(ctx.params)
+            ),
         )
         entries = journal.of_job(ctx.job_id)
     for start in range(0, len(entries), 1000):

@@ -17,6 +17,7 @@ from photo_pipeline.pipeline.dedupe.plan import build_dedupe_plan, summary
 from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.library.home import QUARANTINE
 from photo_pipeline.pipeline.library.locks import enqueue_library_job, enqueue_or_join
+from photo_pipeline.pipeline.library.scope import resolve_scope
 
 JOB_TYPE = "dedupe"
 UNDO_JOB_TYPE = "dedupe_undo"
@@ -40,19 +41,42 @@ def quarantine_folder(home: str | Path, job_id: str) -> str:
 
 # ── the plan ───────────────────────────────────────────────────────────────────
 def plan_dedupe(
-    session_factory: sessionmaker[Session], *, near: bool = False, limit: int | None = None
+    session_factory: sessionmaker[Session],
+    *,
+    near: bool = False,
+    limit: int | None = None,
+    sources: Sequence[str | int] = (),
+    since: str | None = None,
+    until: str | None = None,
 ) -> dict[str, Any]:
     """The dry run as JSON-able data, touching nothing: ``summary`` (groups, files to
-    quarantine, bytes reclaimed, keepers by reason) and ``groups`` (the first
-    ``limit``, or all), each with its keeper, why it won and what moves."""
-    plans = build_dedupe_plan(session_factory, near=near)
+    quarantine, bytes reclaimed, keepers by reason; with ``near``, ``near_undecided``:
+    the near-duplicate groups that wait for someone to choose what to keep, and
+    ``decide``: where that is done) and ``groups`` (the first ``limit``, or all), each
+    with its keeper, why it won and what moves. ``sources``/``since``/``until`` limit
+    it (``library.scope``); raises ``ScopeError`` for a bad one."""
+    scope = resolve_scope(session_factory, sources, since, until)
+    undecided: list[str] = []
+    plans = build_dedupe_plan(session_factory, near=near, scope=scope, undecided=undecided)
     shown = plans if limit is None else plans[:limit]
+    totals = summary(plans)
+    if near:
+        totals["near_undecided"] = len(undecided)
+        totals["decide"] = DECIDE
     return {
         "near": near,
-        "summary": summary(plans),
+        "scope": scope.as_params(),
+        "summary": totals,
         "groups": [plan.as_dict() for plan in shown],
         "truncated": len(shown) < len(plans),
     }
+
+
+# Where the keepers of a near-duplicate group are chosen (a dedupe never guesses them).
+DECIDE = (
+    "choose what to keep on the Duplicates page of the web UI (`photo-pipeline serve`, "
+    "then /duplicates); `photo-pipeline duplicates --near` lists the groups"
+)
 
 
 # ── starting jobs ──────────────────────────────────────────────────────────────
@@ -66,10 +90,14 @@ def start_dedupe(
     rejoin: bool = False,
     hard_links: bool = True,
     roots: Sequence[Path | str] = (),
+    sources: Sequence[str | int] = (),
+    since: str | None = None,
+    until: str | None = None,
 ) -> Enqueued:
-    """Queue a ``dedupe`` job. Raises ``LibraryBusy`` (``lock_held``) while another
-    job holds the library; ``rejoin`` returns an active job of this very request, a
-    replay of ``idempotency_key`` its job (before the quarantine is judged again).
+    """Queue a ``dedupe`` job (of ``sources``/``since``/``until`` only, as the plan).
+    Raises ``LibraryBusy`` (``lock_held``) while another job holds the library;
+    ``rejoin`` returns an active job of this very request, a replay of
+    ``idempotency_key`` its job (before the quarantine is judged again).
     ``hard_links=False`` copies into the quarantine even within one filesystem (for
     tests and odd mounts). ``roots``: the allowed roots the request was checked
     against (the API's), carried by the job and enforced again when it runs."""
@@ -79,6 +107,7 @@ def start_dedupe(
         params["hard_links"] = False
     if roots:
         params["roots"] = [str(root) for root in roots]
+    params.update(resolve_scope(service.session_factory, sources, since, until).as_params())
     replayed = service.replay(idempotency_key, JOB_TYPE, params)
     if replayed is not None:
         return replayed

@@ -7,6 +7,7 @@ shares about it.
 - :mod:`.locks`: the library lock, one job that moves or judges originals at a time;
 - :mod:`.live_photos`: a still and its motion clip paired into one asset;
 - :mod:`.keeper`: which copy of a duplicate to keep, and why (pure);
+- :mod:`.scope`: the sources and capture days an organize or a dedupe covers;
 - :mod:`.browse`: read-only views for the API and the web UI;
 - :mod:`.originals`: an asset's original, opened for serving;
 - :mod:`.unexpected`: a reader's bug fails its file's item, not the job.

@@ -29,6 +29,8 @@ DECISION = "decision"
 ORGANIZED = "organized"
 ORIGINAL_NAME = "original_name"
 KEEPS_PAIR = "keeps_pair"
+# A Live Photo's motion part: the copy beside its still's keeper (pipeline.dedupe.plan).
+BESIDE_ITS_STILL = "beside_its_still"
 OLDEST = "oldest"
 SHORTEST_PATH = "shortest_path"
 FIRST = "first"
@@ -39,6 +41,10 @@ REASONS = {
     ORGANIZED: "it is inside an organized destination",
     ORIGINAL_NAME: "its name looks original, the others' look like copies",
     KEEPS_PAIR: "it keeps its RAW+JPEG pair or sidecars together",
+    BESIDE_ITS_STILL: (
+        "it is the Live Photo's video beside the copy of its photo that stays: "
+        "the two stay together"
+    ),
     OLDEST: "it is the oldest",
     SHORTEST_PATH: "it has the shortest path",
     FIRST: "it comes first (the copies are alike in every other way)",

@@ -40,13 +40,15 @@ from photo_pipeline.db.schema import assets, files, jobs, organize_entries, sour
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.media import SUPPORTED_EXTENSIONS
+from photo_pipeline.media.capture_time import confidence
 from photo_pipeline.media.formats import RAW_FORMATS, SIDECAR_EXTENSIONS
 from photo_pipeline.media.takeout_names import takeout_owners, takeout_renamed
 from photo_pipeline.pipeline.files import paths, transfer
 from photo_pipeline.pipeline.library import keeper
 from photo_pipeline.pipeline.library.catalog import MISSING, PRESENT
+from photo_pipeline.pipeline.library.scope import Scope
 from photo_pipeline.pipeline.organize.states import UNFINISHED
-from photo_pipeline.pipeline.organize.template import Template, extension
+from photo_pipeline.pipeline.organize.template import TAKEN_SOURCE, Template, extension, is_undated
 from photo_pipeline.pipeline.organize.template import sibling as sibling_name
 
 MAX_COUNTER = 10_000
@@ -85,6 +87,10 @@ class Candidate:
     def name(self) -> str:
         return os.path.basename(paths.from_text(self.path))
 
+    def in_scope(self, scope: Scope) -> bool:
+        """Whether the scope takes this photo (by its source and local capture date)."""
+        return scope.takes(self.source_id, self.values.get("taken"))
+
 
 @dataclass(frozen=True)
 class PlanEntry:
@@ -98,6 +104,10 @@ class PlanEntry:
     dest_path: str  # stored form, relative to the destination
     # A skipped duplicate: the destination path (stored form) that holds its content.
     duplicate_of: str | None = None
+    # Where the capture time that named the entry came from (its group's photo's:
+    # media.capture_time.SOURCES), and whether that is no date at all (an mtime).
+    date_source: str | None = None
+    undated: bool = False
 
     def as_dict(self, destination: str) -> dict[str, Any]:
         c = self.candidate
@@ -116,6 +126,9 @@ class PlanEntry:
             "size": c.size,
             "content_hash": c.content_hash,
             "duplicate_of": duplicate_of,
+            "date_source": self.date_source,
+            "date_confidence": confidence(self.date_source) if self.date_source else None,
+            "undated": self.undated,
         }
 
 
@@ -129,8 +142,10 @@ def build_plan(
     move: bool,
     existing: Existing,
     keep_duplicates: bool = False,
+    scope: Scope | None = None,
 ) -> list[PlanEntry]:
-    """The plan: every photo with its companions and sidecars, in a stable order.
+    """The plan: every photo with its companions and sidecars, in a stable order;
+    with ``scope``, only the groups whose photo it takes (a sidecar goes with its photo).
 
     ``existing(relative)`` says what the destination holds at a path: None (free),
     a content hash, or any other string (a folder, say). A name held by different
@@ -145,12 +160,18 @@ def build_plan(
     claimed: dict[str, str] = {}
     candidates = list(candidates)
     placed = _Placed(None if keep_duplicates else {})
+    if scope is not None and scope.everything:
+        scope = None
     for resident in candidates:
         if resident.resident and resident.photo:
             placed.add(resident.content_hash, paths.from_text(resident.path))
     plan: list[PlanEntry] = []
     for group in _groups(c for c in candidates if not c.resident):
+        if scope is not None and not group.primary.in_scope(scope):
+            continue
         members = _place_group(group, template, claimed, existing, placed)
+        date_source = group.primary.values.get(TAKEN_SOURCE)
+        undated = is_undated(group.primary.values)
         for kind, candidate, dest, status in members:
             reason = status if status != "free" else None
             if status in ("renamed", UNFINISHED_COPY):
@@ -164,6 +185,8 @@ def build_plan(
                     candidate=candidate,
                     dest_path=paths.to_text(dest),
                     duplicate_of=paths.to_text(dest) if status == "duplicate" else None,
+                    date_source=date_source,
+                    undated=undated,
                 )
             )
     return plan
@@ -349,7 +372,10 @@ def _member_names(group: _Group, primary: str) -> list[tuple[str, Candidate, str
         members.append(("companion", companion, name))
         by_ext[os.path.splitext(companion.name)[1].lower()] = name
         by_path[companion.path] = name
-    for sidecar, suffix in group.sidecars:
+    for sidecar, written in group.sidecars:
+        # A sidecar's extension is spelled as its photo's: lower case (IMG_1.AAE and
+        # IMG_1.JPG become 20230714_IMG_1.aae beside 20230714_IMG_1.jpg).
+        suffix = written.lower()
         inner, own = os.path.splitext(suffix)
         described = sidecar.takeout_of or ""
         if described in by_path:
@@ -449,6 +475,7 @@ def catalogue_candidates(
             assets.c.size.label("asset_size"),
             assets.c.format,
             assets.c.taken_local,
+            assets.c.taken_source,
             assets.c.make,
             assets.c.model,
             assets.c.id.label("asset_id"),
@@ -476,6 +503,8 @@ def catalogue_candidates(
                 motion_parts[len(candidates)] = row.live_of
             values = {
                 "taken": row.taken_local,
+                TAKEN_SOURCE: row.taken_source,
+                "folder": os.path.dirname(paths.from_text(row.path)),
                 "make": row.make,
                 "model": row.model,
                 "ext": extension(name, row.format),

@@ -17,6 +17,7 @@ from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.pipeline import abandoned
 from photo_pipeline.pipeline.files import paths, roots, transfer
 from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.library.scope import Scope
 from photo_pipeline.pipeline.organize import in_order
 from photo_pipeline.pipeline.organize.journal import (
     DONE,
@@ -55,6 +56,7 @@ def organize(ctx: JobContext) -> None:
             move=params["move"],
             existing=DestinationState(destination),
             keep_duplicates=params.get("keep_duplicates", False),
+            scope=Scope.of_params(params),
         )
         for planned in plan:
             inside(destination, paths.from_text(planned.dest_path))

@@ -14,12 +14,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
-from photo_pipeline.db.schema import sources
+from photo_pipeline.db.schema import jobs, sources
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import Enqueued, JobNotFound, JobService
+from photo_pipeline.media.capture_time import confidence
 from photo_pipeline.pipeline.files import paths
 from photo_pipeline.pipeline.library.home import MARKER, of_the_home
 from photo_pipeline.pipeline.library.locks import enqueue_library_job, enqueue_or_join
+from photo_pipeline.pipeline.library.scope import resolve_scope
 from photo_pipeline.pipeline.organize.plan import (
     DestinationState,
     PlanEntry,
@@ -34,7 +36,7 @@ UNDO_JOB_TYPE = "organize.undo"
 
 class OrganizeError(PhotoPipelineError):
     """A request ``organize`` refuses: ``destination_not_a_folder``,
-    ``destination_not_writable``, ``destination_inside_source``,
+    ``destination_not_writable``, ``destination_is_source``, ``destination_inside_source``,
     ``destination_contains_source``, ``not_an_organize_job``."""
 
     code = "organize_refused"
@@ -43,8 +45,9 @@ class OrganizeError(PhotoPipelineError):
 
 def check_destination(session_factory: sessionmaker[Session], destination: Path | str) -> str:
     """The destination as an absolute path, refused when it is a file, not writable,
-    a library home or a folder of its own files, or overlaps a registered source
-    (other than itself)."""
+    a library home or a folder of its own files, or is, lies in or holds a registered
+    source, unless that source is an earlier organize's destination (organize
+    registers its destination as a source: organizing into it again is fine)."""
     target = Path(destination).expanduser().resolve()
     for home in (target, *target.parents):
         if (home / MARKER).is_file() and of_the_home(target, home):
@@ -64,9 +67,16 @@ def check_destination(session_factory: sessionmaker[Session], destination: Path 
         raise OrganizeError("destination_not_writable", f"{existing} is not writable")
     with read_session(session_factory) as session:
         roots = [Path(p) for p in session.scalars(select(sources.c.path))]
+        organized = Path(target) in roots and _organized_into(session, str(target))
     for root in roots:
         if root == target:
-            continue
+            if organized:
+                continue
+            raise OrganizeError(
+                "destination_is_source",
+                f"{target} is a source: organizing into it would copy or move its "
+                "originals among themselves; choose a folder outside your sources",
+            )
         if target.is_relative_to(root):
             raise OrganizeError(
                 "destination_inside_source",
@@ -81,6 +91,14 @@ def check_destination(session_factory: sessionmaker[Session], destination: Path 
     return str(target)
 
 
+def _organized_into(session: Session, destination: str) -> bool:
+    """Whether an organize job has had ``destination`` as its destination."""
+    query = select(jobs.c.id).where(
+        jobs.c.job_type == JOB_TYPE, jobs.c.params["destination"].as_string() == destination
+    )
+    return session.execute(query.limit(1)).first() is not None
+
+
 def plan_organize(
     session_factory: sessionmaker[Session],
     destination: Path | str,
@@ -89,11 +107,17 @@ def plan_organize(
     move: bool = False,
     limit: int | None = None,
     keep_duplicates: bool = False,
+    sources: Sequence[str | int] = (),
+    since: str | None = None,
+    until: str | None = None,
 ) -> dict[str, Any]:
     """The dry-run plan as JSON-able data, touching nothing: ``summary`` (counts per
-    action and reason, bytes to write) and ``entries`` (the first ``limit``, or all).
-    Raises ``TemplateError`` / ``OrganizeError`` for bad input."""
+    action and reason, bytes to write, undated photos, photos per date confidence)
+    and ``entries`` (the first ``limit``, or all), each with its date's source and
+    confidence. ``sources``/``since``/``until`` limit it (``library.scope``).
+    Raises ``TemplateError`` / ``OrganizeError`` / ``ScopeError`` for bad input."""
     parsed = parse(template)
+    scope = resolve_scope(session_factory, sources, since, until)
     root = check_destination(session_factory, destination)
     plan = build_plan(
         catalogue_candidates(session_factory, root),
@@ -101,6 +125,7 @@ def plan_organize(
         move=move,
         existing=DestinationState(root),
         keep_duplicates=keep_duplicates,
+        scope=scope,
     )
     for entry in plan:
         inside(root, paths.from_text(entry.dest_path))  # last line of defence
@@ -109,20 +134,36 @@ def plan_organize(
         "destination": root,
         "template": parsed.text,
         "mode": "move" if move else "copy",
-        "summary": _summary(plan),
+        "scope": scope.as_params(),
+        "summary": _summary(plan, parsed.files_undated),
         "entries": [entry.as_dict(root) for entry in shown],
         "truncated": len(shown) < len(plan),
     }
 
 
-def _summary(plan: list[PlanEntry]) -> dict[str, Any]:
-    summary: dict[str, Any] = {"files": len(plan), "bytes": 0, "actions": {}, "reasons": {}}
+def _summary(plan: list[PlanEntry], files_undated: bool) -> dict[str, Any]:
+    """Counts per action and reason, bytes to write; of the photos (not sidecars),
+    how many are undated and how many per date confidence, and whether the template
+    files undated ones apart (``undated_fallback``) or by their file's mtime."""
+    summary: dict[str, Any] = {
+        "files": len(plan),
+        "bytes": 0,
+        "actions": {},
+        "reasons": {},
+        "undated": 0,
+        "undated_fallback": files_undated,
+        "date_confidence": {},
+    }
     for entry in plan:
         summary["actions"][entry.action] = summary["actions"].get(entry.action, 0) + 1
         if entry.reason:
             summary["reasons"][entry.reason] = summary["reasons"].get(entry.reason, 0) + 1
         if entry.action != "skip":
             summary["bytes"] += entry.candidate.size
+        if entry.kind != "sidecar":
+            summary["undated"] += entry.undated
+            level = confidence(entry.date_source or "")
+            summary["date_confidence"][level] = summary["date_confidence"].get(level, 0) + 1
     return summary
 
 
@@ -139,6 +180,9 @@ def start_organize(
     rejoin: bool = False,
     keep_duplicates: bool = False,
     roots: Sequence[Path | str] = (),
+    sources: Sequence[str | int] = (),
+    since: str | None = None,
+    until: str | None = None,
 ) -> Enqueued:
     """Queue an ``organize`` job (after validating the template and destination; a
     replay of ``idempotency_key`` returns its job before that, unjudged).
@@ -148,8 +192,11 @@ def start_organize(
     ``rejoin``: when an active job of this very request holds the lock (its command
     was killed, say), return that job instead of refusing. ``roots``: the allowed
     roots the request was checked against (the API's), which the job carries and
-    enforces again when it runs (``files.roots.require_sources_inside``)."""
+    enforces again when it runs (``files.roots.require_sources_inside``).
+    ``sources``/``since``/``until``: only those sources' photos taken on those days
+    (``library.scope``), carried by the job's parameters."""
     parsed = parse(template)
+    scope = resolve_scope(service.session_factory, sources, since, until)
     target = str(Path(destination).expanduser().resolve())
     params = {
         "destination": target,
@@ -161,6 +208,7 @@ def start_organize(
         params["keep_duplicates"] = True
     if roots:
         params["roots"] = [str(root) for root in roots]
+    params.update(scope.as_params())
     replayed = service.replay(idempotency_key, JOB_TYPE, params)
     if replayed is not None:
         return replayed

@@ -1,5 +1,18 @@
 """Destination templates for ``organize``: ``{taken:%Y}/{taken:%Y-%m-%d}/{original_name}.{ext}``.
 
+Fields: ``{taken:FORMAT}`` (the local capture time, strftime directives), ``{make}``,
+``{model}``, ``{ext}`` (lower-cased), ``{hash8}``, ``{original_name}`` (without its
+extension), ``{counter}`` / ``{counter:03}``, ``{country}``, ``{city}``, and ``{folder}``:
+the file's folder relative to its source (its folders kept as folders; nothing for a
+file at the top of its source).
+
+A field may name a fallback after ``|``, used when the file is *undated* (its only
+date is its file's mtime, ``media.capture_time.UNDATED_SOURCES``) for ``{taken}``, or
+when the value is unknown for the others: ``{taken:%Y|undated}``, ``{make|no-camera}``.
+The fallback is text and may hold fields itself (no fallbacks of its own):
+``{taken:%Y-%m-%d|{folder}}``; an empty fallback (``{taken:%Y%m%d_|}``) leaves nothing.
+The default template sends undated files to ``undated/<their folder in the source>/``.
+
 A template is parsed once (bad ones are refused with ``invalid_template``); rendering
 it with any field values gives a relative path whose every component is a name that
 is valid on every common filesystem (no separators, no ``..``, no control or
@@ -12,22 +25,39 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from photo_pipeline.errors import PhotoPipelineError
 
-DEFAULT_TEMPLATE = "{taken:%Y}/{taken:%Y-%m-%d}/{taken:%Y%m%d_%H%M%S}_{original_name}.{ext}"
+# Undated files (only an mtime) go to undated/<their folder in the source>/<name>.
+DEFAULT_TEMPLATE = (
+    "{taken:%Y|undated}/{taken:%Y-%m-%d|{folder}}/{taken:%Y%m%d_%H%M%S_|}{original_name}.{ext}"
+)
 UNKNOWN = "unknown"
 FIELDS = frozenset(
-    {"taken", "make", "model", "ext", "hash8", "original_name", "counter", "country", "city"}
+    {
+        "taken",
+        "make",
+        "model",
+        "ext",
+        "hash8",
+        "original_name",
+        "counter",
+        "country",
+        "city",
+        "folder",
+    }
 )
+# The value that says where ``taken`` came from (``assets.taken_source``).
+TAKEN_SOURCE = "taken_source"
+# Inside a rendered component: where ``{folder}`` puts a folder boundary.
+_FOLDER_BREAK = "\x00"
 # strftime directives that name parts of a local capture time (no %Z/%z: the catalogue
 # keeps local time plus an offset, and a zone name would differ between machines).
 _TAKEN_DIRECTIVES = frozenset("YmdHMSyjbBaAIpUWf%")
-_FIELD = re.compile(r"\{([^{}]*)\}")
 _MAX_NAME_BYTES = 255
 _MAX_FIELD_CHARS = 80
 # Characters Windows refuses in names; "/" and "\\" are separators somewhere.
@@ -63,6 +93,9 @@ class TemplateError(PhotoPipelineError):
 class _Field:
     name: str
     spec: str
+    # What an undated {taken} or an unknown value renders as instead (``|`` in the
+    # template); None: no fallback.
+    fallback: tuple[str | _Field, ...] | None = None
 
 
 Part = str | _Field
@@ -75,10 +108,23 @@ class Template:
     text: str
     components: tuple[tuple[Part, ...], ...]
 
+    def _fields(self) -> list[_Field]:
+        found: list[_Field] = []
+        for component in self.components:
+            for part in component:
+                if isinstance(part, _Field):
+                    found.append(part)
+                    found.extend(p for p in part.fallback or () if isinstance(p, _Field))
+        return found
+
     @property
     def has_counter(self) -> bool:
-        fields = (p for component in self.components for p in component)
-        return any(isinstance(p, _Field) and p.name == "counter" for p in fields)
+        return any(p.name == "counter" for p in self._fields())
+
+    @property
+    def files_undated(self) -> bool:
+        """Whether undated files get a fallback of their own (``{taken:…|…}``)."""
+        return any(p.name == "taken" and p.fallback is not None for p in self._fields())
 
     def render(self, values: Mapping[str, Any], counter: int = 1) -> str:
         """The relative destination path (``/``-separated) for one file.
@@ -86,12 +132,16 @@ class Template:
         ``counter`` numbers a name taken by another file; without ``{counter}`` in
         the template, counter n > 1 appends ``-n`` to the file name's stem.
         """
-        names = []
-        for component in self.components:
-            rendered = "".join(
-                p if isinstance(p, str) else _render_field(p, values, counter) for p in component
-            )
-            names.append(rendered)
+        names: list[str] = []
+        last = len(self.components) - 1
+        for n, component in enumerate(self.components):
+            rendered = _render_parts(component, values, counter)
+            # {folder} spans folders; a folder part it left empty (a file at the top of
+            # its source) is no folder at all.
+            pieces = rendered.split(_FOLDER_BREAK)
+            names.extend(p for p in pieces[:-1] if p)
+            if pieces[-1] or n == last:
+                names.append(pieces[-1])
         if counter > 1 and not self.has_counter:
             stem, dot, ext = names[-1].rpartition(".")
             names[-1] = f"{stem}-{counter}.{ext}" if dot and stem else f"{names[-1]}-{counter}"
@@ -131,14 +181,35 @@ def parse(text: str) -> Template:
 
 
 def _parse_component(raw: str, text: str) -> list[Part]:
+    """Literals and fields; a field's fallback (after ``|``) holds literals and fields
+    with no fallback of their own."""
     parts: list[Part] = []
     position = 0
-    for match in _FIELD.finditer(raw):
-        parts.extend(_literal(raw[position : match.start()], text))
-        parts.append(_parse_field(match.group(1), text))
-        position = match.end()
-    parts.extend(_literal(raw[position:], text))
+    while position < len(raw):
+        start = raw.find("{", position)
+        if start < 0:
+            parts.extend(_literal(raw[position:], text))
+            break
+        parts.extend(_literal(raw[position:start], text))
+        end = _closing_brace(raw, start, text)
+        parts.append(_parse_field(raw[start + 1 : end], text))
+        position = end + 1
     return parts
+
+
+def _closing_brace(raw: str, start: int, text: str) -> int:
+    """Where the field opened at ``start`` closes (one level of fields inside it)."""
+    depth = 0
+    for index in range(start, len(raw)):
+        if raw[index] == "{":
+            depth += 1
+            if depth > 2:
+                raise TemplateError("invalid_template", f"fields nest only once in {text!r}")
+        elif raw[index] == "}":
+            depth -= 1
+            if depth == 0:
+                return index
+    raise TemplateError("invalid_template", f"unbalanced brace in {text!r}")
 
 
 def _literal(chunk: str, text: str) -> list[Part]:
@@ -154,7 +225,36 @@ def _literal(chunk: str, text: str) -> list[Part]:
     return [chunk]
 
 
-def _parse_field(body: str, text: str) -> _Field:
+def _parse_field(body: str, text: str, *, nested: bool = False) -> _Field:
+    head, bar, rest = body.partition("|")
+    if bar and nested:
+        raise TemplateError(
+            "invalid_template", f"a fallback cannot have a fallback of its own: {text!r}"
+        )
+    if "{" in head or "}" in head:
+        raise TemplateError("invalid_template", f"unbalanced brace in {text!r}")
+    field = _parse_plain_field(head, text)
+    if not bar:
+        return field
+    if field.name == "counter":
+        raise TemplateError("invalid_template", f"{{counter}} has no fallback: {text!r}")
+    fallback: list[Part] = []
+    position = 0
+    while position < len(rest):
+        start = rest.find("{", position)
+        if start < 0:
+            fallback.extend(_literal(rest[position:], text))
+            break
+        fallback.extend(_literal(rest[position:start], text))
+        end = rest.find("}", start)
+        if end < 0:
+            raise TemplateError("invalid_template", f"unbalanced brace in {text!r}")
+        fallback.append(_parse_field(rest[start + 1 : end], text, nested=True))
+        position = end + 1
+    return _Field(field.name, field.spec, tuple(fallback))
+
+
+def _parse_plain_field(body: str, text: str) -> _Field:
     name, _, spec = body.partition(":")
     if name not in FIELDS:
         raise TemplateError(
@@ -183,16 +283,36 @@ def _parse_field(body: str, text: str) -> _Field:
     return _Field(name, spec)
 
 
+def _render_parts(parts: Iterable[Part], values: Mapping[str, Any], counter: int) -> str:
+    return "".join(p if isinstance(p, str) else _render_field(p, values, counter) for p in parts)
+
+
+def is_undated(values: Mapping[str, Any]) -> bool:
+    """Whether a file's only date is no evidence of when it was taken (its mtime)."""
+    # Here, not at the top: the CLI reads DEFAULT_TEMPLATE without loading `media`.
+    from photo_pipeline.media.capture_time import UNDATED_SOURCES
+
+    return values.get(TAKEN_SOURCE) in UNDATED_SOURCES or _as_datetime(values.get("taken")) is None
+
+
 def _render_field(field: _Field, values: Mapping[str, Any], counter: int) -> str:
     if field.name == "counter":
         width = int(field.spec.rstrip("d") or 0)
         return str(counter).zfill(width)
     value = values.get(field.name)
+    if field.fallback is not None:
+        missing = is_undated(values) if field.name == "taken" else value in (None, "")
+        if missing:
+            return _render_parts(field.fallback, values, counter)
     if field.name == "taken":
         taken = _as_datetime(value)
         return _clean(taken.strftime(field.spec)) if taken is not None else UNKNOWN
     if field.name == "original_name":
         return _clean(value, limit=150)
+    if field.name == "folder":
+        # A folder name per part, each as safe as any other name.
+        parts = [part for part in str(value or "").split("/") if part]
+        return "".join(_safe_component(_clean(part)) + _FOLDER_BREAK for part in parts)
     return _clean(value)
 
 

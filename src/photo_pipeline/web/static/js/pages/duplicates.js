@@ -11,6 +11,7 @@ import {
 } from "../components.js";
 import { fill, h } from "../dom.js";
 import { bytes, count, localTime, plural, shortId } from "../format.js";
+import { scopeFields } from "./scope.js";
 import { store, subscribe } from "../live.js";
 
 const PLAN_GROUPS = 200;
@@ -113,10 +114,12 @@ function dedupePlan(card, running, afterRun) {
   const includeNear = h("input#dedupe-near", { type: "checkbox" });
   const apply = h("button.button.primary#dedupe-apply", { type: "button", disabled: true }, "Apply");
   const summary = h("p.plan-summary", { role: "status" });
+  const waiting = h("p.near-waiting", { role: "note", hidden: true });
   const body = h("div.dedupe-groups", {}, spinner());
   let plan = null;
   let ticket = 0;
   let followed = null;
+  const scope = scopeFields("dedupe", () => load());
   includeNear.addEventListener("change", load);
   apply.addEventListener("click", start);
   fill(card,
@@ -127,13 +130,16 @@ function dedupePlan(card, running, afterRun) {
     h("div.card-pad", {},
       h("p.subtitle", {}, "Keeps one copy of each duplicate and moves the others into the library's quarantine, "
         + "where an undo puts them back and a purge deletes them for good."),
-      summary, body));
+      scope.root, summary, waiting, body));
 
   async function load() {
     const mine = ++ticket;
     card.setAttribute("aria-busy", "true");
     try {
-      const answer = await get("/api/dedupe/plan", { near: includeNear.checked ? "true" : undefined, limit: PLAN_GROUPS });
+      const { sources, since, until } = scope.value();
+      const answer = await get("/api/dedupe/plan", {
+        near: includeNear.checked ? "true" : undefined, limit: PLAN_GROUPS, source: sources, since, until,
+      });
       if (mine !== ticket) return;
       plan = answer;
       const s = answer.summary;
@@ -142,6 +148,13 @@ function dedupePlan(card, running, afterRun) {
         ? [h("strong", {}, plural(s.files, "file")), " to quarantine from ", plural(s.groups, "group"),
           ", ", h("strong.reclaimed", {}, bytes(s.bytes)), " reclaimed."]
         : "Nothing to reclaim: no copy to move.");
+      const undecided = s.near_undecided || 0;
+      waiting.hidden = !undecided;
+      fill(waiting, undecided
+        ? [h("strong", {}, `${plural(undecided, "near-duplicate group")} ${undecided === 1 ? "waits" : "wait"} for your decision`),
+          " and ", undecided === 1 ? "is" : "are", " left alone: choose what to keep in each on the ",
+          h("strong", {}, "Near"), " tab below, then apply again."]
+        : []);
       fill(body, ...answer.groups.map(planGroup),
         answer.truncated ? h("p.muted", {}, `The first ${count(answer.groups.length)} groups are shown.`) : null);
     } catch (error) {
@@ -155,7 +168,7 @@ function dedupePlan(card, running, afterRun) {
     if (!plan?.summary.files) return;
     apply.disabled = true;
     try {
-      const job = await post("/api/jobs", { type: "dedupe", params: { near: includeNear.checked } });
+      const job = await post("/api/jobs", { type: "dedupe", params: { near: includeNear.checked, ...scope.value() } });
       store.put(job);
       follow(job);
     } catch (error) {

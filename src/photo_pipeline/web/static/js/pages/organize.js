@@ -7,11 +7,17 @@ import {
   jobBadge, stateBadge,
 } from "../components.js";
 import { debounce, fill, h } from "../dom.js";
-import { bytes, count, shortId, when } from "../format.js";
+import { bytes, count, plural, shortId, when } from "../format.js";
 import { store, subscribe } from "../live.js";
+import { scopeFields } from "./scope.js";
 
-export const DEFAULT_TEMPLATE = "{taken:%Y}/{taken:%Y-%m-%d}/{taken:%Y%m%d_%H%M%S}_{original_name}.{ext}";
-const FIELDS = ["taken:%Y-%m-%d", "make", "model", "ext", "hash8", "original_name", "counter", "country", "city"];
+// As pipeline/organize/template.py's: undated files go to undated/<their folder>.
+export const DEFAULT_TEMPLATE = "{taken:%Y|undated}/{taken:%Y-%m-%d|{folder}}/{taken:%Y%m%d_%H%M%S_|}{original_name}.{ext}";
+const FIELDS = ["taken:%Y-%m-%d", "taken:%Y|undated", "make", "model", "ext", "hash8", "original_name", "folder", "counter", "country", "city"];
+// How each date confidence (media/capture_time.py's CONFIDENCES) reads.
+const CONFIDENCE = {
+  camera: "camera", inferred: "inferred", filename: "file name", file_time: "file time only",
+};
 const SETTINGS_KEY = "photo-pipeline.organize";
 
 export function render(main) {
@@ -28,6 +34,7 @@ export function render(main) {
   const limit = h("select#organize-limit", { name: "limit" },
     ...[20, 50, 100, 200].map((n) => h("option", { value: n, selected: n === (saved.limit || 50) }, String(n))));
   const start = h("button.button.primary", { type: "submit", disabled: true }, "Start organize");
+  const scope = scopeFields("organize", () => plan(), saved.scope);
   const preview = h("section.card.flush.plan", { "aria-labelledby": "plan-title", "aria-busy": "false" });
   const running = h("div.organize-running");
   const history = h("section.card.flush", { "aria-labelledby": "history-title" });
@@ -46,7 +53,11 @@ export function render(main) {
     h("p.hint#template-help", {}, "Fields in braces: ",
       ...FIELDS.flatMap((f, n) => [n ? " " : "", h("button.chip", {
         type: "button", title: `Insert {${f}}`, onclick: () => insertField(f),
-      }, `{${f}}`)]))),
+      }, `{${f}}`)]),
+      h("br"),
+      "After | comes the fallback of an undated photo (its only date is the file's time) or an unknown value: ",
+      h("code", {}, "{taken:%Y|undated}"), ".")),
+  scope.root,
   h("div.field-row", {},
     h("label.checkbox", { for: "organize-move" }, move, "Move originals (default: copy)"),
     h("div.field.inline", {}, h("label", { for: "organize-limit" }, "Preview rows"), limit),
@@ -58,7 +69,10 @@ export function render(main) {
     form, running, preview, history);
 
   function settings() {
-    return { dest: dest.value.trim(), template: template.value.trim(), move: move.checked, limit: Number(limit.value) };
+    return {
+      dest: dest.value.trim(), template: template.value.trim(), move: move.checked, limit: Number(limit.value),
+      scope: scope.value(),
+    };
   }
 
   function insertField(field) {
@@ -86,7 +100,7 @@ export function render(main) {
     if (!preview.querySelector("table")) fill(preview, h("div.card-header", {}, h("h2#plan-title", {}, "Preview")), spinner("Planning…"));
     try {
       const answer = await post("/api/organize/plan", {
-        dest: current.dest, template: current.template, move: current.move, limit: current.limit,
+        dest: current.dest, template: current.template, move: current.move, limit: current.limit, ...current.scope,
       });
       if (ticket !== planTicket) return;
       planned = current;
@@ -111,28 +125,50 @@ export function render(main) {
     const total = answer.total ?? summary.files ?? entries.length;
     const actions = summary.actions || {};
     const facts = [
-      `${count(total)} files`,
+      plural(total, "file"),
       ...Object.entries(actions).map(([action, n]) => `${count(n)} ${action}`),
       summary.bytes !== undefined ? `${bytes(summary.bytes)} to write` : null,
     ].filter(Boolean);
+    const undated = summary.undated || 0;
     fill(preview,
       h("div.card-header", {},
         h("h2#plan-title", {}, "Preview"),
         h("span.muted.plan-summary", {}, facts.join(" · "))),
+      h("div.card-pad.plan-dates", {},
+        h("span.date-counts", {}, "Dates: ",
+          ...Object.entries(CONFIDENCE).filter(([level]) => summary.date_confidence?.[level])
+            .flatMap(([level, text], n) => [n ? " · " : "",
+              h(`span.confidence.confidence-${level}`, {}, `${count(summary.date_confidence[level])} ${text}`)])),
+        undated
+          ? h("p.undated-note", { role: "note" }, h("strong", {}, `${plural(undated, "photo")} undated`),
+            ": no date but the file's time, often when it was copied. ",
+            summary.undated_fallback
+              ? "The template files them by its fallback (undated/ by default)."
+              : "This template files them by that time; add a fallback such as {taken:%Y|undated}.")
+          : null),
       entries.length
         ? h("div.table-wrap", {}, h("table.table.plan-table", {},
           h("caption.visually-hidden", {}, `First ${entries.length} of ${total} planned files`),
           h("thead", {}, h("tr", {},
             h("th", { scope: "col" }, "Source"),
             h("th", { scope: "col" }, "Destination ", h("span.muted.root", {}, `in ${root}`)),
+            h("th", { scope: "col" }, "Date from"),
             h("th", { scope: "col" }, "Action"))),
-          h("tbody", {}, ...entries.map((entry) => h("tr", { dataset: { action: entry.action } },
+          h("tbody", {}, ...entries.map((entry) => h("tr", { dataset: { action: entry.action, undated: entry.undated ? "true" : "false" } },
             h("td.path-cell", {}, pathView(entry.source)),
             h("td.path-cell.destination", {}, pathView(entry.destination, { shown: under(root, entry.destination) })),
+            h("td.date-source", {}, dateSource(entry)),
             h("td", {}, h(`span.badge.action-${entry.action}`, {}, entry.action),
               entry.reason ? h("span.muted.small", {}, ` ${entry.reason}`) : null))))))
         : h("div.card-pad", {}, emptyState("Nothing to organize", "The library has no files yet, or all are in place.")),
       entries.length < total ? h("p.more.muted", {}, `Showing the first ${count(entries.length)} of ${count(total)}.`) : null);
+  }
+
+  /** Where an entry's date came from, and how far it can be trusted. */
+  function dateSource(entry) {
+    if (!entry.date_source) return "—";
+    return [h("span.mono.small", {}, entry.date_source), " ",
+      h(`span.confidence-tag.confidence-${entry.date_confidence}`, {}, entry.undated ? "undated" : CONFIDENCE[entry.date_confidence] || entry.date_confidence)];
   }
 
   /** ``path`` relative to ``root`` when inside it: the part the template made. */
@@ -148,7 +184,7 @@ export function render(main) {
     start.disabled = true;
     try {
       const job = await post("/api/jobs", {
-        type: "organize", params: { dest: current.dest, template: current.template, move: current.move },
+        type: "organize", params: { dest: current.dest, template: current.template, move: current.move, ...current.scope },
       });
       store.put(job);
       follow(job);
