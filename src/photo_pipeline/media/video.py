@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from photo_pipeline.media.capture_time import (
     CaptureTime,
     capture_time_from_filename,
-    local_naive,
+    file_time,
     parse_exif_datetime,
 )
 from photo_pipeline.media.decode import check_pixels
@@ -217,7 +217,7 @@ def video_capture_time(tags: Mapping[str, str], name: str, mtime: datetime) -> C
     from_name = capture_time_from_filename(name)
     if from_name is not None:
         return CaptureTime(from_name, None, "filename")
-    return CaptureTime(local_naive(mtime), None, "mtime")
+    return file_time(mtime)
 
 
 def _utc_creation_time(text: str | None) -> datetime | None:
