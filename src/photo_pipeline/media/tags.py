@@ -15,8 +15,8 @@ from PIL import ExifTags, Image
 from photo_pipeline.media.capture_time import (
     CaptureTime,
     capture_time_from_filename,
-    gps_datetime,
     file_time,
+    gps_datetime,
     parse_exif_datetime,
     parse_offset,
 )
