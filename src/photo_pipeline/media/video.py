@@ -70,8 +70,7 @@ _ISOBMFF_FORMATS = frozenset({"mp4", "mov", "m4v", "3gp"})
 # FFmpeg's demuxer for each video format media.formats recognises
 DEMUXERS = {
     **dict.fromkeys(_ISOBMFF_FORMATS, "mov"),
-    "mpegts": "mpegts",
-    "m2ts": "mpegts",
+    "mpegts": "mpegts",  # 188- or 192-byte packets alike (media.formats)
     "avi": "avi",
     "mkv": "matroska",
     "webm": "matroska",
