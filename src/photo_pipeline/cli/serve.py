@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import logging
 import os
 import socket
 import sys
@@ -67,6 +68,27 @@ def bind_port(host: str, port: int) -> socket.socket:
         ) from exc
 
 
+def _server_class() -> type:
+    import uvicorn
+
+    class ServerOnBoundSocket(uvicorn.Server):
+        """uvicorn's server on the socket ``serve`` bound; it says when it listens, as
+        uvicorn does for a port it binds itself (and readiness checks wait for)."""
+
+        def __init__(self, config: uvicorn.Config, host: str, port: int) -> None:
+            super().__init__(config)
+            self._where = f"http://{host}:{port}"
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if not self.should_exit:
+                logging.getLogger("uvicorn.error").info(
+                    "Uvicorn running on %s (Press CTRL+C to quit)", self._where
+                )
+
+    return ServerOnBoundSocket
+
+
 @app.command()
 def serve(
     host: Annotated[
@@ -113,8 +135,6 @@ def serve(
     ] = False,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web UI."""
-    import uvicorn
-
     from photo_pipeline.api import create_app
     from photo_pipeline.api.auth import (
         TOKEN_FILE,
@@ -168,4 +188,5 @@ def serve(
         )
     else:
         err_console.print(f"the API token is in {shown(where)}", highlight=False)
-    uvicorn.Server(uvicorn_config(application, host, port, limits)).run(sockets=[listening])
+    config = uvicorn_config(application, host, port, limits)
+    _server_class()(config, shown(host), port).run(sockets=[listening])
