@@ -88,7 +88,8 @@ def read_only_write(context: ExceptionContext, database: Path) -> None:
         raise DatabaseReadOnly(
             detail=f"the library database {database} is read-only here (a read-only mount "
             "or permissions): commands that only read (assets, jobs, duplicates…) work; "
-            "run this one where the library home is writable"
+            "run this one where the library home is writable",
+            database=str(database),
         )
 
 

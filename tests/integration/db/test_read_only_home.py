@@ -113,3 +113,20 @@ def test_reading_commands_work_on_a_read_only_home_and_writes_are_refused(tmp_pa
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+def test_a_read_only_library_of_an_older_schema_says_to_upgrade_it_where_writable(
+    tmp_path,
+) -> None:
+    from photo_pipeline.db import create_database_engine
+    from photo_pipeline.db.migrate import downgrade, head_revision
+
+    home = tmp_path / "home"
+    assert photo_pipeline(home, "init").returncode == 0
+    engine = create_database_engine(f"sqlite:///{home / 'library.sqlite3'}")
+    downgrade(engine, f"{int(head_revision() or 0) - 1:04d}")
+    engine.dispose()
+    done = read_only(home, "jobs")
+    assert done.returncode == 2, done.stderr
+    assert "error database_read_only:" in done.stderr
+    assert "run `photo-pipeline init` once where the library home is writable" in done.stderr
