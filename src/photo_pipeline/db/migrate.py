@@ -71,11 +71,12 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
                 )
             command.upgrade(alembic_config(conn), revision)
     except DatabaseReadOnly as exc:
+        database = exc.extra.get("database")
         raise DatabaseReadOnly(
-            detail=f"the library database {exc.extra.get('database')} is read-only here and "
-            "its schema is older than this version's: run `photo-pipeline init` once where "
-            "the library home is writable",
-            **exc.extra,
+            detail=f"the library database {database} is read-only here and its schema is "
+            "older than this version's: run `photo-pipeline init` once where the library "
+            "home is writable",
+            database=database,
         ) from exc
 
 
