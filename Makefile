@@ -60,14 +60,18 @@ exiftool:
 # `make run PHOTOS=/path/to/photos` imports that folder; without PHOTOS, a generated
 # sample set is written under the library home and imported. The import (scan, then
 # render, then similar) runs in the server's embedded worker while the web UI at
-# http://127.0.0.1:8765/ shows it live; sign in with the token the server prints.
+# http://127.0.0.1:$(PORT)/ shows it live; sign in with the token the server prints.
+# `make run PORT=8766` serves on another port. The port is checked first: an import
+# queued for a server that cannot start would wait for nobody.
 LIBRARY_HOME := $(or $(PHOTO_PIPELINE_HOME),$(HOME)/.local/share/photo-pipeline)
 SAMPLE_DIR := $(LIBRARY_HOME)/sample-photos
+PORT ?= 8765
 
 run: $(RUN_STAMP) exiftool
+	@$(BIN)/photo-pipeline serve --port "$(PORT)" --check-port
 	@if [ -z "$(PHOTOS)" ]; then $(BIN)/photo-pipeline sample "$(SAMPLE_DIR)"; fi
 	$(BIN)/photo-pipeline import "$(or $(PHOTOS),$(SAMPLE_DIR))"
-	$(BIN)/photo-pipeline serve
+	$(BIN)/photo-pipeline serve --port "$(PORT)"
 
 test: $(DEV_STAMP) browser exiftool
 	$(BIN)/ruff check src tests bench

@@ -23,6 +23,7 @@ LAYERS = {
     "write_gate": 0,
     "config": 0,
     "logs": 0,
+    "photo_pipeline": 0,  # the root package itself: its __version__
     "db": 1,
     "media": 2,
     "jobs": 2,

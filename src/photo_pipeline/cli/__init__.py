@@ -5,6 +5,9 @@ from __future__ import annotations
 import atexit
 import gc
 import sys
+from typing import Annotated
+
+import typer
 
 from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
     dedupe,
@@ -29,6 +32,29 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.write_gate import install_stop_between_writes
 
 __all__ = ["app", "main"]
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from photo_pipeline import __version__
+
+        print(f"photo-pipeline {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Self-hosted, durable photo-processing pipeline."""
 
 
 def main() -> None:

@@ -240,7 +240,7 @@ def duplicates(
         for file in group["files"]:
             mark = f"keep ({shown(group['keeper_reason'])})" if file.get("keep") else "    "
             console.print(
-                f"  {mark} {shown(file['source'])}/{shown(paths.display(file['path']))}",
+                f"  {mark} {shown(file['source'])}/{shown(file['path'])}",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import logging
 import os
+import socket
 import sys
 from typing import Annotated
 
@@ -12,6 +15,14 @@ import typer
 from photo_pipeline.cli.common import app, err_console, library
 from photo_pipeline.cli.shown import shown
 from photo_pipeline.cli.worker import MemoryBudgetOption
+from photo_pipeline.errors import PhotoPipelineError
+
+DEFAULT_PORT = 8765  # the Makefile's PORT too
+
+
+class PortInUse(PhotoPipelineError):
+    code = "port_in_use"
+    status = 409
 
 
 def _is_loopback(host: str) -> bool:
@@ -23,6 +34,61 @@ def _is_loopback(host: str) -> bool:
         return False  # a name that may resolve anywhere: treat it as exposed
 
 
+def _next_free_port(host: str, port: int) -> int | None:
+    for candidate in range(port + 1, min(port + 100, 65535) + 1):
+        try:
+            with _bound(host, candidate):
+                return candidate
+        except OSError:
+            continue
+    return None
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # SO_REUSEADDR (as uvicorn sets it): a server stopped a moment ago does not hold
+    # the port, one still listening does.
+    return socket.create_server((host, port), family=family)
+
+
+def bind_port(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the library is opened or anything is said:
+    a busy port is refused with the one-line fix, and the socket goes to uvicorn as it
+    is (no gap in which another process could take the port)."""
+    try:
+        return _bound(host, port)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise PhotoPipelineError("cannot_bind", f"{host}:{port}: {exc.strerror}") from exc
+        free = _next_free_port(host, port) if port else None
+        other = str(free) if free is not None else "ANOTHER"
+        raise PortInUse(
+            detail=f"port {port} on {host} is in use (another photo-pipeline serve?): run "
+            f"`make run PORT={other}` or `photo-pipeline serve --port {other}`",
+        ) from exc
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class ServerOnBoundSocket(uvicorn.Server):
+        """uvicorn's server on the socket ``serve`` bound; it says when it listens, as
+        uvicorn does for a port it binds itself (and readiness checks wait for)."""
+
+        def __init__(self, config: uvicorn.Config, host: str, port: int) -> None:
+            super().__init__(config)
+            self._where = f"http://{host}:{port}"
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if not self.should_exit:
+                logging.getLogger("uvicorn.error").info(
+                    "Uvicorn running on %s (Press CTRL+C to quit)", self._where
+                )
+
+    return ServerOnBoundSocket
+
+
 @app.command()
 def serve(
     host: Annotated[
@@ -32,7 +98,7 @@ def serve(
             "to the network and needs a token of at least 128 bits."
         ),
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535)] = 8765,
+    port: Annotated[int, typer.Option(min=0, max=65535)] = DEFAULT_PORT,
     workers_embedded: Annotated[
         int,
         typer.Option(
@@ -59,10 +125,16 @@ def serve(
     max_streams_per_client: Annotated[
         int, typer.Option(min=1, help="Event streams one client address may hold open.")
     ] = 16,
+    check_port: Annotated[
+        bool,
+        typer.Option(
+            "--check-port",
+            help="Only check that the port is free, and exit (0 free, 2 in use): "
+            "`make run` asks before it queues its import.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web UI."""
-    import uvicorn
-
     from photo_pipeline.api import create_app
     from photo_pipeline.api.auth import (
         TOKEN_FILE,
@@ -71,6 +143,10 @@ def serve(
     )
     from photo_pipeline.api.server import ConnectionLimits, uvicorn_config
 
+    listening = bind_port(host, port)
+    if check_port:
+        listening.close()
+        return
     lib = library()
     if lib.settings.allowed_roots:
         from photo_pipeline.pipeline.ingest.sources import sources_outside
@@ -102,6 +178,7 @@ def serve(
     application = create_app(
         lib, embedded_workers=workers_embedded, memory_budget=memory_budget, limits=limits
     )
+    port = listening.getsockname()[1]  # --port 0: the one the system chose
     err_console.print(f"photo-pipeline on http://{shown(host)}:{port}/", highlight=False)
     if sys.stderr.isatty() and not lib.settings.api_token:
         # On the user's own terminal, the token to sign in with (never into logs).
@@ -111,4 +188,5 @@ def serve(
         )
     else:
         err_console.print(f"the API token is in {shown(where)}", highlight=False)
-    uvicorn.Server(uvicorn_config(application, host, port, limits)).run()
+    config = uvicorn_config(application, host, port, limits)
+    _server_class()(config, shown(host), port).run(sockets=[listening])

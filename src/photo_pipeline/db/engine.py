@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import select
+import sqlite3
 import stat
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +18,7 @@ from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
-from photo_pipeline.db.errors import stalled_writer, unreachable
+from photo_pipeline.db.errors import read_only_write, stalled_writer, unreachable
 from photo_pipeline.write_gate import WRITES
 
 # Writers wait this long for SQLite's write lock before giving up (DatabaseLocked,
@@ -69,16 +71,21 @@ def create_database_engine(url: str, **kwargs: Any) -> Engine:
 
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     parsed = make_url(url)
-    if parsed.database and parsed.database != ":memory:":
-        _make_database_files_private(Path(parsed.database))
+    on_disk = bool(parsed.database) and parsed.database != ":memory:"
+    read_only = on_disk and read_only_database(Path(str(parsed.database)))
+    if on_disk and not read_only:
+        _make_database_files_private(Path(str(parsed.database)))
+    if read_only:
+        kwargs = {**kwargs, "creator": _read_only_connect(Path(str(parsed.database)))}
     engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **kwargs)
-    if parsed.database and parsed.database != ":memory:":
-        database = Path(parsed.database)
+    if on_disk:
+        database = Path(str(parsed.database))
 
         @event.listens_for(engine, "handle_error")
         def _on_error(context: ExceptionContext) -> None:
             # A writer that gave up waiting names who holds the lock (a stopped worker?).
             stalled_writer(context, database)
+            read_only_write(context, database)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -102,6 +109,34 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def read_only_database(database: Path) -> bool:
+    """Whether this process may only read the SQLite database at ``database``: it exists
+    and the file, or the folder where SQLite keeps its -wal and -shm files, is not
+    writable (a read-only mount, a backup's permissions, ``chattr +i``)."""
+    if not database.exists():
+        return False
+    writable = os.access(database, os.W_OK) and os.access(database.parent, os.W_OK)
+    return not writable
+
+
+def _read_only_connect(database: Path) -> Any:
+    """Connections that only read (``mode=ro``). A database without a -wal file has
+    nothing beyond its main file, and no -shm file can be made beside it: opened
+    ``immutable``, as SQLite reads a database on read-only media. Commands that read
+    work; a write fails as "attempt to write a readonly database"."""
+    query = "mode=ro"
+    if not os.path.exists(f"{database}-wal"):
+        query += "&immutable=1"
+    uri = f"file:{urllib.parse.quote(str(database.resolve()))}?{query}"
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(
+            uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+        )
+
+    return connect
 
 
 def _make_database_files_private(database: Path) -> None:

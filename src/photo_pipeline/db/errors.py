@@ -69,6 +69,30 @@ class DatabaseLocked(DatabaseUnavailable):
     code = "database_locked"
 
 
+class DatabaseReadOnly(PhotoPipelineError):
+    """A write to a SQLite database this process may only read (``database_read_only``):
+    a read-only mount or permissions. Commands that only read still work."""
+
+    code = "database_read_only"
+    status = 503
+
+
+def read_only_write(context: ExceptionContext, database: Path) -> None:
+    """SQLite engines' ``handle_error`` hook: "attempt to write a readonly database"
+    raises ``DatabaseReadOnly`` with what to do."""
+    original = context.original_exception
+    if not isinstance(original, sqlite3.OperationalError):
+        return
+    name = getattr(original, "sqlite_errorname", "") or ""
+    if name.startswith("SQLITE_READONLY") or "readonly database" in str(original):
+        raise DatabaseReadOnly(
+            detail=f"the library database {database} is read-only here (a read-only mount "
+            "or permissions): commands that only read (assets, jobs, duplicates…) work; "
+            "run this one where the library home is writable",
+            database=str(database),
+        )
+
+
 def stalled_writer(context: ExceptionContext, database: Path) -> None:
     """SQLite engines' ``handle_error`` hook: "database is locked" (the busy timeout
     ran out) raises ``DatabaseLocked`` naming who holds the lock of ``database``."""

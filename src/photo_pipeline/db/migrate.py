@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Engine, inspect, text
 
 from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.engine import _WRITE
+from photo_pipeline.db.errors import DatabaseReadOnly
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -60,12 +61,23 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         return
     from alembic import command
 
-    with engine.connect().execution_options(**{_WRITE: True}) as conn, conn.begin():
-        # SQLite: BEGIN IMMEDIATE already serialises us. PostgreSQL: a transaction-
-        # scoped advisory lock, released at commit.
-        if is_postgresql(conn):
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
-        command.upgrade(alembic_config(conn), revision)
+    try:
+        with engine.connect().execution_options(**{_WRITE: True}) as conn, conn.begin():
+            # SQLite: BEGIN IMMEDIATE already serialises us. PostgreSQL: a transaction-
+            # scoped advisory lock, released at commit.
+            if is_postgresql(conn):
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
+                )
+            command.upgrade(alembic_config(conn), revision)
+    except DatabaseReadOnly as exc:
+        database = exc.extra.get("database")
+        raise DatabaseReadOnly(
+            detail=f"the library database {database} is read-only here and its schema is "
+            "older than this version's: run `photo-pipeline init` once where the library "
+            "home is writable",
+            database=database,
+        ) from exc
 
 
 def downgrade(engine: Engine, revision: str) -> None:

@@ -35,6 +35,10 @@ _RANK = {source: rank for rank, source in enumerate(SOURCES)}
 # Sources whose instant is UTC but say nothing of the local wall clock: the zone at the
 # GPS position (media.places) turns them into local time.
 UTC_CLOCK_SOURCES = frozenset({"gps", "quicktime_utc", "takeout"})
+# The file's mtime is an instant too, shown on this machine's clock (its offset then, when
+# known, makes the instant): at a GPS position it is the local time there, not this
+# machine's wall clock with the photo's zone attached.
+MACHINE_CLOCK_SOURCES = frozenset({"mtime"})
 
 # How far a capture time can be trusted, from its source, most trusted first. "camera":
 # written by the camera or an editor at capture or curation; "inferred": an instant a
@@ -188,6 +192,18 @@ def capture_time_from_filename(name: str) -> datetime | None:
             if value is not None:
                 return value
     return None
+
+
+def file_time(mtime: datetime) -> CaptureTime:
+    """The capture time a file's mtime gives: this machine's wall clock, with this
+    machine's UTC offset at that moment when ``mtime`` is aware (the instant is then
+    known, ``media.places`` shows it in the GPS zone), floating when naive."""
+    if mtime.tzinfo is None:
+        return CaptureTime(mtime, None, "mtime")
+    here = mtime.astimezone()
+    offset = here.utcoffset()
+    minutes = None if offset is None else int(offset // timedelta(minutes=1))
+    return CaptureTime(here.replace(tzinfo=None), minutes, "mtime")
 
 
 def local_naive(moment: datetime) -> datetime:

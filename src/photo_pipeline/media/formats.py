@@ -5,7 +5,10 @@
 * photos: ``jpeg png webp heif avif tiff cr2 cr3 raf orf rw2`` (``tiff`` and ``cr2`` are
   told apart from DNG and the makers' TIFF RAWs, NEF, ARW, PEF, SRW, 3FR, ERF, MEF,
   MOS and DCR, later, by their tags: see ``media.raw``);
-* videos: ``mp4 mov m4v 3gp mpegts m2ts avi mkv webm``;
+* videos: ``mp4 mov m4v 3gp mpegts avi mkv webm`` (``mpegts``: every MPEG transport
+  stream, broadcast ``.ts`` with 188-byte packets and AVCHD's ``.MTS``/``.m2ts`` with a
+  4-byte timecode before each, one format as FFmpeg reads them and ``video/mp2t``
+  serves them);
 * anything else: ``other:<what>`` (``other:unknown`` when nothing matched).
 
 ``kind_of(format)`` says ``"photo"`` or ``"video"``.
@@ -58,7 +61,6 @@ MIME_TYPES: dict[str, str] = {
     "m4v": "video/x-m4v",
     "3gp": "video/3gpp",
     "mpegts": "video/mp2t",
-    "m2ts": "video/mp2t",
     "avi": "video/x-msvideo",
     "mkv": "video/x-matroska",
     "webm": "video/webm",
@@ -67,7 +69,7 @@ MIME_TYPES: dict[str, str] = {
 # TIFF containers named by their maker's tag (media.raw).
 MAKER_TIFF_RAW_FORMATS = frozenset({"nef", "arw", "pef", "srw", "3fr", "erf", "mef", "mos", "dcr"})
 RAW_FORMATS = frozenset({"dng", "cr2", "cr3", "raf", "orf", "rw2"}) | MAKER_TIFF_RAW_FORMATS
-VIDEO_FORMATS = frozenset({"mp4", "mov", "m4v", "3gp", "mpegts", "m2ts", "avi", "mkv", "webm"})
+VIDEO_FORMATS = frozenset({"mp4", "mov", "m4v", "3gp", "mpegts", "avi", "mkv", "webm"})
 # RAWs whose container is no TIFF: recognised by their own magic bytes.
 NON_TIFF_RAW_FORMATS = frozenset({"cr3", "raf", "orf", "rw2"})
 
@@ -124,7 +126,7 @@ def sniff(header: bytes) -> str:
     if _is_transport_stream(header, packet=188, first=0):
         return "mpegts"
     if _is_transport_stream(header, packet=192, first=4):
-        return "m2ts"  # AVCHD/Blu-ray: a 4-byte timecode before every packet
+        return "mpegts"  # AVCHD/Blu-ray: a 4-byte timecode before every packet
     return _sniff_other(header)
 
 

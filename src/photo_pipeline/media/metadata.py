@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -116,8 +116,8 @@ def read_metadata(
             )
             raise MediaError(UNSUPPORTED_FORMAT, f"{path}: content is {what}")
         if mtime is None:
-            # the file's own mtime, as this machine's naive local time like a camera clock
-            mtime = datetime.fromtimestamp(file_mtime)
+            # the file's own mtime: an instant (capture_time.file_time)
+            mtime = datetime.fromtimestamp(file_mtime, UTC)
         if kind in VIDEO_FORMATS:
             return _video(kind, fp, path, file_size, mtime, max_pixels, time_limit, isolate_video)
         return _photo(kind, fp, path, file_size, mtime, max_pixels, time_limit)

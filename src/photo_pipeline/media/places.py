@@ -28,7 +28,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import tzfpy
 
-from photo_pipeline.media.capture_time import UTC_CLOCK_SOURCES, CaptureTime
+from photo_pipeline.media.capture_time import (
+    MACHINE_CLOCK_SOURCES,
+    UTC_CLOCK_SOURCES,
+    CaptureTime,
+)
 
 if TYPE_CHECKING:
     from photo_pipeline.media.place_index import Gazetteer
@@ -155,20 +159,25 @@ def fixed_offset_name(minutes: int) -> str:
 
 def resolve_zone(taken: CaptureTime, zone_name: str | None) -> CaptureZone:
     """Apply the zone rules to a capture time: EXIF offset, else the GPS zone (or,
-    for a GPS-clock UTC time, its local time there), else floating."""
-    if taken.offset_minutes is not None and taken.source not in UTC_CLOCK_SOURCES:
+    for an instant — a GPS-clock UTC time, a file's mtime — its local time there), else
+    floating (a file's mtime on this machine's wall clock)."""
+    instant = taken.source in UTC_CLOCK_SOURCES or taken.source in MACHINE_CLOCK_SOURCES
+    if taken.offset_minutes is not None and not instant:
         agrees = zone_name is not None and offset_at(zone_name, taken.local) == (
             taken.offset_minutes
         )
         name = zone_name if agrees else fixed_offset_name(taken.offset_minutes)
         return CaptureZone(taken.local, taken.offset_minutes, name, EXIF_OFFSET)
     zone = _zone(zone_name) if zone_name else None
-    if taken.source in UTC_CLOCK_SOURCES and taken.utc is not None:
-        if zone is None:
+    if instant and taken.utc is not None:
+        if zone is not None:
+            there = taken.utc.astimezone(zone)
+            minutes = int(there.utcoffset() // timedelta(minutes=1))  # type: ignore[operator]
+            return CaptureZone(there.replace(tzinfo=None), minutes, zone_name, GPS_TIMEZONE)
+        if taken.source in UTC_CLOCK_SOURCES:
             return CaptureZone(taken.local, taken.offset_minutes, "UTC", UTC_CLOCK)
-        there = taken.utc.astimezone(zone)
-        minutes = int(there.utcoffset() // timedelta(minutes=1))  # type: ignore[operator]
-        return CaptureZone(there.replace(tzinfo=None), minutes, zone_name, GPS_TIMEZONE)
+        # an mtime without a position: this machine's offset is not the capture's
+        return CaptureZone(taken.local, None, None, FLOATING)
     if zone is not None and zone_name is not None:
         return CaptureZone(taken.local, offset_at(zone_name, taken.local), zone_name, GPS_TIMEZONE)
     return CaptureZone(taken.local, None, None, FLOATING)

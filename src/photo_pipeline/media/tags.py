@@ -15,8 +15,8 @@ from PIL import ExifTags, Image
 from photo_pipeline.media.capture_time import (
     CaptureTime,
     capture_time_from_filename,
+    file_time,
     gps_datetime,
-    local_naive,
     parse_exif_datetime,
     parse_offset,
 )
@@ -230,4 +230,4 @@ def capture_time(tags: TagSet, name: str, mtime: datetime) -> CaptureTime:
     from_name = capture_time_from_filename(name)
     if from_name is not None:
         return CaptureTime(from_name, None, "filename")
-    return CaptureTime(local_naive(mtime), None, "mtime")
+    return file_time(mtime)

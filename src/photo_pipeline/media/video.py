@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from photo_pipeline.media.capture_time import (
     CaptureTime,
     capture_time_from_filename,
-    local_naive,
+    file_time,
     parse_exif_datetime,
 )
 from photo_pipeline.media.decode import check_pixels
@@ -70,8 +70,7 @@ _ISOBMFF_FORMATS = frozenset({"mp4", "mov", "m4v", "3gp"})
 # FFmpeg's demuxer for each video format media.formats recognises
 DEMUXERS = {
     **dict.fromkeys(_ISOBMFF_FORMATS, "mov"),
-    "mpegts": "mpegts",
-    "m2ts": "mpegts",
+    "mpegts": "mpegts",  # 188- or 192-byte packets alike (media.formats)
     "avi": "avi",
     "mkv": "matroska",
     "webm": "matroska",
@@ -217,7 +216,7 @@ def video_capture_time(tags: Mapping[str, str], name: str, mtime: datetime) -> C
     from_name = capture_time_from_filename(name)
     if from_name is not None:
         return CaptureTime(from_name, None, "filename")
-    return CaptureTime(local_naive(mtime), None, "mtime")
+    return file_time(mtime)
 
 
 def _utc_creation_time(text: str | None) -> datetime | None:

@@ -320,7 +320,9 @@ def test_file_mtime_when_no_mtime_given(tmp_path) -> None:
     stamp = datetime(2020, 2, 3, 4, 5, 6).timestamp()
     os.utime(path, (stamp, stamp))
     taken = read_metadata(path).taken
-    assert taken == CaptureTime(datetime(2020, 2, 3, 4, 5, 6), None, "mtime")
+    # this machine's wall clock, with its offset then: the mtime is an instant
+    offset = datetime(2020, 2, 3, 4, 5, 6).astimezone().utcoffset() // timedelta(minutes=1)
+    assert taken == CaptureTime(datetime(2020, 2, 3, 4, 5, 6), offset, "mtime")
 
 
 @pytest.mark.parametrize("factory", [photos.png, photos.tiff, photos.webp, photos.heic, photos.dng])

@@ -46,7 +46,7 @@ def code_of(call, *args, **kwargs) -> str:
         ("f.webm", "libvpx-vp9", "webm", "video/webm", "vp9"),
         ("g.avi", "mpeg4", "avi", "video/x-msvideo", "mpeg4"),
         ("h.mts", "libx264", "mpegts", "video/mp2t", "h264"),
-        ("i.m2ts", "libx264", "m2ts", "video/mp2t", "h264"),
+        ("i.m2ts", "libx264", "mpegts", "video/mp2t", "h264"),
     ],
 )
 def test_every_container_reads_size_duration_codec_and_rate(

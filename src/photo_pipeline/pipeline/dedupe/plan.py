@@ -520,6 +520,6 @@ def annotate_exact_groups(
         group["keeper"], group["keeper_reason"] = path, reason
         group["why"] = keeper.explain(reason)
         for file in group["files"]:
-            file["keep"] = f"{file['source']}/{paths.display(file['path'])}" == path
+            file["keep"] = f"{file['source']}/{file['path']}" == path
         group["files"].sort(key=lambda f: not f["keep"])
     return groups

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import assets, files, sources
+from photo_pipeline.pipeline.files import paths
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog.states import PRESENT
 
@@ -168,5 +169,7 @@ def duplicate_page(
                 "files": [],
             },
         )
-        group["files"].append({"source": row.source_path, "path": row.path})
+        # The path as every listing shows it (paths.display: bytes that are not UTF-8 as
+        # \x escapes), which is also how a decision names a member.
+        group["files"].append({"source": row.source_path, "path": paths.display(row.path)})
     return list(groups.values()), (ids[-1] if more else None)

@@ -117,6 +117,7 @@ def _record_one(session: Session, report: FileReport, now: datetime, refresh: bo
                 .where(files.c.id == moved)
                 .values(source_id=report.source_id, path=report.path, **values)
             )
+            _follow_new_sidecars(session, asset_id, report, refresh, now)
             _pair(session, asset_id, report)
             return
     session.execute(
@@ -124,7 +125,20 @@ def _record_one(session: Session, report: FileReport, now: datetime, refresh: bo
             source_id=report.source_id, path=report.path, created_at=now, **values
         )
     )
+    _follow_new_sidecars(session, asset_id, report, refresh, now)
     _pair(session, asset_id, report)
+
+
+def _follow_new_sidecars(
+    session: Session, asset_id: int | None, report: FileReport, refresh: bool, now: datetime
+) -> None:
+    """A file new to the catalogue that has sidecars: its asset follows them even when
+    its content was first catalogued from a copy without (``IMG_1.JPG`` in two folders,
+    one with the user's ``IMG_1.xmp``): the sidecar is the user's word on that content."""
+    if refresh or report.sidecars in (None, SIDECARS_UNREAD):
+        return
+    if asset_id is not None and report.metadata is not None:
+        _follow_sidecars(session, asset_id, report, report.metadata, now)
 
 
 def _pair(session: Session, asset_id: int | None, report: FileReport) -> None:
