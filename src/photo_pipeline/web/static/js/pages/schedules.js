@@ -15,7 +15,7 @@ export function render(main) {
   const body = h("tbody");
   const holder = h("div.table-wrap", {}, spinner());
   const list = h("section.card.flush", { "aria-labelledby": "schedules-title" },
-    h("div.card-header", {}, h("h2#schedules-title", {}, "Schedules"), h("span.muted.schedule-count")),
+    h("div.card-header", {}, h("h2#schedules-title", {}, "All schedules"), h("span.muted.schedule-count")),
     holder);
   const form = addForm(() => load());
   fill(main,
