@@ -95,7 +95,22 @@ def test_intervals_read_and_print_back(text, seconds):
     assert parse_interval(format_interval(timedelta(seconds=seconds))) == timedelta(seconds=seconds)
 
 
-@pytest.mark.parametrize("text", ["", "6", "h", "6x", "-6h", "30s", "400d", "6h;rm"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "6",
+        "h",
+        "6x",
+        "-6h",
+        "30s",
+        "400d",
+        "6h;rm",
+        "9" * 30 + "h",
+        "99999999w",
+        "1" * 5000 + "s",
+    ],
+)
 def test_bad_intervals_are_refused(text):
     with pytest.raises(InvalidArgument) as refused:
         parse_interval(text)
@@ -104,7 +119,18 @@ def test_bad_intervals_are_refused(text):
 
 @pytest.mark.parametrize(
     "expression",
-    ["", "* * * *", "61 * * * *", "0 3 * * * *", "@reboot", "every night", "0 0 31 2 *"],
+    [
+        "",
+        "* * * *",
+        "61 * * * *",
+        "0 3 * * * *",
+        "@reboot",
+        "every night",
+        "0 0 31 2 *",
+        "R 3 * * *",
+        "H/5 * * * *",
+        "*/0 * * * *",
+    ],
 )
 def test_bad_cron_expressions_are_refused(expression):
     with pytest.raises(InvalidArgument) as refused:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterError, croniter
+from croniter import croniter
 
 from photo_pipeline.jobs.errors import InvalidArgument
 
@@ -30,7 +30,7 @@ MAX_INTERVAL = timedelta(days=366)
 # expression across a fall-back hour, few enough that no input loops for long.
 _MAX_STEPS = 10_000
 _UNITS = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
-_INTERVAL = re.compile(r"(?:\d+[wdhms])+")
+_INTERVAL = re.compile(r"(?:\d{1,9}[wdhms]){1,5}")
 
 
 def check_cron(expression: str) -> str:
@@ -47,6 +47,12 @@ def check_cron(expression: str) -> str:
         )
     if text == "@reboot":
         raise InvalidArgument("invalid_cron", "@reboot names no time")
+    # croniter's random (R) and hashed (H) values differ from one process to another:
+    # every worker must compute the same ticks.
+    if any(token.upper() in ("R", "H") for token in re.split(r"[\s,/()-]+", text)):
+        raise InvalidArgument(
+            "invalid_cron", f"{expression!r}: random (R) and hashed (H) values are not supported"
+        )
     return text
 
 
@@ -67,6 +73,8 @@ def parse_interval(text: str) -> timedelta:
             f"{text!r} is not an interval: numbers with units (w, d, h, m, s), e.g. 6h, 30m, 1d12h",
         )
     seconds = sum(int(n) * _UNITS[unit] for n, unit in re.findall(r"(\d+)([wdhms])", compact))
+    if seconds > MAX_INTERVAL.total_seconds():
+        seconds = int(MAX_INTERVAL.total_seconds()) + 1  # refused below, as too long
     return check_interval(timedelta(seconds=seconds))
 
 
@@ -125,7 +133,7 @@ class Timing:
                 tick = self._placed(steps.get_next(datetime))
                 if tick > moment:  # a wall time of a fall-back hour may lie before it
                     return tick
-        except (CroniterError, OverflowError, ValueError):
+        except Exception:  # croniter on odd input: CroniterError, ValueError, OverflowError…
             pass  # February 30th: a valid expression that names no day
         raise InvalidArgument("invalid_cron", f"{self.cron!r} names no time after {moment}")
 
@@ -142,7 +150,7 @@ class Timing:
                 tick = self._placed(steps.get_prev(datetime))
                 if tick <= moment:  # a skipped wall time is placed one gap later
                     return tick
-        except (CroniterError, OverflowError, ValueError):
+        except Exception:  # croniter on odd input: CroniterError, ValueError, OverflowError…
             pass
         return None
 
