@@ -176,6 +176,10 @@ class Worker:
                 if len(running) >= self.config.jobs:
                     self._wake.wait(self.config.poll_seconds)  # a finishing job wakes us
                     self._wake.clear()
+                    try:  # every slot busy: the ticks are still queued on time
+                        self._tick_schedules()
+                    except DatabaseUnavailable as exc:
+                        self._database.wait(exc)
                     continue
                 # Cleared before the claim: a wake arriving during it is not lost.
                 self._wake.clear()

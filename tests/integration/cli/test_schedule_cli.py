@@ -4,6 +4,7 @@ codes and exit codes; and the default schedules a new library is given once."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from photo_pipeline.cli.common import library
 
@@ -66,3 +67,31 @@ def test_a_new_library_gets_the_default_schedules_once(cli, monkeypatch):
     library.cache_clear()  # opened again, as the next command would
     again = json.loads(cli("schedule", "list", "--json")[1])
     assert [s["job_type"] for s in again] == ["verify"]  # what the user removed stays removed
+
+
+def test_list_shows_the_last_run_and_its_job_after_a_worker_ticked(cli):
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from photo_pipeline.db import write_session
+    from photo_pipeline.db.schema import schedules
+    from tests.support import schedule_kinds
+
+    code, out, err = cli("schedule", "add", schedule_kinds.JOB_TYPE, "--every", "1h", "--json")
+    assert code == 0, err
+    added = json.loads(out)
+    made = datetime.fromisoformat(added["created_at"]) - timedelta(minutes=61)
+    with write_session(library().sessions) as session:  # made an hour ago: a tick is due
+        session.execute(
+            update(schedules)
+            .where(schedules.c.id == added["id"])
+            .values(created_at=made, next_due=made + timedelta(hours=1))
+        )
+    code, _, err = cli("worker", "--burst", "--import", "tests.support.schedule_kinds",
+                       "--types", schedule_kinds.JOB_TYPE, "--poll-seconds", "0.05")  # fmt: skip
+    assert code == 0, err
+    [shown] = json.loads(cli("schedule", "list", "--json")[1])
+    assert shown["last_job"]["state"] == "succeeded"
+    code, out, _ = cli("schedule", "list")
+    assert f"{shown['last_job']['id'][:8]} succeeded" in out

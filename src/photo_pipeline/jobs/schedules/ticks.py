@@ -76,15 +76,15 @@ class Ticker:
                     or_(
                         schedules.c.paused == False,  # noqa: E712  (SQL, not Python)
                         schedules.c.pending_tick.is_not(None),
-                    )
+                    ),
+                    # Types another process queues must not crowd ours out of the page.
+                    schedules.c.job_type.in_(self.book.kinds.job_types()),
                 )
                 .order_by(schedules.c.next_due)
                 .limit(_DUE_PER_CHECK)
             ).all()
         due, later = [], None
         for row in rows:
-            if row.job_type not in self.book.kinds:
-                continue
             if row.pending_tick is not None or row.next_due <= row.now:
                 due.append(row.id)
             elif later is None:
