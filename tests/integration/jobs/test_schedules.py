@@ -8,11 +8,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select, update
 
+from photo_pipeline.config import Settings
 from photo_pipeline.db import write_session
 from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.db.schema import jobs, schedules
@@ -24,6 +26,7 @@ from photo_pipeline.jobs.schedules.book import Schedules
 from photo_pipeline.jobs.schedules.kinds import Kind, kinds
 from photo_pipeline.jobs.schedules.ticks import Ticker, tick_key
 from photo_pipeline.jobs.workers import WorkerRegistry
+from photo_pipeline.pipeline.library import open_library
 from tests.support import schedule_kinds
 from tests.support.cli_processes import environment
 
@@ -207,6 +210,10 @@ def test_the_worker_runtime_ticks_and_runs_the_job(service, clock, session_facto
 def burst_workers(db_url, tmp_path, count: int, offset_seconds: int) -> None:
     """``count`` real `photo-pipeline worker --burst` processes at once, their own
     clocks shifted by ``offset_seconds``; each ticks on its first turn, then exits."""
+    # The library made first: workers starting at once on a new one race to write the
+    # home's marker, and one may find the database's id before the marker is there.
+    settings = Settings.from_env({"PHOTO_PIPELINE_HOME": str(tmp_path / "home")})
+    open_library(replace(settings, database_url=db_url)).close()
     env = {**environment(db_url, tmp_path / "home"), CLOCK_OFFSET_ENV: str(offset_seconds)}
     command = [sys.executable, "-m", "photo_pipeline", "worker", "--burst", "--types", TYPE]
     command += ["--import", "tests.support.schedule_kinds", "--poll-seconds", "0.05"]
