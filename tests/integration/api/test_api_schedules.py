@@ -93,3 +93,12 @@ def test_unknown_ids_are_404_and_the_routes_need_the_token(api):
         assert http.get("/api/schedules/99999999999999999999").status_code == 422
     with api.client(token=None) as anonymous:
         assert anonymous.get("/api/schedules").status_code == 401
+
+
+def test_verify_takes_a_sample_through_the_jobs_api(api):
+    with api.client() as http:
+        refused = http.post("/api/jobs", json={"type": "verify", "params": {"sample": 0}})
+        assert refused.status_code == 422 and refused.json()["code"] == "invalid_params"
+        started = http.post("/api/jobs", json={"type": "verify", "params": {"sample": 25}})
+        assert started.status_code == 201, started.text
+        assert started.json()["params"] == {"sample": 25}

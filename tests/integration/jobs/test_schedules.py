@@ -250,3 +250,29 @@ def test_worker_processes_tick_once_by_the_database_clock(db_url, session_factor
     assert job["idempotency_key"] == tick_key(schedule["id"], shown["last_tick"])
     with session_factory() as session:
         assert session.scalar(select(func.count()).select_from(schedules)) == 1
+
+
+@pytest.mark.parametrize(
+    ("start", "expected"),
+    [
+        # Spring forward (Paris, 2026-03-29): 02:30 is skipped; it ticks at 03:30 CEST.
+        (datetime(2026, 3, 28, 12, tzinfo=UTC), datetime(2026, 3, 29, 1, 30, tzinfo=UTC)),
+        # Fall back (2026-10-25): 02:30 happens twice; it ticks at the first only.
+        (datetime(2026, 10, 24, 12, tzinfo=UTC), datetime(2026, 10, 25, 0, 30, tzinfo=UTC)),
+    ],
+)
+def test_a_nightly_schedule_ticks_once_on_a_dst_night(
+    service, clock, session_factory, start, expected
+):
+    clock.now = start
+    book = Schedules(service)
+    book.add(TYPE, cron="30 2 * * *", time_zone="Europe/Paris")
+    ticker = Ticker(book)
+    ticked = []
+    for _ in range(24 * 4):  # a worker looking every quarter of an hour for a day
+        clock.advance(minutes=15)
+        for tick in ticker.tick_due():
+            ticked.append(tick.tick)
+            finish(service, tick.job_id)
+    assert ticked == [expected]
+    assert len(scheduled_jobs(session_factory)) == 1
