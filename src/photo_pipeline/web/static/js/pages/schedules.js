@@ -54,7 +54,7 @@ export function render(main) {
         h("th", { scope: "col" }, "Last run"),
         h("th", { scope: "col" }, "Last job"),
         h("th", { scope: "col" }, "Skipped"),
-        h("th.col-actions", { scope: "col" }, h("span.visually-hidden", {}, "Actions")))),
+        h("th.col-actions", { scope: "col", "aria-label": "Actions" }))),
       body));
   }
 
