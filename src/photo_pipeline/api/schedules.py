@@ -2,14 +2,15 @@
 and resume. A bad cron expression, interval, time zone, job type or param is a 422
 problem with its own code (``invalid_cron``, ``invalid_interval``,
 ``invalid_time_zone``, ``unknown_job_type``, ``invalid_params``, ``invalid_sample``);
-pausing a paused schedule, or resuming a running one, answers as the first time."""
+pausing a paused schedule, or resuming a running one, answers as the first time, and
+a create repeated with its ``Idempotency-Key`` returns the schedule it made."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Header, Request, Response
 from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,20 +105,42 @@ def list_schedules(request: Request) -> ScheduleList:
     )
 
 
-@router.post("", status_code=201, response_model=ScheduleOut)
-def create_schedule(body: ScheduleRequest, request: Request) -> ScheduleOut:
+@router.post(
+    "",
+    status_code=201,
+    response_model=ScheduleOut,
+    responses={200: {"model": ScheduleOut, "description": "A replay: the schedule it made."}},
+)
+def create_schedule(
+    body: ScheduleRequest,
+    request: Request,
+    response: Response,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=200,
+            pattern=PLAIN_TEXT,
+            description="Repeat the request safely: the same key and body return the same "
+            "schedule (200); another body is 409 idempotency_conflict.",
+        ),
+    ] = None,
+) -> ScheduleOut:
     """Add a schedule: ``cron`` (read in ``time_zone``) or ``every`` (``6h``, ``30m``)."""
     every = None if body.every is None else parse_interval(body.every)
-    return _out(
-        _book(request).add(
-            body.job_type,
-            body.params,
-            cron=body.cron,
-            every=every,
-            time_zone=body.time_zone,
-            paused=body.paused,
-        )
+    schedule, created = _book(request).submit(
+        body.job_type,
+        body.params,
+        cron=body.cron,
+        every=every,
+        time_zone=body.time_zone,
+        paused=body.paused,
+        idempotency_key=idempotency_key,
     )
+    if not created:
+        response.status_code = 200
+    return _out(schedule)
 
 
 @router.get("/{schedule_id}", response_model=ScheduleOut)

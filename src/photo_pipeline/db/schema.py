@@ -224,6 +224,8 @@ schedules = Table(
     Column("skipped_ticks", Integer, nullable=False, server_default=text("0")),
     Column("last_skipped_at", UTCDateTime),
     Column("last_skip_reason", Text),
+    # A client's Idempotency-Key: a retried create returns the schedule it made.
+    Column("idempotency_key", String(200), unique=True),
     Index("ix_schedules_next_due", "next_due"),
 )
 

@@ -102,3 +102,26 @@ def test_verify_takes_a_sample_through_the_jobs_api(api):
         started = http.post("/api/jobs", json={"type": "verify", "params": {"sample": 25}})
         assert started.status_code == 201, started.text
         assert started.json()["params"] == {"sample": 25}
+
+
+def test_a_create_repeated_with_its_key_returns_the_schedule_it_made(api):
+    from concurrent.futures import ThreadPoolExecutor
+
+    body = {"job_type": "rescan", "cron": "0 3 * * *", "time_zone": "UTC"}
+
+    def post(_: int):
+        with api.client() as http:
+            return http.post("/api/schedules", json=body, headers={"Idempotency-Key": "phone-1"})
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(post, range(12)))
+    assert sorted(a.status_code for a in answers) == [200] * 11 + [201]
+    assert len({a.json()["id"] for a in answers}) == 1
+    with api.client() as http:
+        other = http.post(
+            "/api/schedules",
+            json={**body, "cron": "0 4 * * *"},
+            headers={"Idempotency-Key": "phone-1"},
+        )
+        assert other.status_code == 409 and other.json()["code"] == "idempotency_conflict"
+        assert len(http.get("/api/schedules").json()["schedules"]) == 1

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -20,12 +21,16 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import jobs, schedules
 from photo_pipeline.jobs import _checks as check
 from photo_pipeline.jobs.clock import TrustedClock
-from photo_pipeline.jobs.errors import InvalidArgument, JobNotFound
+from photo_pipeline.jobs.errors import InvalidArgument, JobConflict, JobNotFound
 from photo_pipeline.jobs.schedules import timing
 from photo_pipeline.jobs.schedules.kinds import Kinds, kinds
 from photo_pipeline.jobs.service import JobService
 
 Schedule = dict[str, Any]
+
+
+# What a request asks for: a replay of its key must ask for the same.
+_REQUEST = ("job_type", "params", "cron", "every_seconds", "time_zone", "paused")
 
 
 class ScheduleNotFound(JobNotFound):
@@ -99,7 +104,6 @@ class Schedules:
         self._sessions: sessionmaker[Session] = service.session_factory
         self.clock: TrustedClock = service.clock
 
-    @transactional
     def add(
         self,
         job_type: str,
@@ -110,10 +114,53 @@ class Schedules:
         time_zone: str | None = None,
         paused: bool = False,
     ) -> Schedule:
+        """Add a schedule (``InvalidArgument``: a bad cron expression, interval, zone,
+        job type or param)."""
+        return self.submit(
+            job_type, params, cron=cron, every=every, time_zone=time_zone, paused=paused
+        )[0]
+
+    def submit(
+        self,
+        job_type: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        cron: str | None = None,
+        every: timedelta | None = None,
+        time_zone: str | None = None,
+        paused: bool = False,
+        idempotency_key: str | None = None,
+    ) -> tuple[Schedule, bool]:
+        """``add`` that also says whether the schedule is new: with
+        ``idempotency_key``, the same request again returns the schedule it made
+        (False); another request with that key is ``idempotency_conflict``."""
+        if idempotency_key is not None:
+            check.key("idempotency_key", idempotency_key)
+        for attempt in (1, 2):
+            try:
+                return self._insert(
+                    job_type, dict(params or {}), cron, every, time_zone, paused, idempotency_key
+                )
+            except IntegrityError:
+                if idempotency_key is None or attempt == 2:
+                    raise  # a concurrent create with our key committed first: once more
+        raise AssertionError("unreachable")
+
+    @transactional
+    def _insert(
+        self,
+        job_type: str,
+        params: dict[str, Any],
+        cron: str | None,
+        every: timedelta | None,
+        time_zone: str | None,
+        paused: bool,
+        idempotency_key: str | None,
+    ) -> tuple[Schedule, bool]:
         with write_session(self._sessions) as session:
             row = new_row(
                 job_type,
-                dict(params or {}),
+                params,
                 cron=cron,
                 every=every,
                 time_zone=time_zone or local_zone(),
@@ -121,9 +168,32 @@ class Schedules:
                 now=self.clock.now(session),
                 known=self.kinds,
             )
-            new_id = session.execute(insert(schedules).values(row).returning(schedules.c.id))
-            schedule_id = int(new_id.scalar_one())
-        return self.get(schedule_id)
+            if idempotency_key is not None:
+                found = session.execute(
+                    select(schedules).where(schedules.c.idempotency_key == idempotency_key)
+                ).first()
+                if found is not None:
+                    asked = {k: row[k] for k in _REQUEST}
+                    if {k: getattr(found, k) for k in _REQUEST} != asked:
+                        raise JobConflict(
+                            "idempotency_conflict",
+                            f"idempotency key {idempotency_key!r} made schedule {found.id}, "
+                            "for a different request; use a new key for a new schedule",
+                            schedule_id=found.id,
+                        )
+                    schedule_id, created = int(found.id), False
+                else:
+                    schedule_id, created = self._insert_row(session, row, idempotency_key), True
+            else:
+                schedule_id, created = self._insert_row(session, row, None), True
+        return self.get(schedule_id), created
+
+    @staticmethod
+    def _insert_row(session: Session, row: dict[str, Any], key: str | None) -> int:
+        new_id = session.execute(
+            insert(schedules).values(**row, idempotency_key=key).returning(schedules.c.id)
+        )
+        return int(new_id.scalar_one())
 
     @transactional
     def remove(self, schedule_id: int) -> None:

@@ -41,7 +41,9 @@ def upgrade() -> None:
         sa.Column("skipped_ticks", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("last_skipped_at", Micros()),
         sa.Column("last_skip_reason", sa.Text()),
+        sa.Column("idempotency_key", sa.String(length=200)),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_schedules")),
+        sa.UniqueConstraint("idempotency_key", name=op.f("uq_schedules_idempotency_key")),
     )
     op.create_index(op.f("ix_schedules_next_due"), "schedules", ["next_due"])
     op.add_column(
