@@ -25,6 +25,11 @@ from tests.support.databases import (
     scratch_schema,
 )
 
+# A new library gets default schedules (a nightly rescan, a weekly verify) that any
+# worker of a test would tick when the suite runs across their hour: none unless a
+# test asks for them (tests/integration/jobs/test_schedules*.py). Subprocesses inherit it.
+os.environ.setdefault("PHOTO_PIPELINE_DEFAULT_SCHEDULES", "0")
+
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 

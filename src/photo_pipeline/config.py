@@ -37,6 +37,9 @@ class Settings:
     rendition_format: str = "jpeg"
     rendition_quality: int = 80
     near_distance: int = 12
+    # PHOTO_PIPELINE_DEFAULT_SCHEDULES=0: a new library gets no default schedules
+    # (pipeline.scheduled: a nightly rescan, a weekly rolling verify).
+    default_schedules: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -63,6 +66,8 @@ class Settings:
             rendition_format=(env.get("PHOTO_PIPELINE_RENDITION_FORMAT") or "jpeg").lower(),
             rendition_quality=int(_seconds(env, "PHOTO_PIPELINE_RENDITION_QUALITY", 80)),
             near_distance=int(_seconds(env, "PHOTO_PIPELINE_NEAR_DISTANCE", 12)),
+            default_schedules=(env.get("PHOTO_PIPELINE_DEFAULT_SCHEDULES") or "1").strip().lower()
+            not in ("0", "false", "no", "off"),
         )
 
 

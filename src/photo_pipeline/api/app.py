@@ -20,6 +20,7 @@ from photo_pipeline.api import (
     library,
     organize,
     problems,
+    schedules,
     starters,  # noqa: F401  (registers the API's job types)
     streams,
 )
@@ -98,6 +99,7 @@ def create_app(
     app.include_router(library.media_router, dependencies=bearer_or_query)
     app.include_router(organize.router, dependencies=bearer)
     app.include_router(dedupe.router, dependencies=bearer)
+    app.include_router(schedules.router, dependencies=bearer)
 
     @app.get("/api/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:

@@ -130,9 +130,19 @@ def start_organize_undo(lib: Library, params: UndoParams, key: str | None) -> En
     return organize.start_undo(lib.service, params.job_id)
 
 
-@job_type("verify", NoParams, "Re-hash originals: bit rot and missing files.")
-def start_verify(lib: Library, params: NoParams, key: str | None) -> Enqueued:
-    return verify.start_verify(lib.service, idempotency_key=key)
+class VerifyParams(Params):
+    sample: float | None = Field(
+        default=None,
+        gt=0,
+        le=100,
+        description="Percent of the files to check, the least recently verified first "
+        "(a rolling window); none: all.",
+    )
+
+
+@job_type("verify", VerifyParams, "Re-hash originals: bit rot and missing files.")
+def start_verify(lib: Library, params: VerifyParams, key: str | None) -> Enqueued:
+    return verify.start_verify(lib.service, idempotency_key=key, sample=params.sample)
 
 
 @job_type("places", NoParams, "Time zones and places of assets that have none yet.")

@@ -16,6 +16,7 @@ from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
     organize,
     places,
     render,
+    schedule,
     serve,
     worker,
 )

@@ -56,8 +56,13 @@ EXIT_FAILED_ITEMS = 5  # the waited-for jobs succeeded, but some of their items 
 def library() -> Library:
     """Open the configured library once per process (creating or upgrading it)."""
     from photo_pipeline.pipeline.library import open_library
+    from photo_pipeline.pipeline.scheduled import seed_defaults
 
-    return open_library(Settings.from_env())
+    settings = Settings.from_env()
+    opened = open_library(settings)
+    if settings.default_schedules:
+        seed_defaults(opened.service)  # a new library's defaults; one read for any other
+    return opened
 
 
 def close_library() -> None:

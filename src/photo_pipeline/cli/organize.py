@@ -224,7 +224,20 @@ def _print_report(report: dict[str, Any]) -> None:
 
 
 @app.command()
-def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
+def verify(
+    wait: WaitOption = False,
+    as_json: JsonOption = False,
+    sample: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            max=100,
+            metavar="PERCENT",
+            help="Check only this share of the files, the least recently verified first "
+            "(a rolling window: 25 checks every file in four runs).",
+        ),
+    ] = None,
+) -> None:
     """Hash every original again; report changed (bit rot) or missing files.
     With --wait, exits 5 when any file changed, went missing or cannot be read (its
     item failed), 1 when the job itself did not succeed."""
@@ -246,5 +259,5 @@ def verify(wait: WaitOption = False, as_json: JsonOption = False) -> None:
             console.print(line, highlight=False, soft_wrap=True)
 
     # A verify still active (its command was killed) is rejoined.
-    job = start_verify(lib.service, rejoin=True).job
+    job = start_verify(lib.service, rejoin=True, sample=sample).job
     finish_job(job, wait=wait, as_json=as_json, show=show)

@@ -201,6 +201,34 @@ workers = Table(
     Index("ix_workers_host_state", "host", "state"),
 )
 
+# Periodic jobs (jobs.schedules): a cron expression in a time zone, or an interval.
+# next_due is when the next tick falls due (the workers' cheap due-check compares it
+# with the database's clock); pending_tick a tick decided on whose job is not yet
+# recorded (a worker that died between the two is followed by the next one).
+schedules = Table(
+    "schedules",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_type", String(100), nullable=False),
+    Column("params", JSON, nullable=False),
+    Column("cron", String(200)),
+    Column("every_seconds", BigInteger),
+    Column("time_zone", String(64), nullable=False),
+    Column("paused", Boolean, nullable=False, server_default=false()),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("next_due", UTCDateTime, nullable=False),
+    Column("last_tick", UTCDateTime),
+    Column("pending_tick", UTCDateTime),
+    Column("last_job_id", String(36)),  # no foreign key: the job may be pruned
+    Column("skipped_ticks", Integer, nullable=False, server_default=text("0")),
+    Column("last_skipped_at", UTCDateTime),
+    Column("last_skip_reason", Text),
+    # A client's Idempotency-Key: a retried create returns the schedule it made.
+    Column("idempotency_key", String(200), unique=True),
+    Index("ix_schedules_next_due", "next_due"),
+)
+
 # ── the photo library ──────────────────────────────────────────────────────────
 
 # One row: the library's id. A marker file in the library home carries it too, so a
@@ -210,6 +238,9 @@ library_identity = Table(
     metadata,
     Column("id", String(36), primary_key=True),
     Column("created_at", UTCDateTime, nullable=False),
+    # Whether the default schedules were given to it (pipeline.scheduled): once, when
+    # the library is new; one the user removed is not put back.
+    Column("schedules_seeded", Boolean, nullable=False, server_default=false()),
 )
 
 sources = Table(
@@ -323,6 +354,9 @@ files = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     # The sidecars it was last read with ("name:size:mtime_ns;…", pipeline.ingest.sidecars)
     Column("sidecars", Text),
+    # When verify last found its bytes unchanged (NULL: never): a rolling verify checks
+    # the least recently verified first (pipeline.verify_window).
+    Column("verified_at", UTCDateTime),
     UniqueConstraint("source_id", "path"),
     # "Has a present file", "how many present files": answered from the index alone.
     Index("ix_files_asset_id_state", "asset_id", "state"),

@@ -24,6 +24,8 @@ from photo_pipeline.jobs.budget import MemoryBudget, default_budget, return_free
 from photo_pipeline.jobs.handlers import HandlerRegistry
 from photo_pipeline.jobs.job_runner import JobRunner
 from photo_pipeline.jobs.outages import RECONNECT, DatabaseWait, database_outage, disk_full
+from photo_pipeline.jobs.schedules.book import Schedules
+from photo_pipeline.jobs.schedules.ticks import Ticker
 from photo_pipeline.jobs.service import JobService, JobSnapshot
 from photo_pipeline.jobs.shutdown import SignalShutdown
 from photo_pipeline.jobs.states import JobState
@@ -40,6 +42,10 @@ _DEAD_WORKER_CHECK_SECONDS = 2.0
 # thread, a heartbeat and a database connection. Locks (one organize, verify, dedupe
 # at a time; one scan per folder) rarely let more than a few run together anyway.
 DEFAULT_JOBS = 4
+# How often a worker looks for due schedule ticks (one small query); an idle worker
+# also wakes for the next tick. Which worker queues a tick does not matter: the
+# database makes it once (jobs.schedules.ticks).
+_SCHEDULE_CHECK_SECONDS = 1.0
 # A burst worker waits for jobs due this soon (a short retry backoff), not longer.
 BURST_HORIZON = timedelta(seconds=60)
 
@@ -91,6 +97,9 @@ class Worker:
         self._done = threading.Event()
         self._listening = threading.Event()
         self._dead_checked_at = -_DEAD_WORKER_CHECK_SECONDS
+        self._ticker = Ticker(Schedules(service))
+        self._schedules_checked_at = -_SCHEDULE_CHECK_SECONDS
+        self._next_tick_at: float | None = None  # monotonic; None: no schedule ahead
         self._rng = random.Random()
         self._log = logging.LoggerAdapter(log, {"worker_id": self.id})
         # One budget for every job the worker runs: their items share its memory.
@@ -167,11 +176,16 @@ class Worker:
                 if len(running) >= self.config.jobs:
                     self._wake.wait(self.config.poll_seconds)  # a finishing job wakes us
                     self._wake.clear()
+                    try:  # every slot busy: the ticks are still queued on time
+                        self._tick_schedules()
+                    except DatabaseUnavailable as exc:
+                        self._database.wait(exc)
                     continue
                 # Cleared before the claim: a wake arriving during it is not lost.
                 self._wake.clear()
                 try:
                     self._recover_dead_workers()
+                    self._tick_schedules()
                     job = self._service.claim(
                         self._types, self.id, lease_seconds=self.config.lease_seconds
                     )
@@ -230,6 +244,9 @@ class Worker:
             else self.config.poll_seconds
         )
         due = self._service.seconds_until_due(self._types)
+        if self._next_tick_at is not None:
+            tick_in = self._next_tick_at - time.monotonic()
+            due = tick_in if due is None else min(due, tick_in)
         if due is None:
             return poll
         # Not below a floor: a due job another worker is claiming, or a lease
@@ -274,6 +291,26 @@ class Worker:
         if dead:
             recovered = self._service.recover_stale(dead_workers=dead)
             self._log.warning("workers %s died; recovered jobs %s", dead, recovered)
+
+    def _tick_schedules(self) -> None:
+        """Queue the jobs of due schedule ticks (at most every second). A failure
+        other than the database's is logged, not fatal: the tick stays due."""
+        now = time.monotonic()
+        if now - self._schedules_checked_at < _SCHEDULE_CHECK_SECONDS:
+            return
+        self._schedules_checked_at = now
+        try:
+            due, later = self._ticker.check()
+            for schedule_id in due:
+                self._ticker.tick(schedule_id)
+        except DatabaseUnavailable:
+            raise
+        except Exception:
+            self._log.exception("schedules: ticking failed")
+            return
+        # Due ones were just ticked: look again at the next check, not sooner.
+        wait = _SCHEDULE_CHECK_SECONDS if due else later
+        self._next_tick_at = None if wait is None else now + max(wait, _SCHEDULE_CHECK_SECONDS / 4)
 
     def _work_left(self) -> bool:
         """Burst mode: can a job of our types run now or soon, or will one once a

@@ -31,7 +31,7 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.jobs import backlog, lease, locks, queries, recovery, wakeup
 from photo_pipeline.jobs import enqueue as enqueuing
 from photo_pipeline.jobs import items as item_updates
-from photo_pipeline.jobs.clock import Clock, utc_now
+from photo_pipeline.jobs.clock import Clock, TrustedClock, utc_now
 from photo_pipeline.jobs.enqueue import Enqueued, Joins, Request
 from photo_pipeline.jobs.hot_path import claim_candidate
 from photo_pipeline.jobs.items import ItemUpdate
@@ -62,6 +62,11 @@ class JobService:
     @property
     def session_factory(self) -> sessionmaker[Session]:
         return self._store.session_factory
+
+    @property
+    def clock(self) -> TrustedClock:
+        """The time the coordinator decides with (the database's; a test's clock)."""
+        return self._store.clock
 
     @property
     def database_url(self) -> URL:

@@ -24,7 +24,7 @@ from photo_pipeline.jobs import Enqueued, JobService, outcome, problems
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import MediaError, hash_file
-from photo_pipeline.pipeline import abandoned, job_words
+from photo_pipeline.pipeline import abandoned, job_words, verify_window
 from photo_pipeline.pipeline.files import paths
 from photo_pipeline.pipeline.files.roots import (
     SYMLINK_OUTSIDE_ROOTS,
@@ -46,16 +46,19 @@ def start_verify(
     idempotency_key: str | None = None,
     max_attempts: int = 3,
     rejoin: bool = False,
+    sample: float | None = None,
 ) -> Enqueued:
-    """Queue a ``verify`` of every present catalogued photo. It takes the library
+    """Queue a ``verify`` of every present catalogued photo (``sample``: a rolling
+    share of them, in percent, ``verify_window``). It takes the library
     lock (a file being moved by organize is not missing); ``LibraryBusy`` names the
     job holding it. A replay of ``idempotency_key`` returns its job, also while that
     job holds the lock; ``rejoin`` returns an active verify holding it."""
-    replayed = service.replay(idempotency_key, JOB_TYPE, {})
+    params = {} if sample is None else {"sample": verify_window.check_sample(sample)}
+    replayed = service.replay(idempotency_key, JOB_TYPE, params)
     if replayed is not None:
         return replayed
     enqueue = locks.enqueue_or_join if rejoin else locks.enqueue_library_job
-    return enqueue(service, JOB_TYPE, {}, idempotency_key, max_attempts)
+    return enqueue(service, JOB_TYPE, params, idempotency_key, max_attempts)
 
 
 def _expected(session_factory: sessionmaker[Session]) -> tuple[dict[str, str], dict[str, str]]:
@@ -76,6 +79,7 @@ def _expected(session_factory: sessionmaker[Session]) -> tuple[dict[str, str], d
 def verify(ctx: JobContext) -> None:
     abandoned.restore_abandoned(ctx.session_factory)  # else a file a killed job hid is missing
     expected, roots = _expected(ctx.session_factory)
+    expected = verify_window.choose(ctx, expected)  # all, or a rolling share (sample)
     # Added on every run (existing keys are ignored), so a resumed job also checks
     # files catalogued meanwhile.
     keys = list(expected)
@@ -98,7 +102,8 @@ def verify(ctx: JobContext) -> None:
     # symlink to elsewhere fails with symlink_outside_roots, unread.
     allowed = library_roots(ctx.session_factory)
     # A partial of a module-level function: picklable for a process pool too.
-    ctx.map(functools.partial(hash_item, roots, allowed), on_result=compare)
+    on_result = verify_window.stamping(ctx, compare)  # files found unchanged: verified now
+    ctx.map(functools.partial(hash_item, roots, allowed), on_result=on_result)
 
 
 def hash_item(

@@ -9,6 +9,7 @@ import * as job from "./pages/job.js";
 import * as jobs from "./pages/jobs.js";
 import * as library from "./pages/library.js";
 import * as organize from "./pages/organize.js";
+import * as schedules from "./pages/schedules.js";
 
 const ROUTES = [
   [/^\/(jobs)?\/?$/, jobs, "jobs"],
@@ -16,6 +17,7 @@ const ROUTES = [
   [/^\/library\/?$/, library, "library"],
   [/^\/duplicates\/?$/, duplicates, "duplicates"],
   [/^\/organize\/?$/, organize, "organize"],
+  [/^\/schedules\/?$/, schedules, "schedules"],
 ];
 
 const main = document.querySelector("main");
