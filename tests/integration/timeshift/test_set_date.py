@@ -44,9 +44,7 @@ def library(session_factory, tmp_path) -> JobService:
     return service
 
 
-def test_set_date_makes_undated_assets_the_users_and_undo_gives_them_back(
-    library, session_factory
-):
+def test_set_date_makes_undated_assets_the_users_and_undo_gives_them_back(library, session_factory):
     before = by_name(session_factory)
     assert {before[f"scan-{n}.jpg"]["taken_source"] for n in range(2)} <= UNDATED_SOURCES
     ids = [before["scan-0.jpg"]["id"], before["scan-1.jpg"]["id"]]
@@ -88,7 +86,7 @@ def test_a_reread_keeps_the_date_the_user_set(library, session_factory, tmp_path
 
 
 def test_a_live_photo_is_dated_with_its_motion_part(session_factory, tmp_path):
-    still, motion = videos.live_photo(tmp_path / "roll", stem="IMG_0300")
+    videos.live_photo(tmp_path / "roll", stem="IMG_0300")
     service = JobService(session_factory)
     import_folders(service, Catalog(session_factory), [tmp_path / "roll"])
     run_worker(session_factory)

@@ -15,8 +15,10 @@ REAL = [
     (("OLYMPUS IMAGING CORP.", "E-M5"), "Olympus E-M5"),
     (("OLYMPUS OPTICAL CO.,LTD", "C750UZ"), "Olympus C750UZ"),
     (("SONY", "ILCE-7M3"), "Sony ILCE-7M3"),
-    (("EASTMAN KODAK COMPANY", "KODAK EASYSHARE C713 ZOOM DIGITAL CAMERA"),
-     "Kodak EASYSHARE C713 ZOOM DIGITAL CAMERA"),
+    (
+        ("EASTMAN KODAK COMPANY", "KODAK EASYSHARE C713 ZOOM DIGITAL CAMERA"),
+        "Kodak EASYSHARE C713 ZOOM DIGITAL CAMERA",
+    ),
     (("samsung", "SM-G991B"), "Samsung SM-G991B"),
     (("SAMSUNG", "SAMSUNG ES70"), "Samsung ES70"),
     (("Apple", "iPhone 12 Pro"), "Apple iPhone 12 Pro"),

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import exists, func, or_, select, text, tuple_
+from sqlalchemy import exists, func, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
@@ -63,9 +63,15 @@ def iter_assets(
     type: str | None = None,
     limit: int | None = None,
     page_size: int = 1000,
+    sort: str = "taken-utc",
 ) -> Iterator[dict[str, Any]]:
     """``assets`` one keyset page at a time (a bounded read per page, whatever
-    the library's size)."""
+    the library's size), in the order ``sort`` names (``library.ordering``), each row
+    with its display fields and first file (``library.shown``)."""
+    from photo_pipeline.pipeline.library.ordering import Order
+    from photo_pipeline.pipeline.library.shown import with_first_files, with_shown_fields
+
+    order = Order(sort)
     present_files = (
         select(func.count())
         .where(files.c.asset_id == assets.c.id, files.c.state == PRESENT)
@@ -80,7 +86,7 @@ def iter_assets(
         )
         .where(exists().where(files.c.asset_id == assets.c.id, files.c.state == PRESENT))
         .where(live_photos.shown())
-        .order_by(assets.c.taken_order, assets.c.id)
+        .order_by(*order.columns)
     )
     if type is not None:
         query = query.where(type_matches(type))
@@ -97,19 +103,19 @@ def iter_assets(
             )
         )
     left = limit
-    after: tuple[Any, int] | None = None
+    after: tuple[Any, ...] | None = None
     while left is None or left > 0:
         page = query.limit(page_size if left is None else min(page_size, left))
         if after is not None:
-            page = page.where(tuple_(assets.c.taken_order, assets.c.id) > after)
+            page = page.where(order.after(after))
         with listing_session(factory) as session:
-            rows = [dict(row._mapping) for row in session.execute(page)]
-        yield from rows
+            rows = with_first_files(session, [dict(row._mapping) for row in session.execute(page)])
+        yield from (with_shown_fields(row) for row in rows)
         if len(rows) < page_size or not rows:
             return
         if left is not None:
             left -= len(rows)
-        after = (rows[-1]["taken_order"], rows[-1]["id"])
+        after = order.key(rows[-1])
 
 
 def list_files(
