@@ -10,8 +10,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from photo_pipeline.api.library import Confidence
-from photo_pipeline.media.capture_time import CONFIDENCES
 from photo_pipeline.pipeline.ingest.imports import import_folders
 from tests.factories import photos, videos
 from tests.support.api_server import running_server
@@ -48,6 +46,9 @@ def listed(http, **params) -> list[dict]:
 
 
 def test_the_confidences_are_the_media_layers():
+    from photo_pipeline.api.library import Confidence
+    from photo_pipeline.media.capture_time import CONFIDENCES
+
     assert typing.get_args(Confidence) == CONFIDENCES
 
 

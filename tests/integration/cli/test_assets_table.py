@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 import pytest
 
 from photo_pipeline.pipeline.library.catalog import Catalog
-from photo_pipeline.pipeline.library.ordering import SORTS, BadCursor, Order
 from tests.factories import photos
 
 # Tokyo is 7 hours ahead of Berlin in May: 10:00 there (01:00 UTC) is before Berlin's
@@ -80,8 +79,10 @@ def test_the_json_keeps_raw_names_beside_the_shown_ones(cli, imported):
     assert rows["IMG_0300.jpg"]["undated"] is True
 
 
-@pytest.mark.parametrize("sort", SORTS)
+@pytest.mark.parametrize("sort", ["taken", "taken-utc", "added"])
 def test_every_order_pages_by_keyset_to_the_same_listing(cli, imported, session_factory, sort):
+    from photo_pipeline.pipeline.library.ordering import BadCursor, Order
+
     catalog = Catalog(session_factory)
     whole = [row["id"] for row in catalog.iter_assets(sort=sort)]
     paged = [row["id"] for row in catalog.iter_assets(sort=sort, page_size=1)]
