@@ -17,7 +17,6 @@ from photo_pipeline.cli.common import (
 )
 from photo_pipeline.cli.finish import finish_job
 from photo_pipeline.cli.shown import shown
-from photo_pipeline.media.camera_names import display_camera
 
 
 @app.command()
@@ -106,6 +105,8 @@ def places(
 
 
 def _show_plan(plan: dict[str, Any], as_json: bool) -> None:
+    from photo_pipeline.media.camera_names import display_camera
+
     if as_json:
         print_json(plan)
         return
