@@ -30,8 +30,9 @@ from photo_pipeline.media.places import NULL_ISLAND_DEGREES
 from photo_pipeline.pipeline.files.paths import display
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog import PRESENT, listing_session, type_matches
+from photo_pipeline.pipeline.library.catalog.listings import with_first_files
 from photo_pipeline.pipeline.library.ordering import BadCursor, Order
-from photo_pipeline.pipeline.library.shown import with_first_files, with_shown_fields
+from photo_pipeline.pipeline.library.shown import with_shown_fields
 
 __all__ = ["AssetFilter", "BadCursor", "Browser", "InvalidKeepers", "UnknownGroup"]
 

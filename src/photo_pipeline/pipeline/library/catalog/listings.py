@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import PurePosixPath
 from typing import Any
 
 from sqlalchemy import exists, func, or_, select, text
@@ -13,8 +14,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import assets, files, sources
+from photo_pipeline.pipeline.files.paths import display
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog.states import PRESENT
+from photo_pipeline.pipeline.library.ordering import Order
+from photo_pipeline.pipeline.library.shown import with_shown_fields
 
 ASSET_TYPES = ("photo", "video", "live")
 
@@ -68,9 +72,6 @@ def iter_assets(
     """``assets`` one keyset page at a time (a bounded read per page, whatever
     the library's size), in the order ``sort`` names (``library.ordering``), each row
     with its display fields and first file (``library.shown``)."""
-    from photo_pipeline.pipeline.library.ordering import Order
-    from photo_pipeline.pipeline.library.shown import with_first_files, with_shown_fields
-
     order = Order(sort)
     present_files = (
         select(func.count())
@@ -176,3 +177,40 @@ def duplicate_page(
         )
         group["files"].append({"source": row.source_path, "path": row.path})
     return list(groups.values()), (ids[-1] if more else None)
+
+
+_ID_CHUNK = 500
+
+
+def first_files(session: Session, asset_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+    """For each asset, the first of its present files (by folder, then path):
+    ``{"name", "source", "path"}``, ``path`` relative to the source, as shown."""
+    ids = sorted(set(asset_ids))
+    found: dict[int, dict[str, str]] = {}
+    for at in range(0, len(ids), _ID_CHUNK):
+        query = (
+            select(files.c.asset_id, files.c.path, sources.c.path.label("source"))
+            .join(sources, sources.c.id == files.c.source_id)
+            .where(files.c.asset_id.in_(ids[at : at + _ID_CHUNK]), files.c.state == PRESENT)
+            .order_by(files.c.asset_id, sources.c.path, files.c.path)
+        )
+        for asset_id, path, source in session.execute(query):
+            if asset_id not in found:
+                shown = display(path)
+                found[asset_id] = {
+                    "name": PurePosixPath(shown).name,
+                    "source": source,
+                    "path": shown,
+                }
+    return found
+
+
+def with_first_files(session: Session, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` each with ``name`` and ``file`` ({source, path}) of its first present
+    file (None for an asset without one)."""
+    first = first_files(session, [row["id"] for row in rows])
+    for row in rows:
+        held = first.get(row["id"])
+        row["name"] = held["name"] if held else None
+        row["file"] = {"source": held["source"], "path": held["path"]} if held else None
+    return rows
