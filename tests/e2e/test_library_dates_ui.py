@@ -32,6 +32,9 @@ def roll_server(tmp_path):
     photos.jpeg(root / "berlin.jpg", size=(64, 48), seed=1, taken="2024:05:01 08:00:00",
                 offset=None, gps=(52.5200, 13.4050, 10.0), make="Canon",
                 model="Canon DIGITAL IXUS 400")  # fmt: skip
+    # 10:00 in Tokyo (01:00 UTC) came before 08:00 in Berlin (06:00 UTC) that day
+    photos.jpeg(root / "tokyo.jpg", size=(64, 48), seed=2, taken="2024:05:01 10:00:00",
+                offset=None, gps=(35.6938, 139.7034, 10.0))  # fmt: skip
     moment = datetime(2026, 12, 1, 19, 21, 14, tzinfo=UTC).timestamp()
     for n in range(2):  # copies made "today": only their mtime dates them
         copied = photos.jpeg(root / f"IMG_030{n}.jpg", size=(64, 48), seed=3 + n,
@@ -54,7 +57,7 @@ def test_tiles_flag_undated_photos(roll_server, page, shots):
     ids = ids_by_name(roll_server)
     sign_in(page, roll_server, "/library")
     tiles = page.locator(".gallery .tile")
-    expect(tiles).to_have_count(4)
+    expect(tiles).to_have_count(5)
     undated = page.locator(".gallery .tile .undated-badge")
     expect(undated).to_have_count(2)
     for n in range(2):
@@ -71,6 +74,24 @@ def test_tiles_name_the_district_and_the_camera_as_people_name_it(roll_server, p
     expect(berlin.locator(".tile-place")).to_have_text("Mitte, Berlin, Germany")
     expect(berlin.locator(".tile-camera")).to_have_text("Canon DIGITAL IXUS 400")
     expect(berlin.locator(".undated-badge")).to_have_count(0)
+
+
+def test_the_order_can_follow_the_local_time_shown(roll_server, page):
+    ids = ids_by_name(roll_server)
+    sign_in(page, roll_server, "/library")
+    tiles = page.locator(".gallery .tile")
+    expect(tiles).to_have_count(5)
+
+    def order() -> list[int]:
+        return [int(t.get_attribute("data-asset-id")) for t in tiles.all()]
+
+    # By instant (the default) Tokyo's 10:00 comes first; by the clocks shown, Berlin's 08:00.
+    assert order().index(ids["tokyo.jpg"]) < order().index(ids["berlin.jpg"])
+    page.get_by_label("Order").select_option("taken")
+    expect(page).to_have_url(re.compile(r"sort=taken"))
+    berlin_first = f".gallery .tile:nth-child(2)[data-asset-id='{ids['berlin.jpg']}']"
+    expect(page.locator(berlin_first)).to_have_count(1)
+    assert order().index(ids["berlin.jpg"]) < order().index(ids["tokyo.jpg"])
 
 
 def test_a_live_photos_view_names_its_motion_file(roll_server, page, shots):

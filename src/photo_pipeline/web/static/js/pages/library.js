@@ -16,7 +16,7 @@ const PAGE = 120;
 const MIN_TILE = 170; // px, as .gallery's grid-template-columns in app.css
 const GAP = 14; // px, .gallery's gap
 const CAPTION_GUESS = 56; // px, until a rendered tile is measured
-const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type"];
+const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type", "sort"];
 
 export function render(main, _params, query) {
   const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || ""]));
@@ -87,7 +87,7 @@ export function render(main, _params, query) {
 
   function showStatus() {
     if (!assets.length) {
-      const filtered = Object.values(filters).some(Boolean);
+      const filtered = Object.entries(filters).some(([name, value]) => name !== "sort" && value);
       fill(status, emptyState(
         filtered ? "No photos match these filters" : "The library is empty",
         filtered ? "Clear a filter to see more." : "Import a folder on the Jobs page to fill it.",
@@ -253,6 +253,8 @@ function filterForm(values, apply) {
     has_gps: select("has_gps", values.has_gps, [["", "Any"], ["true", "With GPS"], ["false", "Without GPS"]]),
     duplicates: select("duplicates", values.duplicates, [["", "All photos"], ["exact", "Exact duplicates"], ["near", "Near duplicates"]]),
     type: select("type", values.type, [["", "Photos and videos"], ["photo", "Photos"], ["video", "Videos"], ["live", "Live Photos"]]),
+    // The API's ?sort= (library.ordering): the instant, the local clock shown, or newest added.
+    sort: select("sort", values.sort, [["", "When taken"], ["taken", "Local time shown"], ["added", "Newest added"]]),
   };
   const read = () => Object.fromEntries(Object.entries(inputs).map(([k, el]) => [k, el.value.trim()]));
   const later = debounce(() => apply(read()), 350);
@@ -270,6 +272,7 @@ function filterForm(values, apply) {
   field("has_gps", "Location", inputs.has_gps),
   field("duplicates", "Duplicates", inputs.duplicates),
   field("type", "Type", inputs.type),
+  field("sort", "Order", inputs.sort),
   h("div.field.filter-actions", {},
     h("button.button.ghost", {
       type: "button",
