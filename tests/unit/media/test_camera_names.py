@@ -69,3 +69,14 @@ def test_unknown_makes_are_kept_as_written_and_missing_parts_are_none():
     assert display_camera("Nikon", None) == "Nikon"
     assert display_camera(None, None) is None
     assert display_make(None) is None and display_model("Canon", None) is None
+
+
+def test_exif_text_is_read_up_to_its_nul():
+    # What the catalogue stores: PostgreSQL takes no NUL, and what follows one in an
+    # EXIF ASCII field is the rest of its buffer.
+    from photo_pipeline.media.tags import as_text
+
+    assert as_text("ION230\x00F") == "ION230"
+    assert as_text(b"Canon\x00\x00\x00\x00") == "Canon"
+    assert as_text("\x00\x00Canon ") == "Canon"
+    assert as_text("\x00") is None
