@@ -70,6 +70,13 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
     cursor = None
     for _ in range(50):
         cursor = get("/api/assets", **({"cursor": cursor} if cursor else {}))["next_cursor"]
+    # Page 51 of each other order (library.ordering): a keyset walk of its own index.
+    sorted_cursors = {}
+    for sort in ("taken", "added"):
+        at = None
+        for _ in range(50):
+            at = get("/api/assets", sort=sort, **({"cursor": at} if at else {}))["next_cursor"]
+        sorted_cursors[sort] = at
     # Pages of 50 groups: the smallest library holds a few pages of them.
     near_cursor = None
     for _ in range(2):
@@ -83,6 +90,18 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
     return {
         "/api/assets first page": ("/api/assets", {}),
         "/api/assets page 51": ("/api/assets", {"cursor": cursor}),
+        "/api/assets sort=taken page 51": (
+            "/api/assets",
+            {"sort": "taken", "cursor": sorted_cursors["taken"]},
+        ),
+        "/api/assets sort=added page 51": (
+            "/api/assets",
+            {"sort": "added", "cursor": sorted_cursors["added"]},
+        ),
+        "/api/assets sort=taken one month": (
+            "/api/assets",
+            {"sort": "taken", "taken_from": "2020-06-01", "taken_to": "2020-06-30"},
+        ),
         "/api/assets camera=canon": ("/api/assets", {"camera": "canon"}),
         "/api/assets place=paris": ("/api/assets", {"place": "paris"}),
         "/api/assets one month": (

@@ -59,6 +59,24 @@ def _day(name: str, value: str | None) -> date | None:
 KINDS = ("thumbnail", "preview")
 
 
+# media.capture_time.CONFIDENCES (a test keeps them equal)
+Confidence = Literal["user", "camera", "inferred", "filename", "file_time"]
+_CONFIDENCE = (
+    "How far the date can be trusted, from taken_source: user (set by the user), "
+    "camera, inferred (GPS or service time, zone worked out), filename, file_time "
+    "(only the file's mtime: undated)."
+)
+_CAMERA = (
+    "Make and model as people name them (make not repeated, vendor spelled one way); "
+    "make and model keep what the file says."
+)
+
+
+class FirstFile(BaseModel):
+    source: str = Field(description="The source folder.")
+    path: str = Field(description="Relative to the source, as shown.")
+
+
 class AssetSummary(BaseModel):
     id: int
     content_hash: str
@@ -68,12 +86,18 @@ class AssetSummary(BaseModel):
     taken_local: str
     taken_utc: datetime | None
     taken_source: str
+    taken_confidence: Confidence = Field(description=_CONFIDENCE)
+    undated: bool = Field(description="Only the file's mtime dates it (confidence file_time).")
     tz_name: str | None
     make: str | None
     model: str | None
+    camera: str | None = Field(description=_CAMERA)
     country: str | None
     city: str | None
     district: str | None = Field(None, description="Part of the city nearest the capture.")
+    place: str | None = Field(None, description="District, city, country: those known.")
+    name: str | None = Field(None, description="The file name of its first present file.")
+    file: FirstFile | None = Field(None, description="Its first present file.")
     files: int
     thumbnail_url: str | None = Field(description="Null until rendered.")
     preview_url: str | None
@@ -98,6 +122,21 @@ class AssetPage(BaseModel):
     total_exact: bool | None = None
 
 
+class MotionPart(BaseModel):
+    """A Live Photo's motion part: the MOV that is its own asset beside the still."""
+
+    asset_id: int
+    format: str
+    mime: str
+    size: int = Field(description="Bytes.")
+    duration: float | None = Field(None, description="Seconds.")
+    video_codec: str | None = None
+    width: int
+    height: int
+    url: str = Field(description="Plays it (motion_url).")
+    files: list[dict[str, Any]] = Field(description="Its files: source, path, size, state.")
+
+
 class AssetDetail(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -105,7 +144,14 @@ class AssetDetail(BaseModel):
     content_hash: str
     taken_local: str
     taken_source: str
-    files: list[dict[str, Any]]
+    taken_confidence: Confidence = Field(description=_CONFIDENCE)
+    undated: bool
+    camera: str | None = Field(None, description=_CAMERA)
+    place: str | None = None
+    files: list[dict[str, Any]] = Field(description="Its files: source, path, size, state.")
+    motion: MotionPart | None = Field(
+        None, description="A Live Photo's motion part (its MOV): path, size, duration."
+    )
     renditions: dict[str, dict[str, Any]]
     thumbnail_url: str | None
     preview_url: str | None
@@ -177,10 +223,18 @@ def list_assets(
     ] = None,
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    sort: Annotated[
+        Literal["taken", "taken-utc", "added"],
+        Query(
+            description="taken-utc: by the instant (the UTC time when known); taken: by "
+            "the local time shown; added: newest in the catalogue first. A cursor pages "
+            "the order it was given for."
+        ),
+    ] = "taken-utc",
 ) -> AssetPage:
-    """Assets in capture order (the UTC instant when known) with filters; pass
-    ``next_cursor`` as ``?cursor=`` for the next page. A Live Photo is one asset: its
-    motion part is not listed on its own (``motion_url`` plays it)."""
+    """Assets in capture order (the UTC instant when known, or ``sort``) with filters;
+    pass ``next_cursor`` as ``?cursor=`` for the next page. A Live Photo is one asset:
+    its motion part is not listed on its own (``motion_url`` plays it)."""
     where = AssetFilter(
         _day("taken_from", taken_from),
         _day("taken_to", taken_to),
@@ -192,7 +246,7 @@ def list_assets(
     )
     lib = api_state(request).library
     browser = Browser(lib.sessions)
-    rows, next_cursor = browser.asset_page(where, cursor=cursor, limit=limit)
+    rows, next_cursor = browser.asset_page(where, cursor=cursor, limit=limit, sort=sort)
     page = [
         AssetSummary(**{**row, **_media_fields(row), **_urls(row["id"], row.pop("renditions"))})
         for row in rows
@@ -210,6 +264,8 @@ def get_asset(asset_id: AssetId, request: Request) -> AssetDetail:
         raise ApiError(404, "asset_not_found", f"no asset {asset_id}")
     versions = {kind: r["fingerprint"] for kind, r in found["renditions"].items()}
     media = _media_fields(found)
+    if found["motion"] is not None:
+        found["motion"]["url"] = media["motion_url"]
     return AssetDetail(**{**found, **media, **_urls(asset_id, versions)})
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from photo_pipeline.api.job_types import (
@@ -61,8 +63,27 @@ class UndoParams(Params):
 
 
 class TimeshiftParams(Params):
-    camera: str = Field(min_length=1, max_length=200, pattern=PLAIN_TEXT)
-    by: str = Field(min_length=1, max_length=40, pattern=PLAIN_TEXT, examples=["+2h15m"])
+    """Which assets (``camera`` or ``asset_ids``) and what change (``by`` or ``set``)."""
+
+    camera: str | None = Field(default=None, min_length=1, max_length=200, pattern=PLAIN_TEXT)
+    asset_ids: list[Annotated[int, Field(ge=1, le=2**62)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=timeshift.MAX_ASSET_IDS,
+        description="These assets (with their Live Photo motion parts) instead of a camera.",
+    )
+    by: str | None = Field(
+        default=None, min_length=1, max_length=40, pattern=PLAIN_TEXT, examples=["+2h15m"]
+    )
+    set: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=40,
+        pattern=PLAIN_TEXT,
+        examples=["2019-06-14T10:00"],
+        description="Give every asset this local date and time instead of shifting by "
+        "``by``: the date becomes the user's (taken_source user, trusted).",
+    )
     since: str | None = Field(default=None, max_length=40, pattern=PLAIN_TEXT)
     until: str | None = Field(default=None, max_length=40, pattern=PLAIN_TEXT)
 
@@ -150,12 +171,16 @@ def start_places(lib: Library, params: NoParams, key: str | None) -> Enqueued:
     return places.start_backfill(lib.service, idempotency_key=key)
 
 
-@job_type("timeshift", TimeshiftParams, "Shift one camera's capture times (catalogue only).")
+@job_type(
+    "timeshift", TimeshiftParams, "Shift one camera's capture times, or set chosen assets' dates."
+)
 def start_timeshift(lib: Library, params: TimeshiftParams, key: str | None) -> Enqueued:
     return timeshift.start_timeshift(
         lib.service,
         camera=params.camera,
+        asset_ids=params.asset_ids,
         by=params.by,
+        set_to=params.set,
         since=params.since,
         until=params.until,
         idempotency_key=key,

@@ -101,6 +101,22 @@ class AssetType(StrEnum):
     live = "live"
 
 
+class AssetSort(StrEnum):
+    taken = "taken"
+    taken_utc = "taken-utc"
+    added = "added"
+
+
+# How far each date can be trusted (media.capture_time.CONFIDENCES), as the table says it.
+_DATED_BY = {
+    "user": "set by you",
+    "camera": "camera",
+    "inferred": "GPS/zone",
+    "filename": "file name",
+    "file_time": "[yellow]undated[/]",
+}
+
+
 @app.command()
 def assets(
     since: Annotated[
@@ -118,30 +134,43 @@ def assets(
         AssetType | None,
         typer.Option("--type", help="Live: Live Photos and Motion Photos."),
     ] = None,
+    sort: Annotated[
+        AssetSort,
+        typer.Option(
+            help="taken: by the local time shown (the camera's clock); taken-utc: by the "
+            "instant, zones interleaved; added: newest in the catalogue first."
+        ),
+    ] = AssetSort.taken,
     limit: Annotated[int, typer.Option(min=1, max=1_000_000)] = 1000,
     as_json: JsonOption = False,
 ) -> None:
-    """Catalogued photos and videos, oldest first (a Live Photo is one asset)."""
+    """Catalogued photos and videos, oldest first by the local time they were taken
+    (a Live Photo is one asset). The README says what each column means."""
     kind = asset_type.value if asset_type is not None else None
     day = since.date().isoformat() if since is not None else None
-    where: dict[str, Any] = {"since": day, "camera": camera, "place": place, "type": kind}
+    where: dict[str, Any] = {
+        "since": day,
+        "camera": camera,
+        "place": place,
+        "type": kind,
+        "sort": sort.value,
+    }
     if as_json:
         listing = _catalog().iter_assets(**where, limit=limit)
         _stream_json(_with_media_fields(row) for row in listing)
         return
     rows = [_with_media_fields(row) for row in _catalog().assets(**where, limit=limit)]
-    table = Table("taken", "source", "camera", "size", "kind", "format", "files", "hash")
+    table = Table("name", "taken", "dated by", "place", "camera", "kind", "files", "id")
     for row in rows:
-        camera_name = " ".join(p for p in (row["make"], row["model"]) if p)
         table.add_row(
-            shown(row["taken_local"]),
-            shown(row["taken_source"]),
-            shown(camera_name),
-            f"{row['width']}x{row['height']}",
+            shown(row["name"] or ""),
+            shown(row["taken_local"].replace("T", " ")),
+            _DATED_BY.get(row["taken_confidence"], shown(row["taken_confidence"])),
+            shown(row["place"] or ""),
+            shown(row["camera"] or ""),
             _kind_label(row),
-            shown(row["format"]),
             str(row["files"]),
-            row["content_hash"][:12],
+            str(row["id"]),
         )
     console.print(table if rows else "no photos")
 

@@ -24,8 +24,23 @@ def timeshift(
     camera: Annotated[
         str | None, typer.Option(help="Camera model, exactly as in `assets` (any case).")
     ] = None,
+    asset: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--asset", metavar="ID", help="This asset (repeatable), as `assets --json` ids it."
+        ),
+    ] = None,
     by: Annotated[
         str | None, typer.Option(help="How far to move the clock: +2h15m, -1d, +30s …")
+    ] = None,
+    set_to: Annotated[
+        str | None,
+        typer.Option(
+            "--set",
+            metavar="WHEN",
+            help="Give every chosen photo this local date and time (2019-06-14T10:00, or "
+            "a date). The date becomes yours: trusted, no longer undated.",
+        ),
     ] = None,
     since: Annotated[
         str | None, typer.Option(help="Only photos taken on or after (YYYY-MM-DD, local time).")
@@ -42,27 +57,29 @@ def timeshift(
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Correct a camera's clock in the catalogue (originals are never rewritten)."""
+    """Correct a camera's clock (--camera … --by …), or set the date of chosen photos
+    (--asset … --set …), in the catalogue; originals are never rewritten."""
     from photo_pipeline.cli.progress import full_job_id
     from photo_pipeline.pipeline import timeshift as shifts
 
     lib = library()
     if undo is not None:
-        if camera or by or since or until or dry_run:
+        if camera or asset or by or set_to or since or until or dry_run:
             raise shifts.InvalidShift(detail="--undo takes no other option than --wait/--json")
         job = shifts.start_undo(lib.service, full_job_id(lib.service, undo)).job
     else:
-        if not camera or not by:
-            raise shifts.InvalidShift(detail="--camera and --by are both required")
+        chosen: dict[str, Any] = {
+            "camera": camera,
+            "asset_ids": asset or None,
+            "by": by,
+            "set_to": set_to,
+            "since": since,
+            "until": until,
+        }
         if dry_run:
-            plan = shifts.plan_timeshift(
-                lib.sessions, camera=camera, by=by, since=since, until=until
-            )
-            _show_plan(plan, as_json)
+            _show_plan(shifts.plan_timeshift(lib.sessions, **chosen), as_json)
             return
-        job = shifts.start_timeshift(
-            lib.service, camera=camera, by=by, since=since, until=until
-        ).job
+        job = shifts.start_timeshift(lib.service, **chosen).job
     finish_job(job, wait=wait, as_json=as_json, what="assets")
 
 
@@ -88,6 +105,8 @@ def places(
 
 
 def _show_plan(plan: dict[str, Any], as_json: bool) -> None:
+    from photo_pipeline.media.camera_names import display_camera
+
     if as_json:
         print_json(plan)
         return
@@ -95,7 +114,7 @@ def _show_plan(plan: dict[str, Any], as_json: bool) -> None:
     for entry in plan["assets"]:
         table.add_row(
             str(entry["asset_id"]),
-            shown(" ".join(p for p in (entry["make"], entry["model"]) if p)),
+            shown(display_camera(entry["make"], entry["model"]) or ""),
             shown(entry["taken_local_before"]),
             shown(entry["taken_local_after"] or ""),
             shown(entry["tz_source"] or ""),
@@ -103,7 +122,6 @@ def _show_plan(plan: dict[str, Any], as_json: bool) -> None:
         )
     if plan["assets"]:
         console.print(table)
-    console.print(
-        f"dry run: {plan['count']} photos of {shown(repr(plan['camera']))} would move by "
-        f"{shown(plan['by'])}"
-    )
+    which = f"of {shown(repr(plan['camera']))}" if plan["camera"] is not None else "chosen"
+    change = f"would get the date {plan['set']}" if plan["set"] else f"would move by {plan['by']}"
+    console.print(f"dry run: {plan['count']} photos {which} {shown(change)}", highlight=False)

@@ -309,7 +309,8 @@ assets = Table(
     # (pipeline.renditions.rows keeps it with their rows); NULL while one is missing or they
     # differ. A render with nothing to do finds no stale asset in its index.
     Column("renditions_fingerprint", String(16)),
-    Index("ix_assets_taken_local", "taken_local"),
+    # The listing by local wall clock (``assets --sort taken``): its keyset is (taken_local, id).
+    Index("ix_assets_taken_local_id", "taken_local", "id"),
     Index("ix_assets_make_model", "make", "model"),
     Index("ix_assets_content_identifier", "content_identifier"),
     Index("ix_assets_live_of", "live_of"),
@@ -413,6 +414,9 @@ timeshift_entries = Table(
     Column("new_taken_utc", UTCDateTime),
     Column("new_taken_order", UTCDateTime),
     Column("new_tz_name", String(64)),
+    # A date the user set (``timeshift --set``) is theirs: source "user". NULL: unchanged.
+    Column("old_taken_source", String(20)),
+    Column("new_taken_source", String(20)),
     Column("shifted_at", UTCDateTime, nullable=False),
     Column("undo_job_id", String(36)),  # set when undone
     Column("undone_at", UTCDateTime),

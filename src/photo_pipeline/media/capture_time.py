@@ -16,6 +16,7 @@ _MAX_OFFSET_MINUTES = 14 * 60
 
 # Where a capture time came from, best first: a photo or video gets the first that it has.
 SOURCES = (
+    "user",  # set in the catalogue by the user (``timeshift --set``), never read from a file
     "xmp_sidecar",  # the user's word: an editor's sidecar beside the file (media.sidecar)
     "exif_original",
     "xmp_original",  # XMP exif:DateTimeOriginal (editors, and files whose EXIF was lost)
@@ -40,14 +41,16 @@ UTC_CLOCK_SOURCES = frozenset({"gps", "quicktime_utc", "takeout"})
 # machine's wall clock with the photo's zone attached.
 MACHINE_CLOCK_SOURCES = frozenset({"mtime"})
 
-# How far a capture time can be trusted, from its source, most trusted first. "camera":
+# How far a capture time can be trusted, from its source, most trusted first. "user": the
+# user set it (``timeshift --set``), so it is the date they mean. "camera":
 # written by the camera or an editor at capture or curation; "inferred": an instant a
 # service or satellite recorded, its wall clock worked out from the zone; "filename": the
 # name a phone or app gave the file; "file_time": only the file's mtime, which is when a
 # copy was made as often as when a photo was taken, so such a file counts as undated.
-CONFIDENCES = ("camera", "inferred", "filename", "file_time")
+CONFIDENCES = ("user", "camera", "inferred", "filename", "file_time")
 _CONFIDENCE = {
     **{source: "camera" for source in SOURCES},
+    "user": "user",
     "gps": "inferred",
     "takeout": "inferred",
     "filename": "filename",

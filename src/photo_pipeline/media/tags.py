@@ -88,13 +88,15 @@ def _one(value: Any) -> Any:
 
 
 def as_text(value: Any) -> str | None:
-    """A stripped string, or None for empty/absent values."""
+    """A stripped string cut at its first NUL, or None for empty/absent values."""
     value = _one(value)
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if not isinstance(value, str):
         return None
-    value = value.strip("\x00 \t\r\n")
+    # EXIF ASCII ends at its NUL: what follows is the rest of a fixed-size buffer (and
+    # PostgreSQL stores no NUL: "WWL ION230\x00F" would fail the file's whole batch).
+    value = value.lstrip("\x00").split("\x00", 1)[0].strip(" \t\r\n")
     return value or None
 
 

@@ -124,7 +124,7 @@ def _job_body(kind: str) -> st.SearchStrategy[dict[str, Any]]:
         "organize": ["dest", "template", "move"],
         "organize_undo": ["job_id"],
         "timeshift_undo": ["job_id"],
-        "timeshift": ["camera", "by", "since", "until"],
+        "timeshift": ["camera", "asset_ids", "by", "set", "since", "until"],
         "verify": [],
         "places": [],
     }[kind]
@@ -261,6 +261,7 @@ def test_hostile_requests_never_get_a_5xx(db_url, tmp_path):
             ("/api/events/stream", {}, {**bearer, "Last-Event-ID": "²".encode("latin-1")}),
             ("/api/assets", {"cursor": _cursor_past_64_bits()}, bearer),
             ("/api/assets", {"taken_to": "9999-12-31"}, bearer),
+            ("/api/assets", {"sort": "taken", "cursor": _cursor_past_64_bits()}, bearer),
             ("/api/jobs", {"type": "a\x00b"}, bearer),
         ]:
             answer = http.get(url, params=params, headers=headers)
@@ -270,6 +271,9 @@ def test_hostile_requests_never_get_a_5xx(db_url, tmp_path):
             {"type": "timeshift", "params": {"camera": "x", "by": "+99999999999999999999h"}},
             {"type": "timeshift", "params": {"camera": "x", "by": "+1h", "until": "9999-12-31"}},
             {"type": "timeshift_undo", "params": {"job_id": "a\x00b"}},
+            {"type": "timeshift", "params": {"asset_ids": [1], "set": "9999-12-31T23:59"}},
+            {"type": "timeshift", "params": {"asset_ids": [1], "set": "2019-02-30"}},
+            {"type": "timeshift", "params": {"asset_ids": [2**62], "set": "2019-06-14"}},
         ]:
             answer = http.post("/api/jobs", json=body, headers=bearer)
             assert 400 <= answer.status_code < 500, answer.text

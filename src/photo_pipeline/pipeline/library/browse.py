@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, func, or_, select, tuple_
+from sqlalchemy import ColumnElement, Select, and_, exists, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -30,11 +30,11 @@ from photo_pipeline.media.places import NULL_ISLAND_DEGREES
 from photo_pipeline.pipeline.files.paths import display
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog import PRESENT, listing_session, type_matches
+from photo_pipeline.pipeline.library.catalog.listings import with_first_files
+from photo_pipeline.pipeline.library.ordering import BadCursor, Order
+from photo_pipeline.pipeline.library.shown import with_shown_fields
 
-
-class BadCursor(PhotoPipelineError):
-    code = "invalid_cursor"
-    status = 422
+__all__ = ["AssetFilter", "BadCursor", "Browser", "InvalidKeepers", "UnknownGroup"]
 
 
 class InvalidKeepers(PhotoPipelineError):
@@ -137,33 +137,40 @@ class Browser:
         self._session_factory = session_factory
 
     def asset_page(
-        self, where: AssetFilter, *, cursor: str | None = None, limit: int = 100
+        self,
+        where: AssetFilter,
+        *,
+        cursor: str | None = None,
+        limit: int = 100,
+        sort: str = "taken-utc",
     ) -> tuple[list[dict[str, Any]], str | None]:
-        """Assets with at least one present file in capture order (the UTC instant
-        when known), at most ``limit``, and the cursor of the next page (or None)."""
-        # Walk the (taken_order, id) index from the cursor and stop after a page: each
-        # row costs a probe for a present file, never a count over the whole table.
+        """Assets with at least one present file in the order ``sort`` names
+        (``ordering.SORTS``; by default the UTC instant when known), at most
+        ``limit``, and the cursor of the next page (or None). Each row carries its
+        display fields (``pipeline.library.shown``)."""
+        order = Order(sort)
+        # Walk the order's index from the cursor and stop after a page: each row
+        # costs a probe for a present file, never a count over the whole table.
         query = (
             select(*_SUMMARY, _present_file_count().label("files"))
             .where(_has_present_file())
-            .order_by(assets.c.taken_order, assets.c.id)
+            .order_by(*order.columns)
             .limit(limit + 1)
         )
-        query = _filtered(query, where)
+        query = _filtered(query, where, sort=sort)
         if cursor is not None:
-            order, asset_id = _decode_cursor(cursor)
-            query = query.where(tuple_(assets.c.taken_order, assets.c.id) > (order, asset_id))
+            query = query.where(order.after(order.decode(cursor)))
         with listing_session(self._session_factory) as session:
             rows = [dict(r._mapping) for r in session.execute(query)]
-            versions = _rendition_versions([r["id"] for r in rows[:limit]], session)
-        more = len(rows) > limit
-        rows = rows[:limit]
+            more = len(rows) > limit
+            rows = with_first_files(session, rows[:limit])
+            versions = _rendition_versions([r["id"] for r in rows], session)
         for row in rows:
             row["renditions"] = versions.get(row["id"], {})
-        next_cursor = _encode_cursor(rows[-1]) if more else None
+        next_cursor = order.encode(rows[-1]) if more else None
         for row in rows:
             del row["taken_order"]
-        return rows, next_cursor
+        return [with_shown_fields(row) for row in rows], next_cursor
 
     def asset_total(self, where: AssetFilter) -> tuple[int, bool]:
         """How many assets ``asset_page`` lists with this filter, and whether that is
@@ -192,7 +199,9 @@ class Browser:
         return round(found * span / (_SAMPLES * _SAMPLE_SPAN)), False
 
     def asset(self, asset_id: int) -> dict[str, Any] | None:
-        """Every catalogue fact about one asset, with its files and renditions."""
+        """Every catalogue fact about one asset, with its files and renditions, the
+        display fields (``pipeline.library.shown``) and, for a Live Photo, its
+        ``motion`` part: the MOV's asset id, format, size, duration and files."""
         with read_session(self._session_factory) as session:
             row = session.execute(select(assets).where(assets.c.id == asset_id)).one_or_none()
             if row is None:
@@ -202,15 +211,7 @@ class Browser:
             found["motion_asset_id"] = session.scalar(
                 select(assets.c.id).where(assets.c.live_of == asset_id).order_by(assets.c.id)
             )
-            found["files"] = [
-                {"source": f.source_path, "path": display(f.path), "state": f.state}
-                for f in session.execute(
-                    select(files.c.path, files.c.state, sources.c.path.label("source_path"))
-                    .join(sources, sources.c.id == files.c.source_id)
-                    .where(files.c.asset_id == asset_id)
-                    .order_by(sources.c.path, files.c.path)
-                )
-            ]
+            found["files"] = _files_of(session, asset_id)
             found["renditions"] = {
                 r.kind: {
                     "format": r.format,
@@ -225,7 +226,8 @@ class Browser:
             found["near_group"] = session.scalar(
                 select(near_duplicates.c.group_id).where(near_duplicates.c.asset_id == asset_id)
             )
-        return found
+            found["motion"] = _motion_part(session, found["motion_asset_id"])
+        return with_shown_fields(found)
 
     def rendition_versions(self, asset_ids: list[int]) -> dict[int, dict[str, str]]:
         """Each asset's renditions by kind with their settings fingerprint."""
@@ -284,11 +286,63 @@ class Browser:
         return {f"{source}/{display(path)}" for source, path in session.execute(query)}
 
 
-def _filtered(query: Select[*tuple[Any, ...]], where: AssetFilter) -> Select[*tuple[Any, ...]]:
+def _files_of(session: Session, asset_id: int) -> list[dict[str, Any]]:
+    """An asset's files: folder, path in it (as shown), size and state."""
+    return [
+        {"source": f.source_path, "path": display(f.path), "size": f.size, "state": f.state}
+        for f in session.execute(
+            select(files.c.path, files.c.size, files.c.state, sources.c.path.label("source_path"))
+            .join(sources, sources.c.id == files.c.source_id)
+            .where(files.c.asset_id == asset_id)
+            .order_by(sources.c.path, files.c.path)
+        )
+    ]
+
+
+def _motion_part(session: Session, motion_id: int | None) -> dict[str, Any] | None:
+    """A Live Photo's motion part (its MOV), as its detail names it; None without."""
+    if motion_id is None:
+        return None
+    motion = session.execute(
+        select(
+            assets.c.id,
+            assets.c.format,
+            assets.c.mime,
+            assets.c.size,
+            assets.c.duration_seconds,
+            assets.c.video_codec,
+            assets.c.width,
+            assets.c.height,
+        ).where(assets.c.id == motion_id)
+    ).one()
+    return {
+        "asset_id": motion.id,
+        "format": motion.format,
+        "mime": motion.mime,
+        "size": motion.size,
+        "duration": motion.duration_seconds,
+        "video_codec": motion.video_codec,
+        "width": motion.width,
+        "height": motion.height,
+        "files": _files_of(session, motion.id),
+    }
+
+
+def _filtered(
+    query: Select[*tuple[Any, ...]], where: AssetFilter, *, sort: str = "taken-utc"
+) -> Select[*tuple[Any, ...]]:
     # A Live Photo's motion part is shown by its still, never on its own.
     query = query.where(live_photos.shown())
     if where.type is not None:
         query = query.where(type_matches(where.type))
+    if sort == "taken":
+        # Sorted by the wall clock: the days are a range of the order's own index.
+        if where.taken_from is not None:
+            query = query.where(assets.c.taken_local >= where.taken_from.isoformat())
+        if where.taken_to is not None and where.taken_to < date.max:
+            end = where.taken_to + timedelta(days=1)
+            query = query.where(assets.c.taken_local < end.isoformat())
+        return _filtered_but_dates(query, where)
     # The taken_order bounds choose the index (a range of the listing's own order);
     # taken_local, wrapped so that no planner picks its index and sorts every match
     # of a long range, is only checked.
@@ -305,6 +359,12 @@ def _filtered(query: Select[*tuple[Any, ...]], where: AssetFilter) -> Select[*tu
             query = query.where(
                 assets.c.taken_order < datetime.combine(end, time(), UTC) + _OFFSET_MARGIN
             )
+    return _filtered_but_dates(query, where)
+
+
+def _filtered_but_dates(
+    query: Select[*tuple[Any, ...]], where: AssetFilter
+) -> Select[*tuple[Any, ...]]:
     if where.camera:
         pattern = f"%{where.camera.lower()}%"
         query = query.where(
@@ -348,24 +408,6 @@ def _filtered(query: Select[*tuple[Any, ...]], where: AssetFilter) -> Select[*tu
         )
         query = query.where(in_a_group.is_not(None))
     return query
-
-
-def _encode_cursor(row: dict[str, Any]) -> str:
-    order = row["taken_order"]
-    raw = json.dumps([order.isoformat() if order else None, row["id"]]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, int]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        order, asset_id = json.loads(raw)
-        when = datetime.fromisoformat(order)
-        if when.tzinfo is None or type(asset_id) is not int or not 0 <= asset_id <= _MAX_ID:
-            raise ValueError
-        return when, asset_id
-    except (ValueError, TypeError, UnicodeDecodeError):
-        raise BadCursor("invalid_cursor", "cursor is not one this server gave out") from None
 
 
 def encode_group_cursor(kind: str, after: int) -> str:

@@ -1,5 +1,8 @@
-"""Camera clock correction: shift the catalogued capture times of one camera model
-(never the originals) as a durable job, journalled so that its undo restores them.
+"""Camera clock correction and set dates: shift the catalogued capture times of one
+camera model, or of chosen assets, by an amount (``by``), or set them to one local date
+and time (``set_to``: the date becomes the user's, source "user", trusted like a
+camera's), never touching the originals, as a durable job journalled so that its undo
+restores them.
 
 Front doors (CLI and API) use: ``parse_shift``, ``plan_timeshift`` (the dry run, plain
 dicts), ``start_timeshift``, ``start_undo`` and ``journal``.
@@ -17,7 +20,9 @@ from photo_pipeline.pipeline.timeshift.arithmetic import (
     CaptureValues,
     InvalidShift,
     format_shift,
+    parse_set,
     parse_shift,
+    set_clock,
     shifted,
 )
 from photo_pipeline.pipeline.timeshift.job import (
@@ -29,24 +34,36 @@ from photo_pipeline.pipeline.timeshift.job import (
     timeshift,
     timeshift_undo,
 )
-from photo_pipeline.pipeline.timeshift.plan import NothingToShift, Window, plan_timeshift
+from photo_pipeline.pipeline.timeshift.plan import (
+    MAX_ASSET_IDS,
+    USER_SOURCE,
+    NothingToShift,
+    UnknownAssets,
+    Window,
+    plan_timeshift,
+)
 
 __all__ = [
     "JOB_TYPE",
     "LIBRARY_LOCK",
+    "MAX_ASSET_IDS",
     "MAX_SHIFT",
     "UNDO_JOB_TYPE",
+    "USER_SOURCE",
     "CaptureValues",
     "InvalidShift",
     "NotATimeshift",
     "NothingToShift",
+    "UnknownAssets",
     "Window",
     "apply_shift",
     "apply_undo",
     "format_shift",
     "journal",
+    "parse_set",
     "parse_shift",
     "plan_timeshift",
+    "set_clock",
     "shifted",
     "start_timeshift",
     "start_undo",

@@ -1,13 +1,13 @@
 """The timeshift journal: each shifted asset's capture columns before and after, written
 in the transaction that changes them, so a re-run batch never shifts twice and an undo
-restores exactly what the shift replaced."""
+restores exactly what the shift replaced (a set date's source "user" included)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select, true, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import changed_rows, read_session, write_session
@@ -15,8 +15,8 @@ from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, timeshift_entries
 from photo_pipeline.jobs import utc_now
-from photo_pipeline.pipeline.timeshift.arithmetic import format_shift, shifted
-from photo_pipeline.pipeline.timeshift.plan import PLAN_COLUMNS
+from photo_pipeline.pipeline.timeshift.arithmetic import format_shift, set_clock, shifted
+from photo_pipeline.pipeline.timeshift.plan import PLAN_COLUMNS, USER_SOURCE
 
 
 def journal(session_factory: sessionmaker[Session], job_id: str) -> list[dict[str, Any]]:
@@ -36,11 +36,15 @@ def _insert(session: Session) -> Any:
 
 @transactional
 def apply_shift(
-    session_factory: sessionmaker[Session], job_id: str, asset_ids: list[int], shift: timedelta
+    session_factory: sessionmaker[Session],
+    job_id: str,
+    asset_ids: list[int],
+    change: timedelta | datetime,
 ) -> dict[int, tuple[str, str]]:
-    """Shift these assets in one transaction, journalling old and new values first.
-    An asset this job already shifted is left alone (a re-run item). Returns the
-    failures: asset id -> (code, message)."""
+    """Shift these assets by ``change`` (a timedelta), or set their wall clock to it (a
+    naive datetime: the date becomes the user's, source "user"), in one transaction,
+    journalling old and new values first. An asset this job already changed is left
+    alone (a re-run item). Returns the failures: asset id -> (code, message)."""
     failures: dict[int, tuple[str, str]] = {}
     now = utc_now()
     with write_session(session_factory) as session:
@@ -54,13 +58,19 @@ def apply_shift(
                 failures[asset_id] = ("asset_not_found", f"asset {asset_id} no longer exists")
                 continue
             try:
-                after = shifted(row._mapping, shift)
+                if isinstance(change, datetime):
+                    after = set_clock(row._mapping, change)
+                else:
+                    after = shifted(row._mapping, change)
             except OverflowError:
+                what = change if isinstance(change, datetime) else format_shift(change)
                 failures[asset_id] = (
                     "shift_out_of_range",
-                    f"{row.taken_local} shifted by {format_shift(shift)} is past year 9999",
+                    f"{row.taken_local} shifted by {what} is past year 9999",
                 )
                 continue
+            # A set date is the user's; a shift keeps the source it corrects.
+            source = USER_SOURCE if isinstance(change, datetime) else None
             recorded = session.execute(
                 _insert(session)
                 .values(
@@ -76,6 +86,8 @@ def apply_shift(
                     new_taken_utc=after.taken_utc,
                     new_taken_order=after.taken_order,
                     new_tz_name=after.tz_name,
+                    old_taken_source=row.taken_source if source else None,
+                    new_taken_source=source,
                     shifted_at=now,
                 )
                 .on_conflict_do_nothing(index_elements=["job_id", "asset_id"])
@@ -93,6 +105,7 @@ def apply_shift(
                     taken_order=after.taken_order,
                     tz_name=after.tz_name,
                     updated_at=now,
+                    **({"taken_source": source} if source else {}),
                 )
             )
     return failures
@@ -135,6 +148,9 @@ def apply_undo(
                     ),
                     assets.c.taken_utc.is_not_distinct_from(entry.new_taken_utc),
                     assets.c.tz_name.is_not_distinct_from(entry.new_tz_name),
+                    true()
+                    if entry.new_taken_source is None
+                    else assets.c.taken_source == entry.new_taken_source,
                 )
                 .values(
                     taken_local=entry.old_taken_local,
@@ -143,6 +159,11 @@ def apply_undo(
                     taken_order=entry.old_taken_order,
                     tz_name=entry.old_tz_name,
                     updated_at=now,
+                    **(
+                        {}
+                        if entry.old_taken_source is None
+                        else {"taken_source": entry.old_taken_source}
+                    ),
                 ),
             )
             if not restored:

@@ -1,6 +1,6 @@
-"""The pure arithmetic of a camera clock correction: parse and format a shift, and
-what an asset's capture columns become when its wall clock moves (zones and DST
-included). No database, no job: unit-tested on its own."""
+"""The pure arithmetic of a camera clock correction: parse and format a shift (or the
+date a ``--set`` gives), and what an asset's capture columns become when its wall clock
+moves (zones and DST included). No database, no job: unit-tested on its own."""
 
 from __future__ import annotations
 
@@ -59,6 +59,34 @@ def parse_shift(text: str) -> timedelta:
     return shift
 
 
+# What ``--set`` takes: a date, or a date and a time (to the minute or second), local.
+_SET = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?$")
+# Photography began in 1826 (media.capture_time); 9998 leaves room for any zone.
+_SET_YEARS = (1826, 9998)
+
+
+def parse_set(text: str) -> datetime:
+    """``2019-06-14T10:00``, ``2019-06-14 10:00:30`` or ``2019-06-14`` (midnight): the
+    local wall-clock time ``--set`` gives the assets, naive. An offset is refused: the
+    zone stays the asset's own (a GPS zone gives the offset valid at the new time)."""
+    stripped = text.strip()
+    if not _SET.match(stripped):
+        raise InvalidShift(
+            detail="--set must be a local date and time like 2019-06-14T10:00 (or a date, "
+            f"2019-06-14), without an offset, got {text!r}"
+        )
+    try:
+        moment = datetime.fromisoformat(stripped)
+    except ValueError:
+        raise InvalidShift(detail=f"--set: {text!r} is not a date and time") from None
+    if not _SET_YEARS[0] <= moment.year <= _SET_YEARS[1]:
+        raise InvalidShift(
+            detail=f"--set must be between the years {_SET_YEARS[0]} and {_SET_YEARS[1]}, "
+            f"got {text!r}"
+        )
+    return moment
+
+
 def format_shift(shift: timedelta) -> str:
     """The inverse of ``parse_shift``: 8100 s -> ``+2h15m``."""
     total = int(shift.total_seconds())
@@ -80,6 +108,12 @@ class CaptureValues:
     taken_utc: datetime | None
     taken_order: datetime | None
     tz_name: str | None
+
+
+def set_clock(values: RowMapping | Mapping[str, Any], moment: datetime) -> CaptureValues:
+    """The capture columns ``values`` after its wall clock is set to ``moment``: the
+    shift from its date to that one, with the zone rules of :func:`shifted`."""
+    return shifted(values, moment - datetime.fromisoformat(values["taken_local"]))
 
 
 def shifted(values: RowMapping | Mapping[str, Any], shift: timedelta) -> CaptureValues:

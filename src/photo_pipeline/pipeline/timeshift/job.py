@@ -4,7 +4,7 @@ while files are being organized by their dates."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -42,23 +42,36 @@ class NotATimeshift(PhotoPipelineError):
 def start_timeshift(
     service: JobService,
     *,
-    camera: str,
-    by: str | timedelta,
+    camera: str | None = None,
+    asset_ids: list[int] | None = None,
+    by: str | timedelta | None = None,
+    set_to: str | None = None,
     since: str | None = None,
     until: str | None = None,
     idempotency_key: str | None = None,
 ) -> Enqueued:
     """Queue a ``timeshift`` job over the assets ``plan_timeshift`` lists (its items
-    are their ids, fixed now). Raises ``InvalidShift``, ``NothingToShift``, or
-    ``LockHeld`` while organize or another timeshift is active. A replay of
-    ``idempotency_key`` returns its job (before the shifted assets are planned again)."""
-    request = shift_request(camera=camera, by=by, since=since, until=until)
+    are their ids, fixed now): of a camera model or named by id, shifted ``by`` or
+    ``set_to`` a local date and time. Raises ``InvalidShift``, ``UnknownAssets``,
+    ``NothingToShift``, or ``LockHeld`` while organize or another timeshift is active.
+    A replay of ``idempotency_key`` returns its job (before the assets are planned
+    again)."""
+    chosen: dict[str, Any] = {
+        "camera": camera,
+        "asset_ids": asset_ids,
+        "by": by,
+        "set_to": set_to,
+        "since": since,
+        "until": until,
+    }
+    request = shift_request(**chosen)
     replayed = service.replay(idempotency_key, JOB_TYPE, request)
     if replayed is not None:
         return replayed
-    plan = plan_timeshift(service.session_factory, camera=camera, by=by, since=since, until=until)
+    plan = plan_timeshift(service.session_factory, **chosen)
     if not plan["count"]:
-        raise NothingToShift(detail=f"no asset of camera model {camera!r} in that time window")
+        what = f"camera model {camera!r}" if camera is not None else "those assets"
+        raise NothingToShift(detail=f"no asset of {what} in that time window")
     return service.submit(
         JOB_TYPE,
         lock=LIBRARY_LOCK,
@@ -132,8 +145,12 @@ def _in_batches(ctx: JobContext, apply: Any) -> None:
 
 @registry.handler(JOB_TYPE)
 def timeshift(ctx: JobContext) -> None:
-    shift = timedelta(seconds=ctx.params["by_seconds"])
-    _in_batches(ctx, lambda ids: apply_shift(ctx.session_factory, ctx.job_id, ids, shift))
+    change: timedelta | datetime
+    if ctx.params.get("set") is not None:
+        change = datetime.fromisoformat(ctx.params["set"])
+    else:
+        change = timedelta(seconds=ctx.params["by_seconds"])
+    _in_batches(ctx, lambda ids: apply_shift(ctx.session_factory, ctx.job_id, ids, change))
 
 
 @registry.handler(UNDO_JOB_TYPE)

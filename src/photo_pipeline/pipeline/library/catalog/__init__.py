@@ -156,6 +156,7 @@ class Catalog:
         place: str | None = None,
         type: str | None = None,
         limit: int = 1000,
+        sort: str = "taken-utc",
     ) -> list[dict[str, Any]]:
         """Assets with at least one present file, oldest capture first (by the UTC
         instant when known, floating photos by their wall clock: ``taken_order``).
@@ -164,7 +165,9 @@ class Catalog:
         Photo or Motion Photo). A Live Photo's motion part is not listed on its own:
         its still carries it (``motion_asset_id``)."""
         return list(
-            self.iter_assets(since=since, camera=camera, place=place, type=type, limit=limit)
+            self.iter_assets(
+                since=since, camera=camera, place=place, type=type, limit=limit, sort=sort
+            )
         )
 
     def iter_assets(
@@ -176,9 +179,10 @@ class Catalog:
         type: str | None = None,
         limit: int | None = None,
         page_size: int = 1000,
+        sort: str = "taken-utc",
     ) -> Iterator[dict[str, Any]]:
         """``assets`` one keyset page at a time (a bounded read per page, whatever
-        the library's size)."""
+        the library's size), in the order ``sort`` names (``library.ordering``)."""
         return listings.iter_assets(
             self._session_factory,
             since=since,
@@ -187,6 +191,7 @@ class Catalog:
             type=type,
             limit=limit,
             page_size=page_size,
+            sort=sort,
         )
 
     def files(self, *, states: Iterable[str] | None = None) -> list[dict[str, Any]]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import PurePosixPath
 from typing import Any
 
-from sqlalchemy import exists, func, or_, select, text, tuple_
+from sqlalchemy import exists, func, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
@@ -16,6 +17,8 @@ from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.pipeline.files import paths
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog.states import PRESENT
+from photo_pipeline.pipeline.library.ordering import Order
+from photo_pipeline.pipeline.library.shown import with_shown_fields
 
 ASSET_TYPES = ("photo", "video", "live")
 
@@ -64,9 +67,12 @@ def iter_assets(
     type: str | None = None,
     limit: int | None = None,
     page_size: int = 1000,
+    sort: str = "taken-utc",
 ) -> Iterator[dict[str, Any]]:
     """``assets`` one keyset page at a time (a bounded read per page, whatever
-    the library's size)."""
+    the library's size), in the order ``sort`` names (``library.ordering``), each row
+    with its display fields and first file (``library.shown``)."""
+    order = Order(sort)
     present_files = (
         select(func.count())
         .where(files.c.asset_id == assets.c.id, files.c.state == PRESENT)
@@ -81,7 +87,7 @@ def iter_assets(
         )
         .where(exists().where(files.c.asset_id == assets.c.id, files.c.state == PRESENT))
         .where(live_photos.shown())
-        .order_by(assets.c.taken_order, assets.c.id)
+        .order_by(*order.columns)
     )
     if type is not None:
         query = query.where(type_matches(type))
@@ -98,19 +104,19 @@ def iter_assets(
             )
         )
     left = limit
-    after: tuple[Any, int] | None = None
+    after: tuple[Any, ...] | None = None
     while left is None or left > 0:
         page = query.limit(page_size if left is None else min(page_size, left))
         if after is not None:
-            page = page.where(tuple_(assets.c.taken_order, assets.c.id) > after)
+            page = page.where(order.after(after))
         with listing_session(factory) as session:
-            rows = [dict(row._mapping) for row in session.execute(page)]
-        yield from rows
+            rows = with_first_files(session, [dict(row._mapping) for row in session.execute(page)])
+        yield from (with_shown_fields(row) for row in rows)
         if len(rows) < page_size or not rows:
             return
         if left is not None:
             left -= len(rows)
-        after = (rows[-1]["taken_order"], rows[-1]["id"])
+        after = order.key(rows[-1])
 
 
 def list_files(
@@ -173,3 +179,40 @@ def duplicate_page(
         # \x escapes), which is also how a decision names a member.
         group["files"].append({"source": row.source_path, "path": paths.display(row.path)})
     return list(groups.values()), (ids[-1] if more else None)
+
+
+_ID_CHUNK = 500
+
+
+def first_files(session: Session, asset_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+    """For each asset, the first of its present files (by folder, then path):
+    ``{"name", "source", "path"}``, ``path`` relative to the source, as shown."""
+    ids = sorted(set(asset_ids))
+    found: dict[int, dict[str, str]] = {}
+    for at in range(0, len(ids), _ID_CHUNK):
+        query = (
+            select(files.c.asset_id, files.c.path, sources.c.path.label("source"))
+            .join(sources, sources.c.id == files.c.source_id)
+            .where(files.c.asset_id.in_(ids[at : at + _ID_CHUNK]), files.c.state == PRESENT)
+            .order_by(files.c.asset_id, sources.c.path, files.c.path)
+        )
+        for asset_id, path, source in session.execute(query):
+            if asset_id not in found:
+                shown = paths.display(path)
+                found[asset_id] = {
+                    "name": PurePosixPath(shown).name,
+                    "source": source,
+                    "path": shown,
+                }
+    return found
+
+
+def with_first_files(session: Session, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` each with ``name`` and ``file`` ({source, path}) of its first present
+    file (None for an asset without one)."""
+    first = first_files(session, [row["id"] for row in rows])
+    for row in rows:
+        held = first.get(row["id"])
+        row["name"] = held["name"] if held else None
+        row["file"] = {"source": held["source"], "path": held["path"]} if held else None
+    return rows

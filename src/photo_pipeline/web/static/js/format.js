@@ -64,6 +64,7 @@ export const shortId = (id) => String(id).slice(0, 8);
 
 // Every media.capture_time.SOURCES value, in its order of precedence.
 const SOURCES = {
+  user: "Set by you",
   xmp_sidecar: "XMP sidecar (an editor's)",
   exif_original: "EXIF DateTimeOriginal",
   xmp_original: "XMP DateTimeOriginal",

@@ -2,18 +2,21 @@
 // rows near the viewport are in the DOM), filters, and an asset view with the
 // preview and metadata. Videos carry a badge with their length and play in the asset
 // view (H.264/HEVC in MP4/MOV; others show the poster and a download link); a Live
-// Photo carries a "Live" badge and plays its motion part on hover or click.
+// Photo carries a "Live" badge and plays its motion part on hover or click. A photo
+// dated only by its file's mtime carries an "Undated" badge; Select mode chooses
+// photos for "Set date" (library_dates.js).
 
 import { accessToken, get, withAccessToken } from "../api.js";
 import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } from "../components.js";
 import { debounce, fill, h } from "../dom.js";
 import { bytes, clipLength, count, localTime, plural, takenSource, when } from "../format.js";
+import { dateSelection } from "./library_dates.js";
 
 const PAGE = 120;
 const MIN_TILE = 170; // px, as .gallery's grid-template-columns in app.css
 const GAP = 14; // px, .gallery's gap
 const CAPTION_GUESS = 56; // px, until a rendered tile is measured
-const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type"];
+const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type", "sort"];
 
 export function render(main, _params, query) {
   const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || ""]));
@@ -24,6 +27,13 @@ export function render(main, _params, query) {
   // near the viewport, moved down to where they belong.
   const holder = h("div.gallery-holder", {}, grid);
   const viewer = assetViewer();
+  const dates = dateSelection({
+    onChanged: () => reset(),
+    onToggle: (id, chosen) => {
+      const item = grid.querySelector(`.tile[data-asset-id="${id}"]`);
+      if (item) markChosen(item, chosen);
+    },
+  });
   let cursor = null;
   let done = false;
   let loading = false;
@@ -46,9 +56,11 @@ export function render(main, _params, query) {
       history.replaceState(null, "", url);
       reset();
     }),
-    h("div.gallery-bar", {}, status),
+    h("div.gallery-bar", {}, status, dates.bar),
+    dates.outcome,
     holder,
-    viewer.dialog);
+    viewer.dialog,
+    dates.dialog);
 
   async function loadPage() {
     if (loading || done) return;
@@ -75,7 +87,7 @@ export function render(main, _params, query) {
 
   function showStatus() {
     if (!assets.length) {
-      const filtered = Object.values(filters).some(Boolean);
+      const filtered = Object.entries(filters).some(([name, value]) => name !== "sort" && value);
       fill(status, emptyState(
         filtered ? "No photos match these filters" : "The library is empty",
         filtered ? "Clear a filter to see more." : "Import a folder on the Jobs page to fill it.",
@@ -134,8 +146,10 @@ export function render(main, _params, query) {
 
   function tile(asset, index) {
     const src = withAccessToken(asset.thumbnail_url);
-    const camera = [asset.make, asset.model].filter(Boolean).join(" ");
-    const label = `${localTime(asset.taken_local)}${camera ? `, ${camera}` : ""}`;
+    const camera = cameraName(asset);
+    const place = asset.place || "";
+    const taken = asset.undated ? `${localTime(asset.taken_local)} (undated: file time)` : localTime(asset.taken_local);
+    const label = [taken, camera, place].filter(Boolean).join(", ");
     const what = asset.kind === "video"
       ? `video (${clipLength(asset.duration)})`
       : asset.live ? "Live Photo" : "photo";
@@ -143,14 +157,29 @@ export function render(main, _params, query) {
       src
         ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
         : h("span.thumb.placeholder", {}, "Not rendered yet"),
-      mediaBadge(asset));
+      mediaBadge(asset),
+      asset.undated ? h("span.media-badge.undated-badge", { title: "Only the file's modification time dates it" }, "Undated") : null);
     const hover = asset.motion_url ? motionOnHover(box, asset.motion_url) : {};
-    return h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo" }, ...hover },
-      h("button.tile-button", { type: "button", "aria-label": `Open ${what}: ${label}`, onclick: () => viewer.open(assets, index) },
-        box,
-        // Always two caption lines: every tile is as tall as the row height.
-        h("span.tile-caption", {}, h("span.tile-date", {}, localTime(asset.taken_local)),
-          h("span.tile-camera", {}, camera || "\u00a0"))));
+    const item = h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo", undated: asset.undated ? "true" : "false" }, ...hover },
+      h("button.tile-button", {
+        type: "button",
+        "aria-label": `Open ${what}: ${label}`,
+        onclick: () => (dates.active ? dates.toggle(asset) : viewer.open(assets, index)),
+      },
+      box,
+      // Always three caption lines: every tile is as tall as the row height.
+      h("span.tile-caption", {}, h("span.tile-date", {}, localTime(asset.taken_local)),
+        h("span.tile-camera", {}, camera || "\u00a0"),
+        h("span.tile-place", {}, place || "\u00a0"))));
+    markChosen(item, dates.has(asset.id));
+    return item;
+  }
+
+  function markChosen(item, chosen) {
+    item.classList.toggle("chosen", chosen);
+    const button = item.querySelector(".tile-button");
+    if (dates.active || chosen) button.setAttribute("aria-pressed", String(chosen));
+    else button.removeAttribute("aria-pressed");
   }
 
   function reset() {
@@ -175,7 +204,13 @@ export function render(main, _params, query) {
     cancelAnimationFrame(frame);
     generation += 1;
     viewer.close();
+    dates.stop();
   };
+}
+
+/** The camera as people name it (the API's ``camera``), else make and model as stored. */
+function cameraName(asset) {
+  return asset.camera || [asset.make, asset.model].filter(Boolean).join(" ");
 }
 
 /** A Live Photo's tile plays its motion part over the thumbnail while hovered (the
@@ -218,6 +253,8 @@ function filterForm(values, apply) {
     has_gps: select("has_gps", values.has_gps, [["", "Any"], ["true", "With GPS"], ["false", "Without GPS"]]),
     duplicates: select("duplicates", values.duplicates, [["", "All photos"], ["exact", "Exact duplicates"], ["near", "Near duplicates"]]),
     type: select("type", values.type, [["", "Photos and videos"], ["photo", "Photos"], ["video", "Videos"], ["live", "Live Photos"]]),
+    // The API's ?sort= (library.ordering): the instant, the local clock shown, or newest added.
+    sort: select("sort", values.sort, [["", "When taken"], ["taken", "Local time shown"], ["added", "Newest added"]]),
   };
   const read = () => Object.fromEntries(Object.entries(inputs).map(([k, el]) => [k, el.value.trim()]));
   const later = debounce(() => apply(read()), 350);
@@ -235,6 +272,7 @@ function filterForm(values, apply) {
   field("has_gps", "Location", inputs.has_gps),
   field("duplicates", "Duplicates", inputs.duplicates),
   field("type", "Type", inputs.type),
+  field("sort", "Order", inputs.sort),
   h("div.field.filter-actions", {},
     h("button.button.ghost", {
       type: "button",
@@ -347,7 +385,7 @@ function assetMedia(asset, preview) {
 
 function assetDetail(asset) {
   const preview = withAccessToken(asset.preview_url) || withAccessToken(asset.thumbnail_url);
-  const camera = [asset.make, asset.model].filter(Boolean).join(" ");
+  const camera = cameraName(asset);
   // Nearest first: "Mitte, Berlin, State of Berlin, Germany" (a district only where the city is larger).
   const place = [asset.district, asset.city, asset.region, asset.country].filter(Boolean).join(", ");
   const files = asset.files || [];
@@ -361,7 +399,8 @@ function assetDetail(asset) {
         h("h3", {}, "Capture"),
         h("dl.facts.single", {},
           row("Taken", h("span.taken", { dataset: { takenLocal: asset.taken_local || "" } }, localTime(asset.taken_local))),
-          row("Date from", h("span.taken-source", {}, takenSource(asset.taken_source))),
+          row("Date from", h("span.taken-source", {}, takenSource(asset.taken_source),
+            asset.undated ? h("span.badge.undated", {}, "Undated") : null)),
           row("Time zone", asset.tz_name
             ? `${asset.tz_name}${asset.tz_source ? ` (from ${TZ_SOURCES[asset.tz_source] || asset.tz_source})` : ""}`
             : "Floating (no zone known)"),
@@ -392,7 +431,23 @@ function assetDetail(asset) {
             pathView(joinPath(file.source, file.path)),
             file.state && file.state !== "present" ? h("span.badge", {}, file.state) : null)))
           : h("p.muted", {}, "No files recorded")),
+      asset.motion ? motionPart(asset.motion) : null,
       h("p.hash.muted", {}, h("span", {}, "Content hash "), h("code", {}, asset.content_hash || "—"))));
+}
+
+/** A Live Photo's MOV: the file that plays, with its size and length. */
+function motionPart(motion) {
+  const files = motion.files || [];
+  return h("section.motion-part", { "aria-label": "Motion part" },
+    h("h3", {}, "Motion part"),
+    h("ul.file-list", {}, ...files.map((file) => h("li", {},
+      pathView(joinPath(file.source, file.path)),
+      h("span.muted.small", {}, ` ${bytes(file.size)}`),
+      file.state && file.state !== "present" ? h("span.badge", {}, file.state) : null))),
+    h("p.muted.small", {}, [
+      motion.duration ? `${clipLength(motion.duration)} long` : null,
+      motion.video_codec, motion.format?.toUpperCase(),
+    ].filter(Boolean).join(" · ")));
 }
 
 const TZ_SOURCES = { exif_offset: "the EXIF offset", gps_timezone: "the GPS position", utc: "the GPS clock", floating: "no zone" };
