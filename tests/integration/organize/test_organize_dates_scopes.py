@@ -189,3 +189,18 @@ def test_the_api_plans_and_starts_a_scoped_organize(db_url, sources, tmp_path):
         is_source = client.post("/api/organize/plan", json={"dest": str(b)})
         assert is_source.status_code == 422
         assert is_source.json()["code"] == "destination_is_source"
+
+
+def test_templates_name_cameras_as_the_library_shows_them(session_factory, tmp_path):
+    """{make}/{model} use the display names (media.camera_names): one spelling per
+    vendor, the make not repeated in the model, no NUL padding."""
+    src = tmp_path / "src"
+    photos.jpeg(src / "a.jpg", size=(32, 24), seed=1, make="NIKON CORPORATION", model="NIKON D70")
+    photos.jpeg(src / "b.jpg", size=(32, 24), seed=2, make="Canon", model="Canon DIGITAL IXUS")
+    scan_folders(session_factory, src)
+    dest = tmp_path / "organized"
+    plan = organize.plan_organize(session_factory, dest, "{make}/{model}/{original_name}.{ext}")
+    assert {e["to"] for e in relative_plan(plan, dest).values()} == {
+        "Nikon/D70/a.jpg",
+        "Canon/DIGITAL IXUS/b.jpg",
+    }

@@ -39,7 +39,7 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, files, jobs, organize_entries, sources
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.jobs.states import FINISHED_STATES
-from photo_pipeline.media import SUPPORTED_EXTENSIONS
+from photo_pipeline.media import SUPPORTED_EXTENSIONS, camera_names
 from photo_pipeline.media.capture_time import confidence
 from photo_pipeline.media.formats import RAW_FORMATS, SIDECAR_EXTENSIONS
 from photo_pipeline.media.takeout_names import takeout_owners, takeout_renamed
@@ -505,8 +505,10 @@ def catalogue_candidates(
                 "taken": row.taken_local,
                 TAKEN_SOURCE: row.taken_source,
                 "folder": os.path.dirname(paths.from_text(row.path)),
-                "make": row.make,
-                "model": row.model,
+                # Names as the library shows them (media.camera_names): "Nikon", not
+                # "NIKON CORPORATION"; a model without its make repeated or NUL padding.
+                "make": camera_names.display_make(row.make, row.model),
+                "model": camera_names.display_model(row.make, row.model),
                 "ext": extension(name, row.format),
                 "hash8": row.content_hash[:8],
                 "original_name": os.path.splitext(name)[0],
