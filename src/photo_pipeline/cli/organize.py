@@ -186,6 +186,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
 
 # How each date confidence (media.capture_time.CONFIDENCES) reads in the plan.
 _LEVELS = {
+    "user": "set by you",
     "camera": "from the camera",
     "inferred": "inferred (GPS, service)",
     "filename": "from the file name",

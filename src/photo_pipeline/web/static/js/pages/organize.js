@@ -16,7 +16,8 @@ export const DEFAULT_TEMPLATE = "{taken:%Y|undated}/{taken:%Y-%m-%d|{folder}}/{t
 const FIELDS = ["taken:%Y-%m-%d", "taken:%Y|undated", "make", "model", "ext", "hash8", "original_name", "folder", "counter", "country", "city"];
 // How each date confidence (media/capture_time.py's CONFIDENCES) reads.
 const CONFIDENCE = {
-  camera: "camera", inferred: "inferred", filename: "file name", file_time: "file time only",
+  user: "set by you", camera: "camera", inferred: "inferred", filename: "file name",
+  file_time: "file time only",
 };
 const SETTINGS_KEY = "photo-pipeline.organize";
 
