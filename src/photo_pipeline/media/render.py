@@ -254,7 +254,7 @@ def _decode_heif(
         pixels = heif.data  # the decode
     except MediaError:
         raise
-    except (ValueError, RuntimeError, OSError, SyntaxError, MemoryError) as exc:
+    except (ValueError, RuntimeError, OSError, SyntaxError, EOFError, MemoryError) as exc:
         if out_of_memory(exc):
             raise MediaError(OUT_OF_MEMORY, f"{path}: HEIF decode: out of memory: {exc}") from exc
         raise MediaError(CORRUPT_FILE, f"{path}: HEIF data does not decode: {exc}") from exc

@@ -199,3 +199,17 @@ def test_settings_are_validated_and_fingerprinted():
         with pytest.raises(ValueError, match=next(iter(bad))):
             RenderSettings(**bad)
     assert RenderSettings.from_params(RenderSettings().to_params()) == RenderSettings()
+
+
+def test_a_heic_whose_image_data_is_gone_is_a_corrupt_file(tmp_path: Path) -> None:
+    """Its boxes intact, its coded image zeroed (as exiftool's sample QuickTime.heic,
+    whose pixels were stripped): libheif's decoder ends with EOFError, which is the
+    file's fault (corrupt_file), not a bug in photo-pipeline's readers."""
+    path = photos.heic(tmp_path / "stripped.heic", size=(640, 480), seed=1)
+    data = bytearray(path.read_bytes())
+    payload = data.find(b"mdat") + 4
+    data[payload:] = bytes(len(data) - payload)
+    path.write_bytes(bytes(data))
+    with pytest.raises(MediaError) as caught:
+        render_file(path, RenderSettings())
+    assert caught.value.code == "corrupt_file"
