@@ -21,6 +21,7 @@ SOURCES = (
     "exif_original",
     "xmp_original",  # XMP exif:DateTimeOriginal (editors, and files whose EXIF was lost)
     "xmp_date_created",  # XMP photoshop:DateCreated (IPTC's date created)
+    "iptc_date_created",  # IPTC-IIM DateCreated + TimeCreated (news, archives, scans)
     "makernote",  # a date in the camera's maker note (Pentax, Panasonic, Sony, Canon…)
     "avchd",  # the date an AVCHD camera writes into its H.264 stream (MDPM)
     "exif_digitized",
@@ -143,6 +144,19 @@ def parse_exif_datetime(text: object, subsec: object = None) -> tuple[datetime, 
     if value is None:
         return None
     return value, parse_offset(offset) if offset else None
+
+
+_DATE_ONLY = re.compile(r"^\s*(\d{4})[:\-/.](\d{1,2})[:\-/.](\d{1,2})\s*$")
+
+
+def parse_date_only(text: object) -> datetime | None:
+    """Parse a date without a time (IPTC DateCreated ``2004:02:26``, XMP
+    ``photoshop:DateCreated="2006-10-29"``, as archives and scans often carry) into
+    that day's midnight; garbage gives None."""
+    if not isinstance(text, str):
+        return None
+    match = _DATE_ONLY.match(text.strip("\x00"))
+    return _make(*match.groups()) if match else None
 
 
 def gps_datetime(date_stamp: object, time_stamp: tuple[float, ...] | None) -> datetime | None:

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 from photo_pipeline.media.capture_time import (
     CaptureTime,
     best,
+    parse_date_only,
     parse_exif_datetime,
     parse_offset,
 )
@@ -116,6 +117,28 @@ def _xmp(name: str, group1: str, source: str) -> Callable[[_Tags], CaptureTime |
     return read
 
 
+def _date_created(tags: _Tags) -> CaptureTime | None:
+    """IPTC's "date created", as XMP photoshop:DateCreated or IPTC-IIM DateCreated +
+    TimeCreated (the MWG reads them as one field, beside EXIF DateTimeOriginal). A
+    value with a time of day comes before a date alone, whichever holds it: Photo
+    Mechanic writes the XMP date without its time and keeps the time in IPTC."""
+    # Composite:DateTimeCreated is exiftool's sum of IPTC DateCreated and TimeCreated.
+    candidates = (
+        (tags.text("XMP", "DateCreated", "XMP-photoshop"), "xmp_date_created"),
+        (tags.text("Composite", "DateTimeCreated"), "iptc_date_created"),
+        (tags.text("IPTC", "DateCreated"), "iptc_date_created"),
+    )
+    for text, source in candidates:
+        timed = parse_exif_datetime(text)
+        if timed is not None:
+            return CaptureTime(timed[0], timed[1], source)
+    for text, source in candidates:
+        day = parse_date_only(text)
+        if day is not None:
+            return CaptureTime(day, None, source)
+    return None
+
+
 def _makernote(tags: _Tags) -> CaptureTime | None:
     # the camera's zone, when it wrote one in EXIF at all, is the one of its clock
     offset = _exif_offset(tags, "OffsetTimeOriginal")
@@ -154,7 +177,7 @@ def _quicktime(tags: _Tags) -> CaptureTime | None:
 _READERS: tuple[Callable[[_Tags], CaptureTime | None], ...] = (
     _exif_original,
     _xmp("DateTimeOriginal", "XMP-exif", "xmp_original"),
-    _xmp("DateCreated", "XMP-photoshop", "xmp_date_created"),
+    _date_created,
     _makernote,
     _avchd,
     _exif_digitized,

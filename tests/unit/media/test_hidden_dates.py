@@ -200,3 +200,32 @@ def test_without_exiftool_the_fast_reader_works_and_one_warning_says_why(
     assert len(warnings) == 1
     assert "libimage-exiftool-perl" in warnings[0].getMessage()
     assert missing.pids == []
+
+
+def test_a_scan_dated_only_by_iptc_keeps_that_day(tmp_path) -> None:
+    """IPTC-IIM DateCreated alone (archives and scans, exiftool's IPTC.jpg sample): the
+    day it names at midnight, not the file's mtime (it was filed as undated)."""
+    path = dated.write_tags(
+        photos.jpeg(tmp_path / "scan.jpg", size=(32, 24), taken=None),
+        "-IPTC:DateCreated=2004:02:26",
+    )
+    assert taken(path) == ("iptc_date_created", datetime(2004, 2, 26), None)
+
+
+def test_iptc_date_and_time_beat_a_date_alone() -> None:
+    """Photo Mechanic writes photoshop:DateCreated without its time and keeps the time
+    in IPTC: the value with a time of day wins, whichever field holds it."""
+    photo_mechanic = {
+        "IPTC:DateCreated": "2006:10:29",
+        "IPTC:TimeCreated": "06:27:51-05:00",
+        "XMP:XMP-photoshop:DateCreated": "2006:10:29",
+        "Composite:DateTimeCreated": "2006:10:29 06:27:51-05:00",
+    }
+    assert hidden_capture_time(photo_mechanic) == CaptureTime(
+        datetime(2006, 10, 29, 6, 27, 51), -300, "iptc_date_created"
+    )
+    day_only = {"XMP:XMP-photoshop:DateCreated": "2006-10-29"}
+    assert hidden_capture_time(day_only) == CaptureTime(
+        datetime(2006, 10, 29), None, "xmp_date_created"
+    )
+    assert hidden_capture_time({"IPTC:DateCreated": "0000:00:00"}) is None
