@@ -14,6 +14,7 @@ from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
     places,
     render,
     serve,
+    watch,
     worker,
 )
 from photo_pipeline.cli.common import (

@@ -59,6 +59,13 @@ def serve(
     max_streams_per_client: Annotated[
         int, typer.Option(min=1, help="Event streams one client address may hold open.")
     ] = 16,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch/--no-watch",
+            help="Watch the watched sources (`import --watch`) nobody else watches.",
+        ),
+    ] = True,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web UI."""
     import uvicorn
@@ -100,7 +107,11 @@ def serve(
         max_streams_per_client=max_streams_per_client,
     )
     application = create_app(
-        lib, embedded_workers=workers_embedded, memory_budget=memory_budget, limits=limits
+        lib,
+        embedded_workers=workers_embedded,
+        memory_budget=memory_budget,
+        limits=limits,
+        watch=watch,
     )
     err_console.print(f"photo-pipeline on http://{shown(host)}:{port}/", highlight=False)
     if sys.stderr.isatty() and not lib.settings.api_token:
