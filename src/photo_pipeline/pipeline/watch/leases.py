@@ -58,8 +58,8 @@ class Leases:
                 ).where(source_watchers.c.source_id == source_id)
             ).first()
             if current is None:
-                inserted = changed_rows(
-                    session,
+                # RETURNING, not rowcount: psycopg's rowcount of an INSERT may be -1.
+                inserted = session.scalar(
                     insert_for(session, source_watchers)
                     .values(
                         source_id=source_id,
@@ -69,9 +69,10 @@ class Leases:
                         acquired_at=db_now(session),
                         **values,
                     )
-                    .on_conflict_do_nothing(index_elements=["source_id"]),
+                    .on_conflict_do_nothing(index_elements=["source_id"])
+                    .returning(source_watchers.c.source_id)
                 )
-                return inserted == 1
+                return inserted is not None
             conditions = [
                 source_watchers.c.holder == self.holder,
                 source_watchers.c.expires_at < db_now(session),

@@ -106,7 +106,9 @@ class SourceWatcher:
             rust_timeout=tick,
             yield_on_timeout=True,
             raise_interrupt=False,
-            ignore_permission_denied=True,
+            # Not ignored: with it, a watch limit reached is ignored too, silently, and
+            # the folders past it go unwatched. A folder it may not read polls instead.
+            ignore_permission_denied=False,
         )
         try:
             first = next(stream)  # the watches are set up before it returns
