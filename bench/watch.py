@@ -35,7 +35,7 @@ from bench import _photos
 ROOT = Path(tempfile.gettempdir()) / "pp_bench_watch"
 CLI = Path(sys.executable).parent / "photo-pipeline"
 SIZE = (1024, 768)
-SETTLE = 1.0
+SETTLE = 2.0  # the default (PHOTO_PIPELINE_WATCH_SETTLE_SECONDS)
 
 
 def photo_set(count: int) -> Path:

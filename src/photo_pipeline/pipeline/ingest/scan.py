@@ -30,6 +30,12 @@ others, under a ``ulimit``) is no corrupt file: its item runs once more after th
 others, alone (``JobContext.map``), and if memory is still short its row stays failed
 with that code, which every later scan reads again, changed or not, until it reads.
 
+A source with ``paths`` in its params (a watcher's scan, ``pipeline.watch.batches``)
+is compared at those paths only, and below the folders among them (``walk``'s
+``within``: the same confinement and exclusions), against the catalogue's rows there
+(``known_within``), not the whole source's; deletions and renames among them are
+noticed as a whole scan notices them.
+
 With ``reread`` in its params (``import --reread``), every file is read again, changed
 or not, and each asset takes what its file and sidecars say now (``catalog.record``):
 how a library catalogued by an older version gets what a newer one reads. Photos whose

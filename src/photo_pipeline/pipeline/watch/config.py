@@ -15,6 +15,9 @@ class WatchConfig:
     # A polled source (a network mount, no inotify) is rescanned this often.
     # PHOTO_PIPELINE_WATCH_POLL_SECONDS.
     poll_seconds: float = 60.0
+    # A watched (inotify) source is rescanned this often all the same: what an
+    # overflowing event queue lost. PHOTO_PIPELINE_WATCH_RESCAN_SECONDS.
+    rescan_seconds: float = 3600.0
     # A watcher's lease on its source; renewed every third of it.
     # PHOTO_PIPELINE_WATCH_LEASE_SECONDS.
     lease_seconds: float = 30.0
@@ -36,6 +39,7 @@ class WatchConfig:
         return cls(
             settle_seconds=settle,
             poll_seconds=_number(env, "POLL_SECONDS", default.poll_seconds),
+            rescan_seconds=_number(env, "RESCAN_SECONDS", default.rescan_seconds),
             lease_seconds=max(1.0, _number(env, "LEASE_SECONDS", default.lease_seconds)),
             acquire_seconds=_number(env, "ACQUIRE_SECONDS", default.acquire_seconds),
             tick_seconds=max(0.02, min(default.tick_seconds, settle / 4)),

@@ -3,7 +3,9 @@ or from a cheap periodic rescan (size, mtime, inode against the catalogue, as a 
 compares) on a network or FUSE mount, where inotify is unavailable, or where its
 watch limit is reached; the reason is logged once. Changed paths wait in ``settling``
 until settled, then go to ``batches``. The first pass, when the watcher starts, is a
-cheap rescan: what changed while no watcher ran is caught then.
+cheap rescan: what changed while no watcher ran is caught then; under inotify one runs
+every ``rescan_seconds`` as well (events lost to an overflowing queue, a scan that
+failed for good).
 
 It runs while it holds the source's lease (``leases``), renewing it every third of
 the lease; a watcher that lost its lease stops at once."""
@@ -54,6 +56,7 @@ class SourceWatcher:
         self._ready: list[str] = []  # settled, not yet queued (a scan of it was active)
         self._ready_since = 0.0
         self.scans: list[str] = []  # the scans it queued
+        self._root_gone = False  # the folder was not there at the last rescan (logged)
 
     def initial_mode(self) -> tuple[str, str | None]:
         """The mode the source's place asks for: poll on a network mount."""
@@ -126,11 +129,13 @@ class SourceWatcher:
         next_beat = time.monotonic() + self._config.lease_seconds / 3
         while not self._stop.is_set():
             now = time.monotonic()
-            if first or (events is None and now >= next_poll and not self._scanning()):
-                # The first pass (and each poll): a cheap rescan against the catalogue.
+            if first or (now >= next_poll and not self._scanning()):
+                # The first pass, each poll, and now and then under inotify too (what an
+                # overflowing event queue or a failed scan missed): a cheap rescan.
                 self._settling.add(self._rescan())
                 first = False
-                next_poll = now + self._config.poll_seconds
+                every = self._config.rescan_seconds if events else self._config.poll_seconds
+                next_poll = now + every
             if events is not None:
                 try:
                     self._changed_paths(next(events))
@@ -187,6 +192,13 @@ class SourceWatcher:
     def _rescan(self) -> list[str]:
         """The paths that differ from the catalogue: new, changed, gone (the scan's
         comparison, without reading a file)."""
+        if not os.path.isdir(self._root):
+            # Gone or unmounted: its files are not taken for deleted by every poll.
+            if not self._root_gone:
+                log.warning("source %s: the folder is not there; not rescanned", self._root)
+            self._root_gone = True
+            return []
+        self._root_gone = False
         known = self._lib.catalog.known_files(self.source["id"])
         unreadable: list[str] = []
         changed = []
