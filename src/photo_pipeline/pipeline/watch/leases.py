@@ -50,6 +50,8 @@ class Leases:
         """Take the lease of ``source_id`` if nobody holds it, its lease expired, or its
         holder's process on this host is gone; True when this holder has it now."""
         host = socket.gethostname()
+        if self._held_elsewhere(source_id, host):
+            return False  # read only: processes that find it held write nothing
         values = self._values(status)
         with write_session(self._sessions) as session:
             current = session.execute(
@@ -94,6 +96,20 @@ class Leases:
                 ),
             )
             return taken == 1
+
+    def _held_elsewhere(self, source_id: int, host: str) -> bool:
+        """Whether another holder's lease is live, its process alive (if on ``host``)."""
+        query = select(
+            source_watchers.c.holder,
+            source_watchers.c.host,
+            source_watchers.c.pid,
+            (source_watchers.c.expires_at > db_now(self._sessions)).label("live"),
+        ).where(source_watchers.c.source_id == source_id)
+        with read_session(self._sessions) as session:
+            row = session.execute(query).first()
+        if row is None or row.holder == self.holder or not row.live:
+            return False
+        return row.host != host or pid_alive(row.pid)
 
     @transactional
     def renew(self, source_id: int, status: Status) -> bool:
