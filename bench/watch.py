@@ -219,7 +219,8 @@ def burst(photos: Path, count: int) -> None:
     h.note(
         "the scans start while the copies go on: from the last copy flatters the burst, "
         "from the first includes the copying; the CPU ratio is the steadier figure. "
-        f"From the first copy: {h.ratio(since_first, import_wall, name='first_copy_over_import_wall')}"
+        "From the first copy: "
+        + h.ratio(since_first, import_wall, name="first_copy_over_import_wall")
     )
     h.note(
         f"wall ratio {h.ratio(burst_wall, import_wall, name='burst_over_import_wall')} "
