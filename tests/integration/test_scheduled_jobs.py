@@ -88,3 +88,21 @@ def _sources(session_factory):
 
     with session_factory() as session:
         return [dict(r._mapping) for r in session.execute(select(sources))]
+
+
+def test_rescan_leaves_out_a_source_a_live_watcher_keeps_current(session_factory, tmp_path):
+    """The nightly rescan is for sources nobody watches: one with a live watcher lease
+    is left out; once its watcher is gone (lease released), it is rescanned again."""
+    from photo_pipeline.pipeline.rescan import sources_to_rescan
+    from photo_pipeline.pipeline.watch.leases import Leases, Status
+
+    watched, plain = tmp_path / "watched", tmp_path / "plain"
+    photos.jpeg(watched / "a.jpg", size=(24, 16), seed=1)
+    photos.jpeg(plain / "b.jpg", size=(24, 16), seed=2)
+    scan_folders(session_factory, watched, plain)
+    ids = {s["path"]: s["id"] for s in _sources(session_factory)}
+    watcher = Leases(session_factory, "elsewhere:1:x", 3600)
+    assert watcher.acquire(ids[str(watched)], Status("inotify"))
+    assert sources_to_rescan(session_factory) == {ids[str(plain)]: str(plain)}
+    watcher.release(ids[str(watched)])
+    assert set(sources_to_rescan(session_factory)) == {ids[str(watched)], ids[str(plain)]}

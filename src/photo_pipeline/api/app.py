@@ -28,7 +28,7 @@ from photo_pipeline.api.auth import AuthenticateFirst, TokenAuth, load_or_create
 from photo_pipeline.api.bodies import MAX_BODY_BYTES, BodyLimits
 from photo_pipeline.api.headers import SecurityHeaders
 from photo_pipeline.api.hub import EventHub
-from photo_pipeline.api.models import Health
+from photo_pipeline.api.models import Health, Watcher
 from photo_pipeline.api.ratelimit import FailedAuthLimiter
 from photo_pipeline.api.server import ConnectionLimits
 from photo_pipeline.api.state import ApiState, api_state
@@ -37,6 +37,7 @@ from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import DEFAULT_JOBS, Worker, WorkerConfig
 from photo_pipeline.pipeline import job_types  # noqa: F401  (the embedded worker runs them)
 from photo_pipeline.pipeline.library import Library
+from photo_pipeline.pipeline.watch.leases import active_watchers
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,13 @@ def create_app(
     embedded_workers: int = 0,
     memory_budget: int | None = None,
     limits: ConnectionLimits | None = None,
+    watch: bool = False,
 ) -> FastAPI:
     """The API over ``lib``. ``embedded_workers`` > 0 also runs a worker with that many
     items in parallel inside the server process (``memory_budget``: its
     ``WorkerConfig.memory_budget``). ``limits``: body deadline and stream caps (the
-    connection ones are the HTTP server's, see :mod:`.server`)."""
+    connection ones are the HTTP server's, see :mod:`.server`). ``watch``: run the
+    watchers of the watched sources (``pipeline.watch``) while it serves."""
     limits = limits or ConnectionLimits()
     auth = TokenAuth(load_or_create_token(lib.settings.home, lib.settings.api_token))
     # PostgreSQL wakes the hub with NOTIFY, except for a worker's claims and successes
@@ -62,7 +65,10 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await hub.start()
         try:
-            with _embedded_worker(lib, embedded_workers, memory_budget) as worker:
+            with (
+                _embedded_worker(lib, embedded_workers, memory_budget) as worker,
+                _watchers(lib, watch),
+            ):
                 app.state.embedded_worker = worker
                 yield
         finally:  # also when the worker's stop raised: no reader left behind
@@ -115,13 +121,37 @@ def create_app(
         thread: threading.Thread | None = getattr(request.app.state, "embedded_worker", None)
         worker = "none" if thread is None else "ok" if thread.is_alive() else "dead"
         status = "ok" if database == "ok" and worker != "dead" else "degraded"
+        watchers: list[Watcher] = []
+        if database == "ok":
+            with contextlib.suppress(Exception):  # the database went away meanwhile
+                watchers = [Watcher(**row) for row in active_watchers(library.sessions)]
         return Health(
-            status=status, database=database, worker=worker, version=version("photo-pipeline")
+            status=status,
+            database=database,
+            worker=worker,
+            version=version("photo-pipeline"),
+            watchers=watchers,
         )
 
     docs.mount(app)
     web.mount(app)
     return app
+
+
+@contextlib.contextmanager
+def _watchers(lib: Library, watch: bool) -> Iterator[None]:
+    """The watchers of the watched sources, on a thread of the server (``watch``)."""
+    if not watch:
+        yield
+        return
+    from photo_pipeline.pipeline.watch.service import WatchService
+
+    service = WatchService(lib)
+    service.start()
+    try:
+        yield
+    finally:
+        service.stop()  # gives the leases back: another process takes them at once
 
 
 @contextlib.contextmanager

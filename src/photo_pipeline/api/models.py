@@ -112,6 +112,21 @@ class AccessToken(BaseModel):
     expires_at: int = Field(description="Unix seconds.")
 
 
+class Watcher(BaseModel):
+    source_id: int
+    path: str = Field(description="The watched source's folder")
+    holder: str = Field(description="The watching process: host:pid:random")
+    host: str
+    pid: int
+    mode: str = Field(description="inotify, or poll (a periodic cheap rescan)")
+    reason: str | None = Field(description="Why poll, when it polls")
+    pending: int = Field(description="Changed paths not yet handed to a scan")
+    lag_seconds: float = Field(
+        description="Seconds since the oldest change not yet handed to a scan; 0: caught up"
+    )
+    heartbeat_at: datetime
+
+
 class Health(BaseModel):
     status: str = Field(description="ok, or degraded when the database or the worker is not")
     database: str = Field(description="ok or unavailable")
@@ -119,6 +134,10 @@ class Health(BaseModel):
         description="The worker inside the server: ok, dead (its thread ended), or none"
     )
     version: str
+    watchers: list[Watcher] = Field(
+        default_factory=list,
+        description="The live watchers of watched sources, in any process on any host",
+    )
 
 
 def job_out(

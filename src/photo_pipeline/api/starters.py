@@ -35,6 +35,11 @@ class ImportParams(Params):
         description="Read every file again, not only new and changed ones, and refresh "
         "each asset from what is read now (dates you shifted stay).",
     )
+    watch: bool = Field(
+        default=False,
+        description="Watch the folders from now on: what arrives in them is catalogued "
+        "once it has settled (a `serve` or `watch` process watches them).",
+    )
 
 
 class RenderParams(Params):
@@ -107,6 +112,7 @@ def start_import_job(lib: Library, params: ImportParams, key: str | None) -> Enq
         idempotency_key=key,
         reread=params.reread,
         roots=lib.settings.allowed_roots,
+        watch=params.watch,
     )
 
 

@@ -18,6 +18,7 @@ from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
     render,
     schedule,
     serve,
+    watch,
     worker,
 )
 from photo_pipeline.cli.common import (

@@ -48,6 +48,14 @@ def import_(
             "upgrade that reads more). Dates you shifted stay.",
         ),
     ] = False,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Watch the folders from now on: `serve` (or `watch`) catalogues what "
+            "arrives in them once each file has settled.",
+        ),
+    ] = False,
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -63,6 +71,7 @@ def import_(
         max_pixels=lib.settings.max_pixels,
         follow_up=lib.settings,  # render and similar after the scans
         reread=reread,
+        watch=watch,
     )
     finish_jobs(
         jobs,
@@ -186,12 +195,30 @@ def sources_(
             "Its folder and photos stay on disk; importing it again brings them back.",
         ),
     ] = None,
+    watch: Annotated[
+        int | None,
+        typer.Option("--watch", metavar="ID", help="Watch this source (see `import --watch`)."),
+    ] = None,
+    unwatch: Annotated[
+        int | None,
+        typer.Option("--unwatch", metavar="ID", help="Stop watching this source."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Registered source folders: id, path, files, last scan."""
-    from photo_pipeline.pipeline.ingest.sources import list_sources, remove_source
+    """Registered source folders: id, path, files, last scan, watched by whom."""
+    from photo_pipeline.pipeline.ingest.sources import list_sources, remove_source, set_watch
 
     lib = library()
+    for source_id, watched in ((watch, True), (unwatch, False)):
+        if source_id is not None:
+            (row,) = set_watch(lib.service, [source_id], watched)
+            if as_json:
+                print_json(row)
+            else:
+                verb = "watching" if watched else "no longer watching"
+                console.print(f"{verb} source {row['id']} {shown(row['path'])}", highlight=False)
+    if watch is not None or unwatch is not None:
+        return
     if remove is not None:
         gone = remove_source(lib.service, remove)
         if as_json:
@@ -208,7 +235,7 @@ def sources_(
     if as_json:
         print_json(rows)
         return
-    table = Table("id", "path", "files", "scanned", "added")
+    table = Table("id", "path", "files", "scanned", "added", "watch")
     for row in rows:
         flag = "  [red](outside the allowed roots)[/]" if row["outside_allowed_roots"] else ""
         table.add_row(
@@ -217,8 +244,19 @@ def sources_(
             str(row["files"]),
             shown(row["scanned_at"]) if row["scanned_at"] else "never",
             shown(row["added_at"]),
+            _watch_state(row),
         )
     console.print(table if rows else "no sources: `photo-pipeline import DIR` registers one")
+
+
+def _watch_state(row: dict[str, Any]) -> str:
+    """no; yes (nobody watching it now); or the live watcher's host and mode."""
+    watcher = row.get("watcher")
+    if not row.get("watch"):
+        return "no"
+    if watcher is None:
+        return "yes (no watcher running)"
+    return shown(f"{watcher['mode']} on {watcher['host']}")
 
 
 def _with_media_fields(row: dict[str, Any]) -> dict[str, Any]:

@@ -133,6 +133,13 @@ def serve(
             "`make run` asks before it queues its import.",
         ),
     ] = False,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch/--no-watch",
+            help="Watch the watched sources (`import --watch`) nobody else watches.",
+        ),
+    ] = True,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web UI."""
     from photo_pipeline.api import create_app
@@ -176,7 +183,11 @@ def serve(
         max_streams_per_client=max_streams_per_client,
     )
     application = create_app(
-        lib, embedded_workers=workers_embedded, memory_budget=memory_budget, limits=limits
+        lib,
+        embedded_workers=workers_embedded,
+        memory_budget=memory_budget,
+        limits=limits,
+        watch=watch,
     )
     port = listening.getsockname()[1]  # --port 0: the one the system chose
     err_console.print(f"photo-pipeline on http://{shown(host)}:{port}/", highlight=False)

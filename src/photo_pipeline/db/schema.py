@@ -250,6 +250,33 @@ sources = Table(
     Column("path", Text, nullable=False, unique=True),  # absolute, resolved
     Column("added_at", UTCDateTime, nullable=False),
     Column("scanned_at", UTCDateTime),
+    # Watched: a watcher (serve, watch) catalogues what arrives in it (pipeline.watch).
+    Column("watch", Boolean, nullable=False, server_default=false()),
+)
+
+# One row per watched source while a watcher holds it: exactly one watcher per source
+# across processes and hosts. A lease on the database's clock, renewed by heartbeat;
+# an expired row (or one whose process is gone, on its own host) is taken over.
+source_watchers = Table(
+    "source_watchers",
+    metadata,
+    Column(
+        "source_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("sources.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("holder", String(200), nullable=False),  # host:pid:random
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("mode", String(16), nullable=False),  # inotify or poll
+    Column("reason", Text),  # why poll, when it is
+    Column("acquired_at", UTCDateTime, nullable=False),
+    Column("heartbeat_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    # The oldest change seen and not yet handed to a scan (NULL: caught up).
+    Column("pending_since", UTCDateTime),
+    Column("pending", Integer, nullable=False, server_default=text("0")),
 )
 
 assets = Table(

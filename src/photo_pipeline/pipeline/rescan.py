@@ -26,18 +26,20 @@ from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.pipeline.ingest.imports import start_import
 from photo_pipeline.pipeline.library.catalog import Catalog
+from photo_pipeline.pipeline.watch.leases import active_watchers
 
 JOB_TYPE = "rescan"
 LOCK = "rescan"  # one rescan at a time
 
 
 def sources_to_rescan(session_factory: sessionmaker[Session]) -> dict[int, str]:
-    """The sources a rescan imports again, id -> folder: every registered one. The
-    one place that chooses (a watched source, kept current by its watcher, may be
-    left out here)."""
+    """The sources a rescan imports again, id -> folder: every registered one but
+    those a live watcher keeps current (pipeline.watch). A watched source whose
+    watcher is not running (no `serve` or `watch` up) is rescanned like any other."""
+    watched = {row["source_id"] for row in active_watchers(session_factory)}
     with read_session(session_factory) as session:
         found = session.execute(select(sources.c.id, sources.c.path).order_by(sources.c.id))
-        return {source_id: path for source_id, path in found}
+        return {source_id: path for source_id, path in found if source_id not in watched}
 
 
 def start_rescan(service: JobService, *, idempotency_key: str | None = None) -> Enqueued:

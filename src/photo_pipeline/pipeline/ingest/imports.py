@@ -55,6 +55,7 @@ def import_folders(
     follow_up: Settings | None = None,
     idempotency_key: str | None = None,
     reread: bool = False,
+    watch: bool = False,
 ) -> list[JobSnapshot]:
     """Register ``folders`` and queue one scan per folder; a folder whose scan is
     already queued or running gets that job back instead of a second one.
@@ -63,11 +64,12 @@ def import_folders(
     scans and a ``similar`` job for the render; they are returned after the scans. When
     every scan was joined, so are the render and similar already queued after them.
     With ``idempotency_key``, repeating the same import returns the same jobs. With
-    ``reread``, the scans read every file again and refresh its asset (``scan``)."""
+    ``reread``, the scans read every file again and refresh its asset (``scan``). With
+    ``watch``, the sources are watched from now on (``pipeline.watch``)."""
     return [
         queued.job
         for queued in _import(
-            service, catalog, folders, max_pixels, follow_up, idempotency_key, reread
+            service, catalog, folders, max_pixels, follow_up, idempotency_key, reread, (), watch
         )
     ]
 
@@ -81,13 +83,23 @@ def start_import(
     idempotency_key: str | None = None,
     reread: bool = False,
     roots: Sequence[Path | str] = (),
+    watch: bool = False,
 ) -> Enqueued:
     """The whole import chain (scan → render → similar) for one request: returns its
     last job, and whether this call created it (False: an idempotent replay).
     ``roots``: the allowed roots the request was checked against (the API's); each
-    folder registered must still lie inside them as it is opened."""
+    folder registered must still lie inside them as it is opened. ``watch``: the
+    sources are watched from now on."""
     return _import(
-        service, catalog, folders, settings.max_pixels, settings, idempotency_key, reread, roots
+        service,
+        catalog,
+        folders,
+        settings.max_pixels,
+        settings,
+        idempotency_key,
+        reread,
+        roots,
+        watch,
     )[-1]
 
 
@@ -136,6 +148,7 @@ def _import(
     key: str | None,
     reread: bool,
     roots: Sequence[Path | str] = (),
+    watch: bool = False,
 ) -> list[Enqueued]:
     # Here, not at the top: the job modules load the decoders, and commands that
     # merely import this module (every CLI command, for --help) must start fast.
@@ -174,6 +187,11 @@ def _import(
             "video_time_limit": follow_up.video_time_limit,
         }
     )
+    registered = [catalog.add_source(folder, resolved=True) for folder in folders]
+    if watch:
+        from photo_pipeline.pipeline.ingest.sources import set_watch
+
+        set_watch(service, [source["id"] for source in registered], True)
     scans = [
         {
             "job_type": scan.JOB_TYPE,
@@ -186,11 +204,7 @@ def _import(
                 **({"reread": True} if reread else {}),  # a plain import's request as before
             },
         }
-        for source, scan_key in zip(
-            [catalog.add_source(folder, resolved=True) for folder in folders],
-            scan_keys,
-            strict=True,
-        )
+        for source, scan_key in zip(registered, scan_keys, strict=True)
     ]
     try:
         # Every folder's scan in one transaction.

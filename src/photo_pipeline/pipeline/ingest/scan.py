@@ -30,6 +30,12 @@ others, under a ``ulimit``) is no corrupt file: its item runs once more after th
 others, alone (``JobContext.map``), and if memory is still short its row stays failed
 with that code, which every later scan reads again, changed or not, until it reads.
 
+A source with ``paths`` in its params (a watcher's scan, ``pipeline.watch.batches``)
+is compared at those paths only, and below the folders among them (``walk``'s
+``within``: the same confinement and exclusions), against the catalogue's rows there
+(``known_within``), not the whole source's; deletions and renames among them are
+noticed as a whole scan notices them.
+
 With ``reread`` in its params (``import --reread``), every file is read again, changed
 or not, and each asset takes what its file and sidecars say now (``catalog.record``):
 how a library catalogued by an older version gets what a newer one reads. Photos whose
@@ -47,10 +53,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session, sessionmaker
 
-from photo_pipeline.db.schema import assets
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import assets, files
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, cost, hash_file, read_metadata
@@ -191,7 +198,10 @@ def scan(ctx: JobContext) -> None:
         ctx.flush()
         for warning in remove_files(home, orphans):
             ctx.log.warning("old rendition not removed: %s", warning)
-        catalog.mark_scanned(source["id"] for source in ctx.params["sources"])
+        # A scan of given paths looked at those only: the source is not scanned whole.
+        catalog.mark_scanned(
+            source["id"] for source in ctx.params["sources"] if source.get("paths") is None
+        )
 
 
 def _with_asset_ids(session: Session, by_hash: dict[str, RenderOutcome]) -> list[RenderOutcome]:
@@ -212,14 +222,32 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
     do files a sidecar beside changed (every file, with ``reread``); vanished ones are
     marked missing. Safe to repeat after a crash."""
     reread = bool(ctx.params.get("reread"))
-    known = catalog.known_files(source["id"])
+    # A scan of given paths (a watcher's): those, and all below the folders among them.
+    within = None if source.get("paths") is None else [paths.from_text(p) for p in source["paths"]]
+    not_files: list[str] = []  # given paths that are folders, or gone
+    unreadable: list[str] = []  # folders that could not be listed
+    listing = walk(
+        source["path"],
+        skip=_sources_inside(catalog, source["path"]),
+        unreadable=unreadable,
+        within=within,
+        not_files=not_files,
+    )
+    if within is None:
+        known = catalog.known_files(source["id"])
+    else:
+        found_now = list(listing)  # listed first: the folders among the paths are known then
+        listing = iter(found_now)
+        known = known_within(
+            ctx.session_factory,
+            source["id"],
+            [paths.to_text(p) for p in within],
+            [paths.to_text(p) for p in not_files],
+        )
     listed = 0  # files the walk found
     changed: list[str] = []
     sidecars: list[str] = []  # sidecars added, changed or removed (relative paths)
-    unreadable: list[str] = []  # folders that could not be listed
-    for relative, fingerprint in walk(
-        source["path"], skip=_sources_inside(catalog, source["path"]), unreadable=unreadable
-    ):
+    for relative, fingerprint in listing:
         stored = paths.to_text(relative)
         listed += 1
         before = known.pop(stored, None)  # what stays in ``known`` was not seen
@@ -255,6 +283,42 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
         len(changed),
         len(gone),
     )
+
+
+def known_within(
+    session_factory: sessionmaker[Session],
+    source_id: int,
+    exact: Sequence[str],
+    folders: Sequence[str],
+) -> dict[str, KnownFile]:
+    """The catalogued files of ``source_id`` at the stored paths ``exact`` or below
+    ``folders``: what a scan of given paths compares with (not the whole source)."""
+    columns = (
+        files.c.path,
+        files.c.size,
+        files.c.mtime_ns,
+        files.c.inode,
+        files.c.state,
+        files.c.error_code,
+    )
+    found: dict[str, KnownFile] = {}
+    with read_session(session_factory) as session:
+        for start in range(0, len(exact), 500):
+            query = select(*columns).where(
+                files.c.source_id == source_id, files.c.path.in_(exact[start : start + 500])
+            )
+            found.update((row.path, KnownFile(*row[1:])) for row in session.execute(query))
+        for start in range(0, len(folders), 50):
+            # substr, not LIKE: SQLite's LIKE ignores case, and names may hold % and _.
+            below_any = or_(
+                *(
+                    func.substr(files.c.path, 1, len(folder) + 1) == folder + "/"
+                    for folder in folders[start : start + 50]
+                )
+            )
+            query = select(*columns).where(files.c.source_id == source_id, below_any)
+            found.update((row.path, KnownFile(*row[1:])) for row in session.execute(query))
+    return found
 
 
 def _failed_for_the_moment(known: KnownFile) -> bool:

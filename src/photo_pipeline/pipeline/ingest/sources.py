@@ -1,4 +1,6 @@
-"""Registered sources: listed with what they hold, and removed from the catalogue.
+"""Registered sources: listed with what they hold and who watches them, watched or
+not (``set_watch``: a watcher, ``pipeline.watch``, catalogues what arrives), and
+removed from the catalogue.
 
 Removing a source forgets it: its file rows go, and so do the assets no other file
 holds (their renditions' rows and near-duplicate pairs with them, by the schema's
@@ -40,11 +42,31 @@ class SourceBusy(PhotoPipelineError):
     status = 409
 
 
+def set_watch(service: JobService, source_ids: Sequence[int], watch: bool) -> list[dict[str, Any]]:
+    """Watch the sources ``source_ids`` (or stop watching them); returns their rows. A
+    running ``serve`` or ``watch`` takes a newly watched source within seconds, and
+    stops the watcher of one no longer watched."""
+    ids = list(source_ids)
+    with write_session(service.session_factory) as session:
+        rows = {
+            row.id: dict(row._mapping)
+            for row in session.execute(select(sources).where(sources.c.id.in_(ids)))
+        }
+        for source_id in ids:
+            if source_id not in rows:
+                raise SourceNotFound("source_not_found", f"no source {source_id}")
+        session.execute(update(sources).where(sources.c.id.in_(ids)).values(watch=watch))
+    return [{**rows[source_id], "watch": watch} for source_id in ids]
+
+
 def list_sources(
     service: JobService, allowed_roots: Sequence[Path | str] = ()
 ) -> list[dict[str, Any]]:
-    """Every source: id, path, when it was added and last scanned, its file count, and
-    whether it lies outside ``allowed_roots`` (when any are set)."""
+    """Every source: id, path, when it was added and last scanned, its file count,
+    whether it is watched and by whom (``watcher``: host, mode, lag; None while no live
+    watcher holds it), and whether it lies outside ``allowed_roots`` (when any are set)."""
+    from photo_pipeline.pipeline.watch.leases import active_watchers
+
     counted = (
         select(files.c.source_id, func.count().label("files"))
         .group_by(files.c.source_id)
@@ -58,8 +80,15 @@ def list_sources(
     allowed = [str(root) for root in allowed_roots]
     with read_session(service.session_factory) as session:
         rows = [dict(row._mapping) for row in session.execute(query)]
+    watchers = {w["source_id"]: w for w in active_watchers(service.session_factory)}
     for row in rows:
         row["outside_allowed_roots"] = bool(allowed) and not roots.is_inside(row["path"], allowed)
+        watcher = watchers.get(row["id"])
+        row["watcher"] = (
+            None
+            if watcher is None
+            else {k: watcher[k] for k in ("host", "holder", "mode", "reason", "lag_seconds")}
+        )
     return rows
 
 

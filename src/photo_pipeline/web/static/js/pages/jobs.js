@@ -167,6 +167,7 @@ function importForm() {
     spellcheck: "false", autocomplete: "off", "aria-describedby": "import-help",
   });
   const reread = h("input#import-reread", { type: "checkbox", "aria-describedby": "import-help" });
+  const watch = h("input#import-watch", { type: "checkbox", "aria-describedby": "import-help" });
   const button = h("button.button.primary", { type: "submit" }, "Start import");
   const status = h("p.form-status", { role: "status" });
   const form = h("form.card.import-form", {
@@ -178,7 +179,9 @@ function importForm() {
       button.disabled = true;
       fill(status);
       try {
-        const params = reread.checked ? { paths: [path], reread: true } : { paths: [path] };
+        const params = { paths: [path] };
+        if (reread.checked) params.reread = true;
+        if (watch.checked) params.watch = true;
         const job = await post("/api/jobs", { type: "import", params });
         store.put(job);
         // The answer is the chain's last job (scan → render → similar).
@@ -186,6 +189,7 @@ function importForm() {
           h("a", { href: `/jobs/${job.id}`, dataset: { link: "" } }, `${job.type} ${shortId(job.id)}`), ".");
         input.value = "";
         reread.checked = false;
+        watch.checked = false;
       } catch (error) {
         fill(status, inlineProblem(error));
       } finally {
@@ -200,9 +204,11 @@ function importForm() {
       input),
     button),
   h("label.checkbox", { for: "import-reread" }, reread, "Read every file again"),
+  h("label.checkbox", { for: "import-watch" }, watch, "Watch this folder"),
   h("p.hint#import-help", {}, "An absolute path. The import scans it, renders thumbnails and previews, then looks for near duplicates. "
     + "A folder imported before is read again only where files changed; tick \u201cRead every file again\u201d after an upgrade "
-    + "to refresh every photo's dates, places and camera details (dates you shifted stay)."),
+    + "to refresh every photo's dates, places and camera details (dates you shifted stay). "
+    + "A watched folder (a phone-backup or Syncthing folder) is catalogued as photos arrive in it, once each has settled."),
   status);
   return form;
 }
