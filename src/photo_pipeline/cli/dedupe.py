@@ -19,7 +19,7 @@ from photo_pipeline.cli.common import (
 )
 from photo_pipeline.cli.finish import finish_job
 from photo_pipeline.cli.organize import SinceOption, SourceOption, UntilOption
-from photo_pipeline.cli.shown import shown
+from photo_pipeline.cli.shown import counted, shown
 
 _SHOWN = 40
 
@@ -123,7 +123,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
         console.print(f"… and {summary['files'] - listed} more (--json shows all)")
     reasons = ", ".join(f"{n} {shown(r)}" for r, n in sorted(summary["keeper_reasons"].items()))
     console.print(
-        f"{_plural(summary['groups'], 'group')}: {_plural(summary['files'], 'file')} to "
+        f"{counted(summary['groups'], 'groups')}: {counted(summary['files'], 'files')} to "
         "quarantine, "
         f"{summary['bytes']:,} bytes reclaimed{f' (keepers: {reasons})' if reasons else ''}",
         highlight=False,
@@ -131,7 +131,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
     waiting = summary.get("near_undecided", 0)
     if waiting:
         console.print(
-            f"[yellow]{_plural(waiting, 'near-duplicate group')} "
+            f"[yellow]{counted(waiting, 'near-duplicate groups')} "
             f"{'waits' if waiting == 1 else 'wait'} for your decision[/] and "
             f"{'is' if waiting == 1 else 'are'} left alone: {summary['decide']}; "
             "then run `dedupe --near` again",
@@ -140,25 +140,23 @@ def _print_plan(plan: dict[str, Any]) -> None:
         )
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _print_report(report: dict[str, Any]) -> None:
     if "bytes_reclaimed" in report:
         console.print(
-            f"{report['purged']} files purged, {report['bytes_reclaimed']:,} bytes reclaimed",
+            f"{counted(report['purged'], 'files purged')}, "
+            f"{counted(report['bytes_reclaimed'], 'bytes reclaimed')}",
             highlight=False,
         )
         _print_problems(report["problems"], "kept")
         return
     if "restored" in report:
-        console.print(f"{report['restored']} files put back", highlight=False)
+        console.print(counted(report["restored"], "files put back"), highlight=False)
         _print_problems(report["problems"], "not put back")
         return
     states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no files"
     console.print(
-        f"{report['entries']} files: {states}; {report['bytes_quarantined']:,} bytes quarantined",
+        f"{counted(report['entries'], 'files')}: {states}; "
+        f"{counted(report['bytes_quarantined'], 'bytes quarantined')}",
         highlight=False,
     )
     _print_problems(report["problems"], "skipped")

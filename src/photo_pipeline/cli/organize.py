@@ -19,7 +19,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
-from photo_pipeline.cli.shown import shown
+from photo_pipeline.cli.shown import counted, shown
 from photo_pipeline.pipeline.organize.template import DEFAULT_TEMPLATE  # no database: light
 
 _SHOWN = 40
@@ -163,7 +163,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
     actions = ", ".join(f"{n} {a}" for a, n in sorted(summary["actions"].items())) or "nothing"
     reasons = ", ".join(f"{n} {shown(r)}" for r, n in sorted(summary["reasons"].items()))
     console.print(
-        f"{plural(summary['files'], 'file')}: {actions}{f' ({reasons})' if reasons else ''}; "
+        f"{counted(summary['files'], 'files')}: {actions}{f' ({reasons})' if reasons else ''}; "
         f"{summary['bytes']:,} bytes to write",
         highlight=False,
     )
@@ -178,7 +178,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
             else "filed by their file's mtime: add a fallback such as {taken:%Y|undated}"
         )
         console.print(
-            f"[yellow]{plural(summary['undated'], 'photo')} undated[/] (no date but the "
+            f"[yellow]{counted(summary['undated'], 'photos')} undated[/] (no date but the "
             f"file's mtime, often when it was copied): {where}",
             highlight=False,
         )
@@ -205,13 +205,9 @@ def _date_from(entry: dict[str, Any]) -> str:
     return source if level == source else f"{source} ({level})"
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _print_report(report: dict[str, Any]) -> None:
     states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no files"
-    console.print(f"{report['entries']} files: {states}", highlight=False)
+    console.print(f"{counted(report['entries'], 'files')}: {states}", highlight=False)
     for problem in report["problems"]:
         detail = problem["message"] or ""
         if problem["reason"] == "duplicate" and not detail:

@@ -16,7 +16,7 @@ from photo_pipeline.cli.common import (
     print_json,
 )
 from photo_pipeline.cli.finish import finish_job
-from photo_pipeline.cli.shown import shown
+from photo_pipeline.cli.shown import counted, shown
 
 
 @app.command()
@@ -124,4 +124,6 @@ def _show_plan(plan: dict[str, Any], as_json: bool) -> None:
         console.print(table)
     which = f"of {shown(repr(plan['camera']))}" if plan["camera"] is not None else "chosen"
     change = f"would get the date {plan['set']}" if plan["set"] else f"would move by {plan['by']}"
-    console.print(f"dry run: {plan['count']} photos {which} {shown(change)}", highlight=False)
+    console.print(
+        f"dry run: {counted(plan['count'], 'photos')} {which} {shown(change)}", highlight=False
+    )

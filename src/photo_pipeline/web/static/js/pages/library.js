@@ -94,7 +94,7 @@ export function render(main, _params, query) {
       ));
       return;
     }
-    fill(status, done ? plural(assets.length, "photo") : `${count(assets.length)} photos loaded · scroll for more`);
+    fill(status, done ? plural(assets.length, "photo") : `${plural(assets.length, "photo")} loaded · scroll for more`);
   }
 
   function schedule() {
