@@ -72,17 +72,15 @@ def free_bytes(settings: UploadSettings) -> int:
 
 
 def create(settings: UploadSettings, upload_id: str) -> None:
-    """A new, empty partial (made durable, as is its folder)."""
+    """A new, empty partial. Not fsynced: nothing of it was acknowledged yet, and the
+    first fsync of its bytes (``Writer.sync``) commits its creation too. A partial lost
+    in a crash before that answers 404, and the client starts the upload again."""
     with _partials(settings) as folder:
         try:
             fd = os.open(
                 upload_id, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644, dir_fd=folder
             )
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.fsync(folder)
+            os.close(fd)
         except OSError as exc:
             raise _error(exc, str(settings.partials)) from exc
 
@@ -97,9 +95,10 @@ def size(settings: UploadSettings, upload_id: str) -> int | None:
 
 
 def remove(settings: UploadSettings, upload_id: str) -> None:
+    """Remove a partial. Not made durable: one that comes back after a crash belongs
+    to a finished or forgotten upload, and the sweep removes it again."""
     with _partials(settings) as folder, contextlib.suppress(FileNotFoundError):
         os.unlink(upload_id, dir_fd=folder)
-        os.fsync(folder)
 
 
 def ids(settings: UploadSettings) -> list[str]:
@@ -141,8 +140,12 @@ class Writer:
         except OSError as exc:
             raise _error(exc, self.where) from exc
 
-    def sync(self) -> None:
+    def sync(self, mtime_ns: int | None = None) -> None:
+        """Make what was written durable; with ``mtime_ns`` (the last bytes are in),
+        the file's mtime set first, so that one fsync covers both."""
         try:
+            if mtime_ns is not None:
+                os.utime(self.fd, ns=(os.fstat(self.fd).st_atime_ns, mtime_ns))
             os.fsync(self.fd)
         except OSError as exc:
             raise _error(exc, self.where) from exc
@@ -155,8 +158,9 @@ def land(
     settings: UploadSettings, upload_id: str, device: str, name: str, mtime_ns: int | None
 ) -> str:
     """Give the whole partial its name in ``device``'s folder of the uploads root,
-    with ``mtime_ns`` as its mtime; returns the path it landed at, relative to the
-    root. The partial keeps its own name until the caller removes it."""
+    with ``mtime_ns`` as its mtime (set, and fsynced with the last bytes, by
+    ``Writer.sync``); returns the path it landed at, relative to the root, once the
+    folder is fsynced. The partial keeps its own name until the caller removes it."""
     with _partials(settings) as folder:
         try:
             fd = os.open(upload_id, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=folder)
@@ -164,9 +168,9 @@ def land(
             raise _error(exc, str(settings.partials / upload_id)) from exc
         try:
             partial = os.fstat(fd)
-            if mtime_ns is not None:
-                os.utime(fd, ns=(partial.st_atime_ns, mtime_ns))
-            os.fsync(fd)
+            if mtime_ns is not None and partial.st_mtime_ns != mtime_ns:
+                os.utime(fd, ns=(partial.st_atime_ns, mtime_ns))  # a write after the sync
+                os.fsync(fd)
         except OSError as exc:
             raise _error(exc, str(settings.partials / upload_id)) from exc
         finally:

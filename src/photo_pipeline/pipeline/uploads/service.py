@@ -73,6 +73,8 @@ class Uploads:
         self.settings = settings
         self.clock = clock
         self._sessions = lib.sessions
+        # The source holding the uploads, once looked up (a row that does not change).
+        self._source_found: tuple[dict[str, object], Path] | None = None
 
     # ── creation ───────────────────────────────────────────────────────────────
     def create(
@@ -161,11 +163,14 @@ class Uploads:
                     f"the upload is at offset {writer.offset}, not {offset}: ask (HEAD) and resume",
                     offset=writer.offset,
                 )
-            ledger.extend(self._sessions, upload_id, self.clock() + self.settings.expire_after)
+            now = self.clock()
+            if upload.expires_at - now < self.settings.expire_after / 2:  # else recent
+                ledger.extend(self._sessions, upload_id, now + self.settings.expire_after)
             try:
                 yield upload, writer
             finally:
-                writer.sync()
+                whole = writer.offset == upload.length
+                writer.sync(upload.mtime_ns if whole else None)
         finally:
             writer.close()
 
@@ -239,10 +244,14 @@ class Uploads:
         around it), registered now if needed, and the root's path relative to it."""
         from photo_pipeline.pipeline.ingest.imports import folders_to_scan
 
+        if self._source_found is not None:
+            return self._source_found
         self.settings.root.mkdir(parents=True, exist_ok=True)
         folder = folders_to_scan(self.lib.catalog, [self.settings.root])[0]
         source = self.lib.catalog.add_source(folder)
-        return source, self.settings.root.resolve().relative_to(Path(str(source["path"])))
+        below = self.settings.root.resolve().relative_to(Path(str(source["path"])))
+        self._source_found = (source, below)
+        return self._source_found
 
     def queue_scan(self) -> bool:
         """Queue the import chain for the uploads source, or join its scan while it
@@ -253,8 +262,11 @@ class Uploads:
 
         source, _ = self._source()
         lock = scan.lock_for(int(str(source["id"])))
-        if any(b["state"] != JobState.QUEUED for b in self.lib.service.blockers(lock)):
+        holders = self.lib.service.blockers(lock)
+        if any(b["state"] != JobState.QUEUED for b in holders):
             return False
+        if holders:
+            return True  # a scan waits to start: it will list the new files too
         start_import(
             self.lib.service,
             self.lib.catalog,
