@@ -5,6 +5,8 @@ chosen again, both are recognised by the SHA-256 pre-check and not sent."""
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +116,54 @@ def test_two_photos_uploaded_from_a_phone_appear_in_the_library(
     digests = {hashlib.sha256(p.read_bytes()).hexdigest() for p in photos}
     assert len(digests) == 2
     page.screenshot(path=shots / "3-known.png", full_page=True)
+
+
+def test_an_upload_cut_off_when_its_tab_closed_resumes_in_a_new_tab(
+    upload_server: ApiServer, browser, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    chunk = 16 << 20  # js/upload.js sends 16 MiB a PATCH
+    video = tmp_path / "VID_0001.MOV"
+    data = os.urandom(chunk + (3 << 20))
+    video.write_bytes(data)
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    context.set_default_timeout(60_000)
+    seen: list[tuple[str, str | None]] = []
+    context.on("request", lambda r: seen.append((r.method, r.headers.get("upload-offset"))))
+
+    first = context.new_page()
+    patches = 0
+
+    def network_drops_after_the_first_chunk(route) -> None:
+        nonlocal patches
+        if route.request.method != "PATCH":
+            route.continue_()
+            return
+        patches += 1
+        if patches == 1:
+            route.continue_()
+        else:
+            route.abort("internetdisconnected")
+
+    first.route("**/api/uploads/*", network_drops_after_the_first_chunk)
+    sign_in(first, upload_server, "/library")
+    first.get_by_label("Photos and videos to upload").set_input_files(str(video))
+    expect(first.locator(".upload-item")).to_have_attribute("data-state", "retrying")
+    root = upload_server.app.state.uploads.settings.root
+    partials = list((root / ".pp-uploads").iterdir())
+    assert [p.stat().st_size for p in partials] == [chunk]  # the first chunk is held
+    first.close()  # the tab is closed mid-upload
+
+    seen.clear()
+    second = context.new_page()
+    sign_in(second, upload_server, "/library")
+    second.get_by_label("Photos and videos to upload").set_input_files(str(video))
+    row = second.locator(".upload-item")
+    expect(row).to_have_attribute("data-state", re.compile("done|catalogued"))
+    context.close()
+    landed = [p for p in root.glob(f"*/{video.name}")]  # the device's folder, as guessed
+    assert len(landed) == 1 and landed[0].read_bytes() == data
+    # The new tab created no upload and sent only what the server did not hold.
+    assert [offset for method, offset in seen if method == "PATCH"] == [str(chunk)]
+    assert ("POST", None) not in seen

@@ -29,6 +29,7 @@ from fastapi.responses import JSONResponse
 from starlette.requests import ClientDisconnect
 
 from photo_pipeline.api.problems import PROBLEM_RESPONSES, ApiError, problem
+from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.pipeline.uploads.ledger import Upload
 from photo_pipeline.pipeline.uploads.service import AlreadyComplete, Uploads
 
@@ -152,6 +153,19 @@ def upload_offset(request: Request, upload_id: UploadId) -> Response:
 async def append(request: Request, upload_id: UploadId) -> Response:
     """tus core: append the body at ``Upload-Offset``. What arrived before a dropped
     connection is kept (fsynced): the client asks for the offset and resumes."""
+    try:
+        return await _append(request, upload_id)
+    except PhotoPipelineError as exc:
+        # Refused with its body maybe still on the way (409 while a client sends
+        # 16 MiB): answer and close, rather than wait for a body that is not wanted.
+        answer = problem(exc.status, exc.code, exc.detail, **exc.extra)
+        answer.headers.update(_tus({"Connection": "close"}))
+        if isinstance(exc, TusVersionUnsupported):
+            answer.headers["Tus-Version"] = TUS_VERSION
+        return answer
+
+
+async def _append(request: Request, upload_id: str) -> Response:
     _check_version(request)
     if request.headers.get("content-type", "").split(";")[0].strip() != OFFSET_STREAM:
         raise ApiError(415, "unsupported_media_type", f"a PATCH body is {OFFSET_STREAM}")

@@ -24,7 +24,7 @@ def device_folder(raw: str | None) -> str:
     """The folder a device's uploads land in: its name, with anything but letters,
     digits, spaces and ``.'()+@-_`` made a dash; ``browser`` when nothing is left."""
     name = unicodedata.normalize("NFC", raw or "")
-    name = _DEVICE_REFUSED.sub("-", _CONTROL.sub("", name))
+    name = _DEVICE_REFUSED.sub("-", _CONTROL.sub(" ", name))
     name = re.sub(r"\s+", " ", name).strip(" .-")[:MAX_DEVICE].strip(" .-")
     return name or DEFAULT_DEVICE
 

@@ -21,6 +21,9 @@ const AT_ONCE = 2; // files sent in parallel
 // (the server still recognises their content after the upload, by BLAKE3).
 const PRECHECK_MAX = 512 * 1024 * 1024;
 const RETRY_DELAYS = [0, 1000, 3000, 5000, 10000, 20000, 30000, 60000];
+// One PATCH per 16 MiB: under the body limits of the usual reverse proxies, and a
+// point the server acknowledged at least every 16 MiB of a long video.
+const CHUNK = 16 * 1024 * 1024;
 
 let tusReady = null;
 
@@ -154,6 +157,7 @@ export function uploadPanel(mount, { onLanded } = {}) {
             device: name,
           },
           retryDelays: RETRY_DELAYS,
+          chunkSize: CHUNK,
           storeFingerprintForResuming: true,
           removeFingerprintOnSuccess: true,
           onProgress: (sent, total) => row.progress(sent, total),
