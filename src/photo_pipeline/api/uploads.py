@@ -195,12 +195,12 @@ async def _append(request: Request, upload_id: str) -> Response:
                 if batch:  # what arrived is kept, even from a request that broke off
                     await anyio.to_thread.run_sync(writer.write, bytes(batch))
             reached = writer.offset
+        if writer.landed is not None:
+            upload = writer.landed
     except ClientDisconnect:
         return Response(status_code=204)  # nobody hears it; the client will HEAD
     except AlreadyComplete as done:
         upload, reached = done.upload, done.upload.length
-    if upload.finished_at is None and reached >= upload.length:
-        upload = await anyio.to_thread.run_sync(uploads.after_writing, upload, reached)
     return Response(
         status_code=204, headers=_tus({"Upload-Offset": str(reached), **_expires(upload)})
     )

@@ -242,6 +242,21 @@ def test_an_abandoned_partial_expires_and_is_removed(
     assert (uploads_root / "browser" / "done.jpg").is_file()  # a finished one stays
 
 
+def test_a_whole_upload_the_server_stopped_before_landing_lands_when_asked(
+    server: ApiServer, uploads_root: Path
+) -> None:
+    with server.client() as http:
+        location = _create(http, 5, filename="late.jpg").headers["location"]
+        # As a server killed after its last fsync and before the landing leaves it.
+        (uploads_root / ".pp-uploads" / location.rsplit("/", 1)[1]).write_bytes(b"whole")
+        assert not (uploads_root / "browser" / "late.jpg").exists()
+        answer = http.head(location, headers=TUS)  # a client asks, and takes it as done
+    assert answer.status_code == 200 and answer.headers["upload-offset"] == "5"
+    assert "upload-expires" not in answer.headers
+    assert (uploads_root / "browser" / "late.jpg").read_bytes() == b"whole"
+    assert os.listdir(uploads_root / ".pp-uploads") == []
+
+
 def _create(http: httpx.Client, length: int, **metadata: str) -> httpx.Response:
     encoded = ",".join(
         f"{key} {base64.b64encode(value.encode()).decode()}" for key, value in metadata.items()

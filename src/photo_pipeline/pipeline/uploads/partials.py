@@ -18,12 +18,16 @@ import errno
 import fcntl
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs.handlers import ItemError
 from photo_pipeline.pipeline.files import spots
 from photo_pipeline.pipeline.uploads.names import with_suffix
 from photo_pipeline.pipeline.uploads.settings import UploadSettings
+
+if TYPE_CHECKING:
+    from photo_pipeline.pipeline.uploads.ledger import Upload
 
 
 class DiskFull(PhotoPipelineError):
@@ -129,6 +133,7 @@ class Writer:
                 "upload_busy", "another request is sending this upload; retry shortly"
             ) from None
         self.offset = os.fstat(self.fd).st_size
+        self.landed: Upload | None = None  # set by whoever lands it while holding it
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)

@@ -137,6 +137,13 @@ class Uploads:
         offset = partials.size(self.settings, upload_id)
         if offset is None or upload.expires_at <= self.clock():
             raise UploadNotFound("upload_not_found", "this upload expired: start it again")
+        if offset == upload.length:
+            # Whole but not landed: the server stopped between the last fsync and the
+            # landing. A client asking now takes it for done, so it lands now (unless
+            # the request that wrote it is landing it: it holds the partial).
+            with self._held(upload_id) as free:
+                if free:
+                    return self._finish(upload), upload.length
         return upload, offset
 
     @contextlib.contextmanager
@@ -171,14 +178,10 @@ class Uploads:
             finally:
                 whole = writer.offset == upload.length
                 writer.sync(upload.mtime_ns if whole else None)
+                if whole:  # landed while the partial is still held: once
+                    writer.landed = self._finish(upload)
         finally:
             writer.close()
-
-    def after_writing(self, upload: Upload, offset: int) -> Upload:
-        """Land the upload when its last byte arrived."""
-        if offset < upload.length:
-            return upload
-        return self._finish(upload)
 
     def _finish(self, upload: Upload) -> Upload:
         placed = partials.land(
