@@ -2,14 +2,17 @@
 and expiration; https://tus.io/protocols/resumable-upload), and the pre-check
 ``HEAD /api/assets?sha256=`` (200: the library has this content, 404: it has not).
 
-Our own, not ``tuspyserver``: reviewed (4.4.3), it buffers a whole PATCH body in memory
-before writing it, swallows a write's OSError (a full disk) into a stored string and
-answers 204, blocks the event loop on a file lock, and its hooks could not reach the
-crash-safe landing and the quotas here. The protocol's core is small: this module
+Our own, not ``tuspyserver``. Reviewed (4.4.3): its PATCH dependency writes the body
+before the route's ``auth`` dependency runs; it acknowledges an offset after
+``flush()`` without an fsync (its ``storage=`` backend fsyncs, but holds the whole
+body in memory first); an OSError while writing (a full disk) is kept as a string in
+the upload's info and the PATCH still answers 204; file I/O and a blocking file lock
+run on the event loop; and nothing in it reaches a crash-safe landing under the
+user's file name, per-day quotas or a 507. The protocol's core is small: this module
 speaks it, ``pipeline.uploads`` keeps the bytes and the rows.
 
-Every answer carries ``Tus-Resumable: 1.0.0``; errors are problem+json (a HEAD's have
-no body) with the statuses tus clients act on: 409 (offset mismatch: ask and resume),
+Answers carry ``Tus-Resumable: 1.0.0`` (refusals of a PATCH and a 412 too); errors
+are problem+json (a HEAD's without its body) with the statuses tus clients act on: 409 (offset mismatch: ask and resume),
 423 (busy: retry), 404 (gone: start again), 413 (too large, over the day's quota),
 507 (the disk is full).
 """
