@@ -12,9 +12,9 @@ user's file name, per-day quotas or a 507. The protocol's core is small: this mo
 speaks it, ``pipeline.uploads`` keeps the bytes and the rows.
 
 Answers carry ``Tus-Resumable: 1.0.0`` (refusals of a PATCH and a 412 too); errors
-are problem+json (a HEAD's without its body) with the statuses tus clients act on: 409 (offset mismatch: ask and resume),
-423 (busy: retry), 404 (gone: start again), 413 (too large, over the day's quota),
-507 (the disk is full).
+are problem+json (a HEAD's without its body) with the statuses tus clients act on:
+409 (offset mismatch: ask and resume), 423 (busy: retry), 404 (gone: start again),
+413 (too large, over the day's quota), 507 (the disk is full).
 """
 
 from __future__ import annotations
