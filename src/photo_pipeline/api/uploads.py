@@ -192,11 +192,11 @@ async def _append(request: Request, upload_id: str) -> Response:
                         )
                     batch += chunk
                     if len(batch) >= _BATCH:
-                        await anyio.to_thread.run_sync(writer.write, bytes(batch))
-                        batch.clear()
+                        full, batch = batch, bytearray()  # handed over, not copied
+                        await anyio.to_thread.run_sync(writer.write, full)
             finally:
                 if batch:  # what arrived is kept, even from a request that broke off
-                    await anyio.to_thread.run_sync(writer.write, bytes(batch))
+                    await anyio.to_thread.run_sync(writer.write, batch)
             reached = writer.offset
         if writer.landed is not None:
             upload = writer.landed
