@@ -99,7 +99,7 @@ def create_app(
         BodyLimits,
         limit=MAX_BODY_BYTES,
         read_timeout=limits.body_timeout,
-        own_limits=(uploads.PREFIX + "/",),  # a tus PATCH checks its own length
+        own_limits=(uploads.PREFIX,),  # a tus POST or PATCH checks its own length
     )
     limiter = FailedAuthLimiter(limits.failed_auth_burst, limits.failed_auth_per_second)
     app.add_middleware(AuthenticateFirst, auth=auth, limiter=limiter)

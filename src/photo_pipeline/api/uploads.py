@@ -1,6 +1,7 @@
-"""``/api/uploads``: the tus 1.0 resumable-upload protocol (core, creation, termination
-and expiration; https://tus.io/protocols/resumable-upload), and the pre-check
-``HEAD /api/assets?sha256=`` (200: the library has this content, 404: it has not).
+"""``/api/uploads``: the tus 1.0 resumable-upload protocol (core, creation,
+creation-with-upload, termination and expiration;
+https://tus.io/protocols/resumable-upload), and the pre-check ``HEAD
+/api/assets?sha256=`` (200: the library has this content, 404: it has not).
 
 Our own, not ``tuspyserver``. Reviewed (4.4.3): its PATCH dependency writes the body
 before the route's ``auth`` dependency runs; it acknowledges an offset after
@@ -45,7 +46,7 @@ _TUS_RESPONSES: dict[int | str, dict[str, Any]] = {
 router = APIRouter(tags=["uploads"], responses=_TUS_RESPONSES)
 
 TUS_VERSION = "1.0.0"
-TUS_EXTENSIONS = "creation,termination,expiration"
+TUS_EXTENSIONS = "creation,creation-with-upload,termination,expiration"
 OFFSET_STREAM = "application/offset+octet-stream"
 PREFIX = "/api/uploads"
 _BATCH = 1 << 20  # bytes gathered before each write: one thread hop per MiB
@@ -126,22 +127,59 @@ def discover(request: Request) -> Response:
 
 
 @router.post(PREFIX, status_code=201, response_class=Response)
-def create_upload(request: Request) -> Response:
+async def create_upload(request: Request) -> Response:
     """tus creation: ``Upload-Length`` and ``Upload-Metadata`` (``filename``,
     ``lastModified`` in ms, ``device``: the folder under ``uploads/``). 201 with the
-    upload's ``Location``."""
+    upload's ``Location``. With a body (``creation-with-upload``: Content-Type
+    ``application/offset+octet-stream``) its first bytes too, in the same request,
+    and the ``Upload-Offset`` they reached."""
     _check_version(request)
     if "upload-defer-length" in request.headers:
         raise ApiError(400, "defer_length_unsupported", "send Upload-Length")
     length = _number(request, "upload-length")
     metadata = parse_metadata(request.headers.get("upload-metadata"))
-    upload = uploads_of(request).create(
-        length, metadata.get("filename"), metadata.get("device"), _mtime_ns(metadata)
+    with_body = _content_type(request) == OFFSET_STREAM
+    if not with_body and request.headers.get("content-type") and _declared(request):
+        raise ApiError(415, "unsupported_media_type", f"an upload's bytes are {OFFSET_STREAM}")
+    uploads = uploads_of(request)
+    upload = await anyio.to_thread.run_sync(
+        uploads.create,
+        length,
+        metadata.get("filename"),
+        metadata.get("device"),
+        _mtime_ns(metadata),
     )
-    headers = _tus({"Location": f"{PREFIX}/{upload.id}", **_expires(upload)})
-    if upload.finished_at is not None:
+    headers = {"Location": f"{PREFIX}/{upload.id}"}
+    if upload.finished_at is None and with_body:
+        try:
+            upload, reached = await _receive(request, uploads, upload.id, 0)
+        except ClientDisconnect:
+            return Response(status_code=201)  # nobody hears it; the client will HEAD
+        except PhotoPipelineError as exc:
+            return _refusal(exc, headers)  # the upload exists: the client may resume it
+        headers["Upload-Offset"] = str(reached)
+    elif upload.finished_at is not None:
         headers["Upload-Offset"] = str(upload.length)
-    return Response(status_code=201, headers=headers)
+    return Response(status_code=201, headers=_tus({**headers, **_expires(upload)}))
+
+
+def _content_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip()
+
+
+def _declared(request: Request) -> int | None:
+    raw = request.headers.get("content-length")
+    return int(raw) if raw and _DIGITS.fullmatch(raw) else None
+
+
+def _refusal(exc: PhotoPipelineError, headers: dict[str, str] | None = None) -> Response:
+    """A refusal while the request's body may still be on the way (409 while a client
+    sends 16 MiB): answered, and the connection closed rather than the body waited for."""
+    answer = problem(exc.status, exc.code, exc.detail, **exc.extra)
+    answer.headers.update(_tus({**(headers or {}), "Connection": "close"}))
+    if isinstance(exc, TusVersionUnsupported):
+        answer.headers["Tus-Version"] = TUS_VERSION
+    return answer
 
 
 @router.head(PREFIX + "/{upload_id}", response_class=Response)
@@ -157,27 +195,29 @@ async def append(request: Request, upload_id: UploadId) -> Response:
     """tus core: append the body at ``Upload-Offset``. What arrived before a dropped
     connection is kept (fsynced): the client asks for the offset and resumes."""
     try:
-        return await _append(request, upload_id)
+        _check_version(request)
+        if _content_type(request) != OFFSET_STREAM:
+            raise ApiError(415, "unsupported_media_type", f"a PATCH body is {OFFSET_STREAM}")
+        offset = _number(request, "upload-offset")
+        upload, reached = await _receive(request, uploads_of(request), upload_id, offset)
+    except ClientDisconnect:
+        return Response(status_code=204)  # nobody hears it; the client will HEAD
     except PhotoPipelineError as exc:
-        # Refused with its body maybe still on the way (409 while a client sends
-        # 16 MiB): answer and close, rather than wait for a body that is not wanted.
-        answer = problem(exc.status, exc.code, exc.detail, **exc.extra)
-        answer.headers.update(_tus({"Connection": "close"}))
-        if isinstance(exc, TusVersionUnsupported):
-            answer.headers["Tus-Version"] = TUS_VERSION
-        return answer
+        return _refusal(exc)
+    return Response(
+        status_code=204, headers=_tus({"Upload-Offset": str(reached), **_expires(upload)})
+    )
 
 
-async def _append(request: Request, upload_id: str) -> Response:
-    _check_version(request)
-    if request.headers.get("content-type", "").split(";")[0].strip() != OFFSET_STREAM:
-        raise ApiError(415, "unsupported_media_type", f"a PATCH body is {OFFSET_STREAM}")
-    offset = _number(request, "upload-offset")
-    uploads = uploads_of(request)
+async def _receive(
+    request: Request, uploads: Uploads, upload_id: str, offset: int
+) -> tuple[Upload, int]:
+    """Append the request's body to the upload at ``offset``; the upload (landed once
+    whole) and the offset reached."""
     try:
         async with _writing(uploads, upload_id, offset) as (upload, writer):
-            declared = request.headers.get("content-length")
-            if declared and _DIGITS.fullmatch(declared) and offset + int(declared) > upload.length:
+            declared = _declared(request)
+            if declared is not None and offset + declared > upload.length:
                 raise ApiError(
                     413, "exceeds_upload_length", f"the upload has {upload.length} bytes in all"
                 )
@@ -198,15 +238,9 @@ async def _append(request: Request, upload_id: str) -> Response:
                 if batch:  # what arrived is kept, even from a request that broke off
                     await anyio.to_thread.run_sync(writer.write, batch)
             reached = writer.offset
-        if writer.landed is not None:
-            upload = writer.landed
-    except ClientDisconnect:
-        return Response(status_code=204)  # nobody hears it; the client will HEAD
+        return writer.landed or upload, reached
     except AlreadyComplete as done:
-        upload, reached = done.upload, done.upload.length
-    return Response(
-        status_code=204, headers=_tus({"Upload-Offset": str(reached), **_expires(upload)})
-    )
+        return done.upload, done.upload.length
 
 
 class _writing:

@@ -370,6 +370,42 @@ def test_hostile_names_land_inside_the_device_folder(
     assert not [p for p in outside if p.read_bytes() == b"hello"]
 
 
+def test_creation_with_upload_takes_the_first_bytes_in_the_same_request(
+    server: ApiServer, uploads_root: Path
+) -> None:
+    data = os.urandom(3 << 20)  # more than a JSON request may have
+    first = 2 << 20
+    with server.client() as http:
+        headers = {
+            **TUS,
+            "Upload-Length": str(len(data)),
+            "Upload-Metadata": "filename " + base64.b64encode(b"two.mov").decode(),
+            "Content-Type": "application/offset+octet-stream",
+        }
+        created = http.post("/api/uploads", content=data[:first], headers=headers)
+        assert created.status_code == 201 and created.headers["upload-offset"] == str(first)
+        location = created.headers["location"]
+        assert not (uploads_root / "browser" / "two.mov").exists()
+        rest = http.patch(
+            location,
+            content=data[first:],
+            headers={
+                **TUS,
+                "Upload-Offset": str(first),
+                "Content-Type": "application/offset+octet-stream",
+            },
+        )
+        assert rest.status_code == 204
+        whole = http.post("/api/uploads", content=data, headers=headers)
+        assert whole.headers["upload-offset"] == str(len(data))
+        assert "upload-expires" not in whole.headers
+        too_much = http.post("/api/uploads", content=data + b"X", headers=headers)
+        assert too_much.status_code == 413 and too_much.json()["code"] == "exceeds_upload_length"
+        assert too_much.headers["location"].startswith("/api/uploads/")
+    assert (uploads_root / "browser" / "two.mov").read_bytes() == data
+    assert (uploads_root / "browser" / "two (2).mov").read_bytes() == data
+
+
 def test_a_name_that_is_taken_gets_a_suffix(server: ApiServer, uploads_root: Path) -> None:
     with server.client() as http:
         for content in (b"one", b"two", b"six"):
@@ -460,7 +496,9 @@ def test_bad_requests_get_problems_never_a_500(server: ApiServer) -> None:
         assert http.head(location, headers=TUS).status_code == 404
         options = http.options("/api/uploads")
     assert options.status_code == 204
-    assert options.headers["tus-extension"] == "creation,termination,expiration"
+    assert options.headers["tus-extension"] == (
+        "creation,creation-with-upload,termination,expiration"
+    )
 
 
 def test_uploads_outside_the_allowed_roots_are_refused(db_url: str, tmp_path: Path) -> None:

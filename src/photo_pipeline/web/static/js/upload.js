@@ -158,6 +158,7 @@ export function uploadPanel(mount, { onLanded } = {}) {
           },
           retryDelays: RETRY_DELAYS,
           chunkSize: CHUNK,
+          uploadDataDuringCreation: true, // the first chunk with the POST: one round trip less
           storeFingerprintForResuming: true,
           removeFingerprintOnSuccess: true,
           onProgress: (sent, total) => row.progress(sent, total),
