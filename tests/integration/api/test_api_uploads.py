@@ -22,7 +22,7 @@ from tusclient import client as tus_client
 from tusclient.storage.filestorage import FileStorage
 
 from photo_pipeline.jobs.states import FINISHED_STATES
-from photo_pipeline.pipeline.uploads.service import Uploads
+from photo_pipeline.pipeline.uploads.service import SweepReport, Uploads
 from photo_pipeline.pipeline.uploads.settings import UploadSettings
 from tests.factories.photos import jpeg
 from tests.support.api_server import TOKEN, ApiServer, running_server
@@ -516,6 +516,11 @@ def test_uploads_outside_the_allowed_roots_are_refused(db_url: str, tmp_path: Pa
         answer = _create(http, 10)
     assert answer.status_code == 403 and answer.json()["code"] == "path_outside_roots"
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_sweep_before_any_upload_makes_no_folder(server: ApiServer, uploads_root: Path) -> None:
+    assert _service(server).sweep() == SweepReport()
+    assert not uploads_root.exists()
 
 
 def test_default_uploads_folder_is_in_the_first_allowed_root(tmp_path: Path) -> None:

@@ -55,9 +55,9 @@ def _error(exc: OSError, what: str) -> PhotoPipelineError:
 
 
 @contextlib.contextmanager
-def _partials(settings: UploadSettings) -> Iterator[int]:
+def _partials(settings: UploadSettings, *, create: bool = True) -> Iterator[int]:
     try:
-        fd = spots.open_root(str(settings.partials), create=True, mode=0o700)
+        fd = spots.open_root(str(settings.partials), create=create, mode=0o700)
     except ItemError as exc:
         if exc.code == "disk_full":
             raise DiskFull("disk_full", exc.message) from None
@@ -106,8 +106,10 @@ def remove(settings: UploadSettings, upload_id: str) -> None:
 
 
 def ids(settings: UploadSettings) -> list[str]:
-    """Every partial's upload id."""
-    with _partials(settings) as folder:
+    """Every partial's upload id (none before the first upload made their folder)."""
+    if not settings.partials.is_dir():
+        return []
+    with _partials(settings, create=False) as folder:
         return [name for name in os.listdir(folder) if name.isalnum()]
 
 
