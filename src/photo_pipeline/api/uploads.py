@@ -152,7 +152,7 @@ async def create_upload(request: Request) -> Response:
     headers = {"Location": f"{PREFIX}/{upload.id}"}
     if upload.finished_at is None and with_body:
         try:
-            upload, reached = await _receive(request, uploads, upload.id, 0)
+            upload, reached = await _receive(request, uploads, upload.id, 0, upload)
         except ClientDisconnect:
             return Response(status_code=201)  # nobody hears it; the client will HEAD
         except PhotoPipelineError as exc:
@@ -210,12 +210,12 @@ async def append(request: Request, upload_id: UploadId) -> Response:
 
 
 async def _receive(
-    request: Request, uploads: Uploads, upload_id: str, offset: int
+    request: Request, uploads: Uploads, upload_id: str, offset: int, created: Upload | None = None
 ) -> tuple[Upload, int]:
     """Append the request's body to the upload at ``offset``; the upload (landed once
-    whole) and the offset reached."""
+    whole) and the offset reached. ``created``: the upload this request created."""
     try:
-        async with _writing(uploads, upload_id, offset) as (upload, writer):
+        async with _writing(uploads, upload_id, offset, created) as (upload, writer):
             declared = _declared(request)
             if declared is not None and offset + declared > upload.length:
                 raise ApiError(
@@ -247,8 +247,10 @@ class _writing:
     """``Uploads.writing`` entered and left on a worker thread (it does file and
     database work) from the event loop."""
 
-    def __init__(self, uploads: Uploads, upload_id: str, offset: int) -> None:
-        self._context = uploads.writing(upload_id, offset)
+    def __init__(
+        self, uploads: Uploads, upload_id: str, offset: int, created: Upload | None
+    ) -> None:
+        self._context = uploads.writing(upload_id, offset, created)
 
     async def __aenter__(self):  # type: ignore[no-untyped-def]
         return await anyio.to_thread.run_sync(self._context.__enter__)

@@ -147,10 +147,13 @@ class Uploads:
         return upload, offset
 
     @contextlib.contextmanager
-    def writing(self, upload_id: str, offset: int) -> Iterator[tuple[Upload, partials.Writer]]:
+    def writing(
+        self, upload_id: str, offset: int, created: Upload | None = None
+    ) -> Iterator[tuple[Upload, partials.Writer]]:
         """The upload's partial, held for appending at ``offset`` (``offset_mismatch``
-        otherwise); made durable on leaving, whatever happened."""
-        upload, _ = self.get(upload_id)
+        otherwise); made durable on leaving, whatever happened. ``created``: the
+        upload as this request just created it (not read again)."""
+        upload = created if created is not None else self.get(upload_id)[0]
         if upload.finished_at is not None:
             if offset != upload.length:
                 raise OffsetMismatch(
