@@ -14,18 +14,21 @@ from pathlib import Path
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from photo_pipeline.api import create_app
 from photo_pipeline.config import Settings
 from photo_pipeline.pipeline.library import Library, open_library
+from photo_pipeline.pipeline.uploads.settings import UploadSettings
 
 TOKEN = "test-token-0123456789"
 
 
 class ApiServer:
-    def __init__(self, lib: Library, base_url: str) -> None:
+    def __init__(self, lib: Library, base_url: str, app: FastAPI | None = None) -> None:
         self.library = lib
         self.base_url = base_url
+        self.app = app
 
     def client(self, token: str | None = TOKEN, **kwargs) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -75,17 +78,22 @@ def _stuck(server: uvicorn.Server, thread: threading.Thread) -> str:
 
 @contextmanager
 def running_server(
-    db_url: str, home: Path, *, embedded_workers: int = 0, **settings: object
+    db_url: str,
+    home: Path,
+    *,
+    embedded_workers: int = 0,
+    upload_settings: UploadSettings | None = None,
+    **settings: object,
 ) -> Iterator[ApiServer]:
     base = Settings.from_env({"PHOTO_PIPELINE_HOME": str(home)})
     lib = open_library(
         replace(base, database_url=db_url, api_token=TOKEN, retry_base_seconds=0, **settings)
     )
-    app = create_app(lib, embedded_workers=embedded_workers)
+    app = create_app(lib, embedded_workers=embedded_workers, upload_settings=upload_settings)
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     try:
         with in_thread(uvicorn.Server(config)):
-            yield ApiServer(lib, f"http://127.0.0.1:{port}")
+            yield ApiServer(lib, f"http://127.0.0.1:{port}", app)
     finally:
         lib.close()

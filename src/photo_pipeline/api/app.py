@@ -23,6 +23,7 @@ from photo_pipeline.api import (
     schedules,
     starters,  # noqa: F401  (registers the API's job types)
     streams,
+    uploads,
 )
 from photo_pipeline.api.auth import AuthenticateFirst, TokenAuth, load_or_create_token
 from photo_pipeline.api.bodies import MAX_BODY_BYTES, BodyLimits
@@ -37,6 +38,8 @@ from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import DEFAULT_JOBS, Worker, WorkerConfig
 from photo_pipeline.pipeline import job_types  # noqa: F401  (the embedded worker runs them)
 from photo_pipeline.pipeline.library import Library
+from photo_pipeline.pipeline.uploads.service import Sweeper, Uploads
+from photo_pipeline.pipeline.uploads.settings import UploadSettings
 from photo_pipeline.pipeline.watch.leases import active_watchers
 
 log = logging.getLogger(__name__)
@@ -49,13 +52,18 @@ def create_app(
     memory_budget: int | None = None,
     limits: ConnectionLimits | None = None,
     watch: bool = False,
+    upload_settings: UploadSettings | None = None,
 ) -> FastAPI:
     """The API over ``lib``. ``embedded_workers`` > 0 also runs a worker with that many
     items in parallel inside the server process (``memory_budget``: its
     ``WorkerConfig.memory_budget``). ``limits``: body deadline and stream caps (the
     connection ones are the HTTP server's, see :mod:`.server`). ``watch``: run the
-    watchers of the watched sources (``pipeline.watch``) while it serves."""
+    watchers of the watched sources (``pipeline.watch``) while it serves.
+    ``upload_settings``: where uploads land and their limits (default: from the
+    environment); the server sweeps expired partial uploads while it runs."""
     limits = limits or ConnectionLimits()
+    upload_service = Uploads(lib, upload_settings or UploadSettings.from_env(lib.settings))
+    sweeper = Sweeper(upload_service)
     auth = TokenAuth(load_or_create_token(lib.settings.home, lib.settings.api_token))
     # PostgreSQL wakes the hub with NOTIFY, except for a worker's claims and successes
     # (jobs.hot_path), which it polls for, as it does everything on SQLite.
@@ -64,6 +72,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await hub.start()
+        sweeper.start()
         try:
             with (
                 _embedded_worker(lib, embedded_workers, memory_budget) as worker,
@@ -72,6 +81,7 @@ def create_app(
                 app.state.embedded_worker = worker
                 yield
         finally:  # also when the worker's stop raised: no reader left behind
+            sweeper.stop()
             await hub.stop()
 
     app = FastAPI(
@@ -89,9 +99,15 @@ def create_app(
     )
     app.state.api = ApiState(lib, auth, hub, limits)
     problems.install(app)
+    uploads.install(app, upload_service)
     # Outermost last: headers on every answer; then the last-resort 500; then
     # authentication, before anything reads a body; then the body's limits.
-    app.add_middleware(BodyLimits, limit=MAX_BODY_BYTES, read_timeout=limits.body_timeout)
+    app.add_middleware(
+        BodyLimits,
+        limit=MAX_BODY_BYTES,
+        read_timeout=limits.body_timeout,
+        own_limits=(uploads.PREFIX,),  # a tus POST or PATCH checks its own length
+    )
     limiter = FailedAuthLimiter(limits.failed_auth_burst, limits.failed_auth_per_second)
     app.add_middleware(AuthenticateFirst, auth=auth, limiter=limiter)
     app.add_middleware(problems.InternalErrors)
@@ -106,6 +122,7 @@ def create_app(
     app.include_router(organize.router, dependencies=bearer)
     app.include_router(dedupe.router, dependencies=bearer)
     app.include_router(schedules.router, dependencies=bearer)
+    app.include_router(uploads.router, dependencies=bearer)
 
     @app.get("/api/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:

@@ -338,6 +338,11 @@ assets = Table(
     Column("renditions_fingerprint", String(16)),
     # The listing by local wall clock (``assets --sort taken``): its keyset is (taken_local, id).
     Index("ix_assets_taken_local_id", "taken_local", "id"),
+    # SHA-256 of the content, hex, read with content_hash (media.hash_file_digests): what a
+    # browser asks by before uploading (HEAD /api/assets?sha256=). NULL for assets
+    # catalogued before 0021 until a scan reads one of their files again.
+    Column("sha256", String(64)),
+    Index("ix_assets_sha256", "sha256"),
     Index("ix_assets_make_model", "make", "model"),
     Index("ix_assets_content_identifier", "content_identifier"),
     Index("ix_assets_live_of", "live_of"),
@@ -596,4 +601,26 @@ duplicate_decisions = Table(
     Column("group_key", String(64), primary_key=True),
     Column("keep", JSON, nullable=False),
     Column("decided_at", UTCDateTime, nullable=False),
+)
+
+# Uploads over tus (pipeline.uploads): one row per upload, from its creation on. Its
+# bytes are the partial file named by id under the uploads root's hidden folder
+# (pipeline.uploads.partials), whose size is the offset; a finished upload has its
+# name in the uploads source (placed) and keeps its row until the file is catalogued
+# (catalogued_at), for the day's quota. Expired partials are removed with their row.
+uploads = Table(
+    "uploads",
+    metadata,
+    Column("id", String(32), primary_key=True),  # random hex: the upload's URL
+    Column("device", String(64), nullable=False),  # sanitised folder name
+    Column("filename", Text, nullable=False),  # sanitised, as asked for
+    Column("length", BigInteger, nullable=False),  # Upload-Length
+    Column("mtime_ns", BigInteger),  # from the client's lastModified
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    Column("placed", Text),  # the landed file, relative to the uploads root
+    Column("catalogued_at", UTCDateTime),
+    Index("ix_uploads_created_at", "created_at"),  # the day's quota
+    Index("ix_uploads_expires_at", "expires_at"),  # the sweep of expired partials
 )

@@ -20,6 +20,7 @@ _HOMES = {
     "MediaError": "errors",
     "SUPPORTED_EXTENSIONS": "formats",
     "hash_file": "hashing",
+    "hash_file_digests": "hashing",
     "DEFAULT_MAX_PIXELS": "limits",
     "MediaMetadata": "metadata",
     "PhotoMetadata": "metadata",
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from photo_pipeline.media.capture_time import CaptureTime, capture_time_from_filename
     from photo_pipeline.media.errors import MediaError
     from photo_pipeline.media.formats import SUPPORTED_EXTENSIONS
-    from photo_pipeline.media.hashing import hash_file
+    from photo_pipeline.media.hashing import hash_file, hash_file_digests
     from photo_pipeline.media.limits import DEFAULT_MAX_PIXELS
     from photo_pipeline.media.metadata import (
         MediaMetadata,
@@ -59,5 +60,6 @@ __all__ = [
     "capture_time_from_filename",
     "find_embedded_video",
     "hash_file",
+    "hash_file_digests",
     "read_metadata",
 ]

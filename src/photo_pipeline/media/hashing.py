@@ -1,9 +1,13 @@
-"""Content hash of an original: BLAKE3, streamed in fixed-size chunks."""
+"""Content hash of an original: BLAKE3, streamed in fixed-size chunks; and, in the
+same read, its SHA-256 (``hash_file_digests``): what a browser computes natively
+(``crypto.subtle``) to ask whether the library already has a file before uploading it."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import blake3
@@ -38,6 +42,29 @@ def hash_file(path: Path | str) -> str:
         except OSError as exc:
             raise media_error_from_os(exc, path) from exc
     return hasher.hexdigest()
+
+
+@dataclass(frozen=True)
+class Digests:
+    """An original's BLAKE3 (its identity in the catalogue) and SHA-256, hex."""
+
+    blake3: str
+    sha256: str
+
+
+def hash_file_digests(path: Path | str) -> Digests:
+    """BLAKE3 and SHA-256 of the file at ``path`` from one read, in constant memory
+    (each chunk is hashed twice while it is in the CPU's cache)."""
+    buffer, hasher, sha256 = _buffer(), blake3.blake3(), hashlib.sha256()
+    with open_original(path) as fp:
+        try:
+            while read := fp.readinto(buffer):
+                chunk = buffer[:read]
+                hasher.update(chunk)
+                sha256.update(chunk)
+        except OSError as exc:
+            raise media_error_from_os(exc, path) from exc
+    return Digests(hasher.hexdigest(), sha256.hexdigest())
 
 
 def _buffer() -> memoryview:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import random
 import tracemalloc
 
@@ -52,3 +54,14 @@ def test_file_larger_than_chunk_is_streamed_in_constant_memory(tmp_path) -> None
         tracemalloc.stop()
     assert digest == expected
     assert peak < 4 * CHUNK, f"peak {peak} bytes: the file was not streamed"
+
+
+def test_digests_give_blake3_and_sha256_of_one_read(tmp_path) -> None:
+    from photo_pipeline.media.hashing import hash_file_digests
+
+    path = tmp_path / "clip.mov"
+    data = os.urandom(3 * CHUNK + 17)  # chunks and a short last one
+    path.write_bytes(data)
+    digests = hash_file_digests(path)
+    assert digests.blake3 == blake3.blake3(data).hexdigest() == hash_file(path)
+    assert digests.sha256 == hashlib.sha256(data).hexdigest()

@@ -60,7 +60,13 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, files
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
-from photo_pipeline.media import DEFAULT_MAX_PIXELS, MediaError, cost, hash_file, read_metadata
+from photo_pipeline.media import (
+    DEFAULT_MAX_PIXELS,
+    MediaError,
+    cost,
+    hash_file_digests,
+    read_metadata,
+)
 from photo_pipeline.media.decode import pixels_checked_by_caller
 from photo_pipeline.media.errors import TRANSIENT_CODES
 from photo_pipeline.media.files import open_original
@@ -414,7 +420,8 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
                     isolate_video=True,  # a demuxer stuck in FFmpeg is killed at the limit
                 )
             metadata, sidecars = with_sidecars_of(path, metadata, allowed, time_limit)
-            content_hash = hash_file(Path(original.path))
+            digests = hash_file_digests(Path(original.path))  # BLAKE3 and SHA-256, one read
+            content_hash = digests.blake3
             if render and metadata.kind == "photo":
                 rendered = _render(original.path, content_hash, render)
     except roots.PathOutsideRoots as exc:
@@ -427,7 +434,13 @@ def inspect_file_within(allowed: Sequence[str], params: dict[str, Any], item_key
         return Inspected(
             FileReport(**base, error=unexpected_failure(exc, paths.display(paths.to_text(path))))
         )
-    report = FileReport(**base, content_hash=content_hash, metadata=metadata, sidecars=sidecars)
+    report = FileReport(
+        **base,
+        content_hash=content_hash,
+        sha256=digests.sha256,
+        metadata=metadata,
+        sidecars=sidecars,
+    )
     return Inspected(report, rendered)
 
 

@@ -6,7 +6,7 @@ assets (taken_local, id) replaces the index on taken_local alone: the listing so
 local wall clock (``assets --sort taken``) is a keyset walk of it on both backends.
 
 Revision ID: 0022
-Revises: 0020
+Revises: 0021
 Create Date: 2026-12-02
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0022"
-down_revision = "0020"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 

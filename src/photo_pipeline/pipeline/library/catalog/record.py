@@ -40,6 +40,7 @@ class FileReport:
     mtime_ns: int = 0
     inode: int = 0
     content_hash: str | None = None
+    sha256: str | None = None  # read with content_hash (media.hash_file_digests)
     metadata: PhotoMetadata | None = None
     error: tuple[str, str] | None = None
     vanished: bool = False
@@ -72,6 +73,8 @@ def _record_one(session: Session, report: FileReport, now: datetime, refresh: bo
         asset_id = _asset_id(
             session, report.content_hash, report.size, report.metadata, now, report.located
         )
+        if report.sha256 is not None:
+            _fill_sha256(session, asset_id, report.sha256)
     state, error = FAILED if report.error else PRESENT, report.error
     if report.role == IGNORED:
         state, error = IGNORED, None
@@ -174,6 +177,16 @@ def _asset_id(
     if asset_id is None:  # inserted or already there, in this transaction
         raise RuntimeError(f"no asset row for {content_hash} after its insert")
     return asset_id
+
+
+def _fill_sha256(session: Session, asset_id: int, sha256: str) -> None:
+    """Give the asset the SHA-256 read with its BLAKE3 when it has none: new, or
+    catalogued before revision 0021 (filled so as each of its files is read again)."""
+    session.execute(
+        update(assets)
+        .where(assets.c.id == asset_id, assets.c.sha256.is_(None))
+        .values(sha256=sha256)
+    )
 
 
 def _what_it_is(md: PhotoMetadata) -> dict[str, Any]:

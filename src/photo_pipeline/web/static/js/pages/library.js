@@ -11,6 +11,7 @@ import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } fr
 import { debounce, fill, h } from "../dom.js";
 import { bytes, clipLength, count, localTime, plural, takenSource, when } from "../format.js";
 import { dateSelection } from "./library_dates.js";
+import { uploadPanel } from "../upload.js";
 
 const PAGE = 120;
 const MIN_TILE = 170; // px, as .gallery's grid-template-columns in app.css
@@ -44,8 +45,10 @@ export function render(main, _params, query) {
   let shown = { first: 0, last: -1 }; // indexes of the assets whose tiles are in the grid
   let frame = 0;
 
+  const upload = uploadPanel(main, { onLanded: () => reset() });
   fill(main,
     pageHeader("Library", "Every unique photo, in the order it was taken."),
+    upload.root,
     filterForm(filters, (next) => {
       Object.assign(filters, next);
       const url = new URL(location.href);
@@ -199,6 +202,7 @@ export function render(main, _params, query) {
   addEventListener("scroll", schedule, { passive: true });
   loadPage();
   return () => {
+    upload.leave();
     removeEventListener("scroll", schedule);
     resized.disconnect();
     cancelAnimationFrame(frame);
