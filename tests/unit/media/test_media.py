@@ -38,6 +38,7 @@ def test_public_api() -> None:
         "capture_time_from_filename",
         "find_embedded_video",
         "hash_file",
+        "hash_file_digests",
         "read_metadata",
     }
     assert media.DEFAULT_MAX_PIXELS == 200_000_000

@@ -69,6 +69,7 @@ const SOURCES = {
   exif_original: "EXIF DateTimeOriginal",
   xmp_original: "XMP DateTimeOriginal",
   xmp_date_created: "XMP DateCreated",
+  iptc_date_created: "IPTC DateCreated",
   makernote: "Camera maker note",
   avchd: "AVCHD stream date",
   exif_digitized: "EXIF CreateDate (digitized)",
