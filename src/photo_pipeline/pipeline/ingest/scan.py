@@ -33,7 +33,7 @@ with that code, which every later scan reads again, changed or not, until it rea
 A source with ``paths`` in its params (a watcher's scan, ``pipeline.watch.batches``)
 is compared at those paths only, and below the folders among them (``walk``'s
 ``within``: the same confinement and exclusions), against the catalogue's rows there
-(``known_within``), not the whole source's; deletions and renames among them are
+(``Catalog.known_files_within``), not the whole source's; deletions and renames among them are
 noticed as a whole scan notices them.
 
 With ``reread`` in its params (``import --reread``), every file is read again, changed
@@ -53,11 +53,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, or_, select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from photo_pipeline.db import read_session
-from photo_pipeline.db.schema import assets, files
+from photo_pipeline.db.schema import assets
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import (
@@ -244,8 +243,7 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
     else:
         found_now = list(listing)  # listed first: the folders among the paths are known then
         listing = iter(found_now)
-        known = known_within(
-            ctx.session_factory,
+        known = catalog.known_files_within(
             source["id"],
             [paths.to_text(p) for p in within],
             [paths.to_text(p) for p in not_files],
@@ -289,42 +287,6 @@ def _discover(ctx: JobContext, catalog: Catalog, source: dict[str, Any]) -> None
         len(changed),
         len(gone),
     )
-
-
-def known_within(
-    session_factory: sessionmaker[Session],
-    source_id: int,
-    exact: Sequence[str],
-    folders: Sequence[str],
-) -> dict[str, KnownFile]:
-    """The catalogued files of ``source_id`` at the stored paths ``exact`` or below
-    ``folders``: what a scan of given paths compares with (not the whole source)."""
-    columns = (
-        files.c.path,
-        files.c.size,
-        files.c.mtime_ns,
-        files.c.inode,
-        files.c.state,
-        files.c.error_code,
-    )
-    found: dict[str, KnownFile] = {}
-    with read_session(session_factory) as session:
-        for start in range(0, len(exact), 500):
-            query = select(*columns).where(
-                files.c.source_id == source_id, files.c.path.in_(exact[start : start + 500])
-            )
-            found.update((row.path, KnownFile(*row[1:])) for row in session.execute(query))
-        for start in range(0, len(folders), 50):
-            # substr, not LIKE: SQLite's LIKE ignores case, and names may hold % and _.
-            below_any = or_(
-                *(
-                    func.substr(files.c.path, 1, len(folder) + 1) == folder + "/"
-                    for folder in folders[start : start + 50]
-                )
-            )
-            query = select(*columns).where(files.c.source_id == source_id, below_any)
-            found.update((row.path, KnownFile(*row[1:])) for row in session.execute(query))
-    return found
 
 
 def _failed_for_the_moment(known: KnownFile) -> bool:

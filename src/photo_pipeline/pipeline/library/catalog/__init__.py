@@ -12,11 +12,11 @@ bookkeeping itself and hands the rest to:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -50,6 +50,17 @@ class KnownFile(NamedTuple):
     inode: int
     state: str
     error_code: str | None = None  # why it failed (state failed)
+
+
+# A file's path and what a rescan compares it by (KnownFile's fields, in order).
+_KNOWN = (
+    files.c.path,
+    files.c.size,
+    files.c.mtime_ns,
+    files.c.inode,
+    files.c.state,
+    files.c.error_code,
+)
 
 
 class Catalog:
@@ -89,16 +100,34 @@ class Catalog:
 
     # ── files ──────────────────────────────────────────────────────────────────
     def known_files(self, source_id: int) -> dict[str, KnownFile]:
-        query = select(
-            files.c.path,
-            files.c.size,
-            files.c.mtime_ns,
-            files.c.inode,
-            files.c.state,
-            files.c.error_code,
-        ).where(files.c.source_id == source_id)
+        query = select(*_KNOWN).where(files.c.source_id == source_id)
         with read_session(self._session_factory) as session:
             return {row.path: KnownFile(*row[1:]) for row in session.execute(query)}
+
+    def known_files_within(
+        self, source_id: int, exact: Sequence[str], folders: Sequence[str]
+    ) -> dict[str, KnownFile]:
+        """The catalogued files of ``source_id`` at the stored paths ``exact`` or below
+        ``folders``: what a scan of given paths compares with (not the whole source)."""
+        found: dict[str, KnownFile] = {}
+        of_source = files.c.source_id == source_id
+        with read_session(self._session_factory) as session:
+            for start in range(0, len(exact), 500):
+                query = select(*_KNOWN).where(
+                    of_source, files.c.path.in_(exact[start : start + 500])
+                )
+                found.update((row.path, KnownFile(*row[1:])) for row in session.execute(query))
+            for start in range(0, len(folders), 50):
+                # substr, not LIKE: SQLite's LIKE ignores case, and names may hold % and _.
+                below_any = or_(
+                    *(
+                        func.substr(files.c.path, 1, len(folder) + 1) == folder + "/"
+                        for folder in folders[start : start + 50]
+                    )
+                )
+                query = select(*_KNOWN).where(of_source, below_any)
+                found.update((row.path, KnownFile(*row[1:])) for row in session.execute(query))
+        return found
 
     def ignored_counts(self, source_ids: Iterable[int]) -> dict[int, int]:
         """How many files of each source are not media (``ignored``): what a scan's
