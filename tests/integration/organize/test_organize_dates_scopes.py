@@ -129,6 +129,7 @@ def test_a_scope_limits_the_plan_and_the_job(session_factory, sources, tmp_path)
     for bad, code in [
         ({"sources": [str(a / "card")]}, "source_not_registered"),  # inside one, not one
         ({"sources": ["999"]}, "source_not_registered"),
+        ({"sources": ["²"]}, "source_not_registered"),  # a digit to str.isdigit, not to int
         ({"since": "2023-13-01"}, "invalid_date"),
         ({"since": "2023-07-20", "until": "2023-07-01"}, "invalid_date_range"),
     ]:

@@ -123,7 +123,7 @@ def resolve_scope(
     ids: set[int] = set()
     for named in named_sources:
         text = str(named).strip()
-        if text.isdigit() and int(text) in registered:
+        if text.isascii() and text.isdigit() and int(text) in registered:
             ids.add(int(text))
             continue
         real = os.path.realpath(os.path.expanduser(text)) if text else ""

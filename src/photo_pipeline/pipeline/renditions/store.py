@@ -278,7 +278,7 @@ def _abandoned(path: str, host: str, pid: str, now: float | None) -> bool:
         return False  # renamed or removed meanwhile
     if age > _ABANDONED_TEMP_SECONDS:
         return True
-    return host == _HOST and pid.isdigit() and not _alive(int(pid))
+    return host == _HOST and pid.isascii() and pid.isdigit() and not _alive(int(pid))
 
 
 def _alive(pid: int) -> bool:
