@@ -80,9 +80,7 @@ def upgrade() -> None:
         sa.Column(
             "cover_asset_id",
             _ID,
-            sa.ForeignKey(
-                "assets.id", name="fk_albums_cover_asset_id_assets", ondelete="SET NULL"
-            ),
+            sa.ForeignKey("assets.id", name="fk_albums_cover_asset_id_assets", ondelete="SET NULL"),
         ),
         sa.Column("created_at", Micros(), nullable=False),
         sa.Column("updated_at", Micros(), nullable=False),
