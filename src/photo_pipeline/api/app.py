@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from photo_pipeline import web
 from photo_pipeline.api import (
+    curation,
     dedupe,
     docs,
     jobs,
@@ -123,6 +124,7 @@ def create_app(
     app.include_router(dedupe.router, dependencies=bearer)
     app.include_router(schedules.router, dependencies=bearer)
     app.include_router(uploads.router, dependencies=bearer)
+    app.include_router(curation.router, dependencies=bearer)
 
     @app.get("/api/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:

@@ -99,13 +99,18 @@ def create_album(factory: sessionmaker[Session], name: str) -> tuple[dict[str, A
     spelled, key = normalise_name(name)
     now = utc_now()
     with write_session(factory) as session:
-        made = session.execute(
+        made = session.scalar(
             insert_for(session, albums)
             .values(name=spelled, key=key, created_at=now, updated_at=now)
             .on_conflict_do_nothing(index_elements=["key"])
+            .returning(albums.c.id)
         )
-        album_id: int = session.execute(select(albums.c.id).where(albums.c.key == key)).scalar_one()
-        created = made.rowcount == 1  # type: ignore[attr-defined]
+        album_id: int = (
+            made
+            if made is not None
+            else session.execute(select(albums.c.id).where(albums.c.key == key)).scalar_one()
+        )
+        created = made is not None
         return _summaries(session, [album_id])[0], created
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.dialect import insert_for
+from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import asset_curation, curation_pending
 from photo_pipeline.pipeline.curation.assets import chunks
@@ -80,11 +81,11 @@ def mark_written(factory: sessionmaker[Session], written: dict[int, int]) -> int
     gone = 0
     with write_session(factory) as session:
         for asset_id, version in written.items():
-            result = session.execute(
+            gone += changed_rows(
+                session,
                 delete(curation_pending).where(
                     curation_pending.c.asset_id == asset_id,
                     curation_pending.c.version <= version,
-                )
+                ),
             )
-            gone += result.rowcount  # type: ignore[attr-defined]
     return gone
