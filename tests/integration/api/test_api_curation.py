@@ -78,10 +78,10 @@ def test_bad_input_is_a_problem(api):
                    "invalid_rating")  # fmt: skip
         problem_of(http.post("/api/curation", json={"ids": [first], "action": "tag"}), 422,
                    "invalid_tag")  # fmt: skip
-        problem_of(http.post("/api/curation", json={"ids": [first], "action": "add_to_album",
-                                                    "album": 77}), 404, "album_not_found")  # fmt: skip
-        problem_of(http.post("/api/curation", json={"ids": [first, 4000000], "action": "favorite"}),
-                   404, "asset_not_found")  # fmt: skip
+        to_album = {"ids": [first], "action": "add_to_album", "album": 77}
+        problem_of(http.post("/api/curation", json=to_album), 404, "album_not_found")
+        unknown = {"ids": [first, 4000000], "action": "favorite"}
+        problem_of(http.post("/api/curation", json=unknown), 404, "asset_not_found")
         assert http.get(f"/api/assets/{first}").json()["favorite"] is False  # all or nothing
         problem_of(http.get("/api/assets", params={"rating": ">5"}), 422, "invalid_rating")
         problem_of(http.get("/api/assets", params={"rating": "x"}), 422, "invalid_rating")

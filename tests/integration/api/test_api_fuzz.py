@@ -148,6 +148,15 @@ job_bodies = st.sampled_from(
         "places",
     ]
 ).flatmap(_job_body)
+CURATION_ACTIONS = [
+    "rate",
+    "favorite",
+    "unreject",
+    "tag",
+    "untag",
+    "add_to_album",
+    "remove_from_album",
+]
 bodies = st.one_of(
     job_bodies,
     st.fixed_dictionaries(
@@ -172,20 +181,7 @@ bodies = st.one_of(
             "ids": st.one_of(
                 st.lists(st.one_of(st.integers(-(2**70), 2**70), hostile), max_size=4), hostile
             ),
-            "action": st.one_of(
-                st.sampled_from(
-                    [
-                        "rate",
-                        "favorite",
-                        "unreject",
-                        "tag",
-                        "untag",
-                        "add_to_album",
-                        "remove_from_album",
-                    ]
-                ),
-                hostile,
-            ),  # fmt: skip
+            "action": st.one_of(st.sampled_from(CURATION_ACTIONS), hostile),
             "rating": st.one_of(st.integers(-10, 10), numbers, hostile),
             "tag": st.one_of(hostile, st.just("Places|France|Paris"), st.just("a||b")),
             "album": st.one_of(st.integers(-(2**70), 2**70), hostile),
