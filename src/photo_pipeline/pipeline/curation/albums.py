@@ -270,6 +270,7 @@ def _in(session: Session, album_id: int, ids: list[int]) -> set[int]:
 
 def _summaries(session: Session, album_ids: list[int]) -> list[dict[str, Any]]:
     """``id``, ``name``, ``count``, ``cover_asset_id`` (chosen, else the first added),
+    ``cover_chosen``,
     ``taken_from`` / ``taken_to`` (the local capture times of its earliest and latest
     photos, None when empty), ``created_at``, ``updated_at``; in the order given."""
     if not album_ids:
@@ -304,10 +305,12 @@ def _summaries(session: Session, album_ids: list[int]) -> list[dict[str, Any]]:
             found[album_id].update(count=count, taken_from=earliest, taken_to=latest)
         chosen_missing = [a for a in chunk if a in found and found[a]["cover_asset_id"] is None]
         for album_id in chosen_missing:
+            # The first added; of several added at once, the earliest taken.
             found[album_id]["cover_asset_id"] = session.scalar(
                 select(album_assets.c.asset_id)
+                .join(assets, assets.c.id == album_assets.c.asset_id)
                 .where(album_assets.c.album_id == album_id)
-                .order_by(album_assets.c.added_at, album_assets.c.asset_id)
+                .order_by(album_assets.c.added_at, assets.c.taken_local, assets.c.id)
                 .limit(1)
             )
     return [found[a] for a in album_ids if a in found]
