@@ -48,8 +48,8 @@ const ACTION_WORDS = {
 
 export const stars = (n) => "★".repeat(n || 0) + "☆".repeat(MAX_RATING - (n || 0));
 
-/** A tile's marks: the heart toggle (its own button beside the tile's) and a badge
- * with the stars and the reject flag. */
+/** A tile's marks: the heart toggle (its own button beside the tile's) and, for its
+ * thumbnail, a badge with the stars and the reject flag. */
 export function tileMarks(asset, { onCurated }) {
   const heart = h("button.tile-heart", {
     type: "button",

@@ -72,7 +72,7 @@ function listAlbums(main) {
 function showAlbum(main, albumId) {
   const head = h("div.album-head");
   const photos = h("ul.album-photos", { "aria-label": "Photos in the album" });
-  const more = h("button.button.ghost.small", { type: "button", hidden: true, onclick: () => loadPage() }, "More photos");
+  const more = h("button.button.ghost.small.album-more", { type: "button", hidden: true, onclick: () => loadPage() }, "More photos");
   let album = null;
   let cursor = null;
   fill(main, head, photos, more);

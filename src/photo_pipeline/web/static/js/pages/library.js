@@ -160,12 +160,14 @@ export function render(main, _params, query) {
     const what = asset.kind === "video"
       ? `video (${clipLength(asset.duration)})`
       : asset.live ? "Live Photo" : "photo";
+    const [heart, marks] = tileMarks(asset, { onCurated: curated });
     const box = h("span.thumb-box", {},
       src
         ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
         : h("span.thumb.placeholder", {}, "Not rendered yet"),
       mediaBadge(asset),
-      asset.undated ? h("span.media-badge.undated-badge", { title: "Only the file's modification time dates it" }, "Undated") : null);
+      asset.undated ? h("span.media-badge.undated-badge", { title: "Only the file's modification time dates it" }, "Undated") : null,
+      marks);
     const hover = asset.motion_url ? motionOnHover(box, asset.motion_url) : {};
     const item = h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo", undated: asset.undated ? "true" : "false" }, ...hover },
       h("button.tile-button", {
@@ -186,7 +188,7 @@ export function render(main, _params, query) {
       h("span.tile-caption", {}, h("span.tile-date", {}, localTime(asset.taken_local)),
         h("span.tile-camera", {}, camera || "\u00a0"),
         h("span.tile-place", {}, place || "\u00a0"))),
-      ...tileMarks(asset, { onCurated: curated }));
+      heart);
     item.classList.toggle("rejected", Boolean(asset.rejected));
     markChosen(item, dates.has(asset.id));
     return item;
