@@ -87,6 +87,16 @@ def _resolve(session: Session, ref: int | str) -> int:
     raise AlbumNotFound(detail=f"no album {ref}")
 
 
+def _locked(session: Session, ref: int | str) -> int:
+    """``_resolve``, with the album's row locked for this transaction (PostgreSQL): a
+    concurrent removal of the album waits, or has happened and it is not found, never
+    a foreign-key error halfway through."""
+    album_id = _resolve(session, ref)
+    if session.scalar(select(albums.c.id).where(albums.c.id == album_id).with_for_update()):
+        return album_id
+    raise AlbumNotFound(detail=f"no album {ref}")
+
+
 def find_album(factory: sessionmaker[Session], ref: int | str) -> int:
     with read_session(factory) as session:
         return _resolve(session, ref)
@@ -125,7 +135,7 @@ def update_album(
     """Rename the album or choose its cover (an asset in it)."""
     now = utc_now()
     with write_session(factory) as session:
-        album_id = _resolve(session, ref)
+        album_id = _locked(session, ref)
         values: dict[str, Any] = {}
         if name is not None:
             spelled, key = normalise_name(name)
@@ -158,7 +168,7 @@ def delete_album(factory: sessionmaker[Session], ref: int | str) -> dict[str, An
     """Forget the album; its photos stay in the catalogue (and in other albums)."""
     now = utc_now()
     with write_session(factory) as session:
-        album_id = _resolve(session, ref)
+        album_id = _locked(session, ref)
         gone = _summaries(session, [album_id])[0]
         touch(session, _members(session, album_id), now)
         session.execute(delete(album_assets).where(album_assets.c.album_id == album_id))
@@ -173,7 +183,7 @@ def add_to_album(
     """Put the assets in the album; those already in it are unchanged."""
     now = utc_now()
     with write_session(factory) as session:
-        album_id = _resolve(session, ref)
+        album_id = _locked(session, ref)
         ids = checked_ids(session, asset_ids)
         had = _in(session, album_id, ids)
         outcome = Changed(
@@ -199,7 +209,7 @@ def remove_from_album(
     are unchanged. A cover taken out is no longer the cover."""
     now = utc_now()
     with write_session(factory) as session:
-        album_id = _resolve(session, ref)
+        album_id = _locked(session, ref)
         ids = checked_ids(session, asset_ids)
         had = _in(session, album_id, ids)
         outcome = Changed(

@@ -1,7 +1,9 @@
 """Tags (keywords) on assets. A tag may be hierarchical, its levels joined by "|"
 (``Places|France|Paris``, as Lightroom's hierarchicalSubject writes them): a parent
 (``Places|France``) matches its children in filters. Tags are one whatever their case
-(the first spelling is kept); a tag no asset carries any more is forgotten."""
+(the first spelling is kept); a tag no asset carries any more is no longer listed (its
+row stays: deleting it could race a concurrent ``add_tag`` and cascade its new link
+away)."""
 
 from __future__ import annotations
 
@@ -110,12 +112,16 @@ def add_tag(factory: sessionmaker[Session], text: str, asset_ids: Iterable[int])
 @transactional
 def remove_tag(factory: sessionmaker[Session], text: str, asset_ids: Iterable[int]) -> Changed:
     """Take the tag (exactly this one, not its children) off the assets; those without
-    it are unchanged. ``TagNotFound`` when no asset has it."""
+    it are unchanged. ``TagNotFound`` when no asset carries it."""
     path, key = normalise_tag(text)
     now = utc_now()
     with write_session(factory) as session:
         ids = checked_ids(session, asset_ids)
-        tag_id = session.scalar(select(tags.c.id).where(tags.c.key == key))
+        tag_id = session.scalar(
+            select(tags.c.id).where(
+                tags.c.key == key, exists().where(asset_tags.c.tag_id == tags.c.id)
+            )
+        )
         if tag_id is None:
             raise TagNotFound(detail=f"no tag {path!r}")
         had = _carrying(session, tag_id, ids)
@@ -128,9 +134,6 @@ def remove_tag(factory: sessionmaker[Session], text: str, asset_ids: Iterable[in
                     asset_tags.c.tag_id == tag_id, asset_tags.c.asset_id.in_(chunk)
                 )
             )
-        session.execute(
-            delete(tags).where(tags.c.id == tag_id, ~exists().where(asset_tags.c.tag_id == tag_id))
-        )
         touch(session, outcome.changed, now)
     return outcome
 
@@ -156,6 +159,7 @@ def list_tags(factory: sessionmaker[Session]) -> list[dict[str, Any]]:
         select(tags.c.id, tags.c.path, func.count(asset_tags.c.asset_id).label("count"))
         .join(asset_tags, asset_tags.c.tag_id == tags.c.id, isouter=True)
         .group_by(tags.c.id, tags.c.path, tags.c.key)
+        .having(func.count(asset_tags.c.asset_id) > 0)
         .order_by(tags.c.key)
     )
     with read_session(factory) as session:
