@@ -119,12 +119,12 @@ def create_app(
     app.include_router(streams.router, dependencies=bearer_or_query)
     app.include_router(streams.token_router, dependencies=bearer)
     app.include_router(library.router, dependencies=bearer)
+    app.include_router(curation.router, dependencies=bearer)  # before media's /{kind}
     app.include_router(library.media_router, dependencies=bearer_or_query)
     app.include_router(organize.router, dependencies=bearer)
     app.include_router(dedupe.router, dependencies=bearer)
     app.include_router(schedules.router, dependencies=bearer)
     app.include_router(uploads.router, dependencies=bearer)
-    app.include_router(curation.router, dependencies=bearer)
 
     @app.get("/api/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:

@@ -131,6 +131,45 @@ def _albums(request: Request, rows: list[dict[str, Any]]) -> list[Album]:
 
 
 # ── one asset ─────────────────────────────────────────────────────────────────
+class Marks(BaseModel):
+    asset_id: int
+    rating: int
+    favorite: bool
+    rejected: bool
+    tags: list[str]
+    albums: list[dict[str, Any]] = Field(description="{id, name} of each of its albums.")
+
+
+def _marks(request: Request, asset_id: int) -> Marks:
+    return Marks(asset_id=asset_id, **curation.curation_of(_sessions(request), asset_id))
+
+
+# Each of these paths also answers GET (the asset's curation), so that the methods a
+# path allows are the ones its schema lists.
+@router.get("/api/assets/{asset_id}/rating", response_model=Marks)
+def get_rating(asset_id: AssetId, request: Request) -> Marks:
+    """The asset's curation: rating, favourite, rejected, tags, albums."""
+    return _marks(request, asset_id)
+
+
+@router.get("/api/assets/{asset_id}/favorite", response_model=Marks)
+def get_favorite(asset_id: AssetId, request: Request) -> Marks:
+    """The asset's curation (as ``/rating``)."""
+    return _marks(request, asset_id)
+
+
+@router.get("/api/assets/{asset_id}/rejected", response_model=Marks)
+def get_rejected(asset_id: AssetId, request: Request) -> Marks:
+    """The asset's curation (as ``/rating``)."""
+    return _marks(request, asset_id)
+
+
+@router.get("/api/assets/{asset_id}/tags", response_model=Marks)
+def get_asset_tags(asset_id: AssetId, request: Request) -> Marks:
+    """The asset's curation (as ``/rating``)."""
+    return _marks(request, asset_id)
+
+
 @router.put("/api/assets/{asset_id}/rating", response_model=Outcome)
 def put_rating(asset_id: AssetId, body: RatingBody, request: Request) -> Outcome:
     """Rate the asset 0-5 (0 takes the rating off)."""
@@ -217,7 +256,12 @@ def get_albums(request: Request) -> list[Album]:
     return _albums(request, curation.list_albums(_sessions(request)))
 
 
-@router.post("/api/albums", response_model=Album, status_code=201)
+@router.post(
+    "/api/albums",
+    response_model=Album,
+    status_code=201,
+    responses={200: {"model": Album, "description": "The album of that name, already there."}},
+)
 def post_album(body: NewAlbum, request: Request, response: Response) -> Album:
     """Make an album: 201, or 200 with the album of that name (whatever its case)
     when there is one already."""

@@ -51,6 +51,12 @@ def test_one_asset_marks_are_idempotent(api):
         detail = http.get(f"/api/assets/{first}").json()
         assert (detail["rating"], detail["favorite"], detail["rejected"]) == (4, True, True)
         assert detail["tags"] == ["Places|France"] and detail["albums"] == []
+        for part in ("rating", "favorite", "rejected", "tags"):
+            marks = http.get(f"/api/assets/{first}/{part}").json()
+            assert marks == {"asset_id": first, "rating": 4, "favorite": True,
+                             "rejected": True, "tags": ["Places|France"], "albums": []}  # fmt: skip
+        problem_of(http.get("/api/assets/4000000/rating"), 404, "asset_not_found")
+        assert http.get(f"/api/assets/{first}/thumbnail").status_code == 200  # still served
 
         assert http.delete(f"/api/assets/{first}/favorite").json()["changed"] == [first]
         assert http.delete(f"/api/assets/{first}/favorite").json()["unchanged"] == [first]

@@ -36,6 +36,7 @@ from photo_pipeline.pipeline.curation.filters import (
     CurationFilter,
     RatingRange,
     curation_fields,
+    curation_of,
     parse_rating_range,
     with_curation,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "album",
     "create_album",
     "curation_fields",
+    "curation_of",
     "delete_album",
     "find_album",
     "list_albums",

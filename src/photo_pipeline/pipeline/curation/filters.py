@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
+from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import asset_curation, assets
 from photo_pipeline.pipeline.curation.albums import albums_of, in_album
-from photo_pipeline.pipeline.curation.assets import chunks
+from photo_pipeline.pipeline.curation.assets import checked_ids, chunks
 from photo_pipeline.pipeline.curation.marks import MAX_RATING, InvalidRating
 from photo_pipeline.pipeline.curation.tags import normalise_tag, tagged, tags_of
 
@@ -124,6 +125,13 @@ def curation_fields(session: Session, asset_ids: list[int]) -> dict[int, dict[st
             "albums": in_albums.get(asset_id, []),
         }
     return fields
+
+
+def curation_of(factory: sessionmaker[Session], asset_id: int) -> dict[str, Any]:
+    """``curation_fields`` of one asset; ``AssetNotFound`` for no asset."""
+    with read_session(factory) as session:
+        checked_ids(session, [asset_id])
+        return curation_fields(session, [asset_id])[asset_id]
 
 
 def with_curation(session: Session, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
