@@ -13,6 +13,8 @@ const MAX_RATING = 5;
 
 /** What one action does to an asset object held by a page (as the API's fields). */
 function changeFor(action, extra = {}) {
+  // A tag as the server stores it: each level trimmed, runs of space made one.
+  if (extra.tag) extra = { ...extra, tag: extra.tag.split("|").map((level) => level.trim().replace(/\s+/g, " ")).join("|") };
   return (asset) => {
     if (action === "rate") asset.rating = extra.rating;
     if (action === "favorite" || action === "unfavorite") asset.favorite = action === "favorite";
