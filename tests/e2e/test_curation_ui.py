@@ -138,3 +138,24 @@ def test_rate_by_keyboard_then_curate_a_selection_into_an_album(five_photos, pag
     assert [int(album_photos.nth(i).get_attribute("data-asset-id")) for i in range(3)] == ids[2:]
     expect(album_photos.nth(0)).to_contain_text("Cover")
     shot(page, shots, "curation-album.png")
+
+
+def test_a_drag_in_select_mode_chooses_every_photo_it_crosses(five_photos, page, shots):
+    server = five_photos
+    sign_in(page, server, "/library?sort=taken")
+    tiles = page.locator(".gallery .tile")
+    expect(tiles).to_have_count(5)
+    ids = [int(tiles.nth(i).get_attribute("data-asset-id")) for i in range(5)]
+    page.get_by_role("button", name="Select", exact=True).click()
+    start, end = tiles.nth(0).bounding_box(), tiles.nth(3).bounding_box()
+    page.mouse.move(start["x"] + 40, start["y"] + 40)
+    page.mouse.down()
+    for step in range(1, 11):  # across tiles 1 and 2 to 3
+        x = start["x"] + 40 + (end["x"] - start["x"]) * step / 10
+        page.mouse.move(x, start["y"] + 40)
+    page.mouse.up()
+    expect(page.get_by_role("status").filter(has_text="selected")).to_have_text("4 photos selected")
+    page.locator(".selection-curation").get_by_role("button", name="♥ Favourite").click()
+    expect(page.locator(".gallery .tile-heart[aria-pressed='true']")).to_have_count(4)
+    shot(page, shots, "curation-drag.png")
+    assert [curation_of(server, i)["favorite"] for i in ids] == [True] * 4 + [False]

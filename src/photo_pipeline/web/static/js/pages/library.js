@@ -5,7 +5,8 @@
 // Photo carries a "Live" badge and plays its motion part on hover or click. A photo
 // dated only by its file's mtime carries an "Undated" badge; Select mode chooses
 // photos for "Set date" (library_dates.js) and for curation (../curation.js: heart,
-// rating, reject, tags, albums; shift-click chooses a range). The viewer rates by keys.
+// rating, reject, tags, albums; shift-click or a drag chooses a range). The viewer
+// rates by keys.
 
 import { accessToken, get, withAccessToken } from "../api.js";
 import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } from "../components.js";
@@ -48,6 +49,8 @@ export function render(main, _params, query) {
   let shown = { first: 0, last: -1 }; // indexes of the assets whose tiles are in the grid
   let frame = 0;
   let lastChosen = null; // the index a shift-click chooses a range from
+  let drag = null; // {from, moved}: a press in Select mode that chooses every tile it crosses
+  let dragged = false; // the press ended on its own tile after crossing others: no toggle
 
   const upload = uploadPanel(main, { onLanded: () => reset() });
   fill(main,
@@ -163,22 +166,36 @@ export function render(main, _params, query) {
     const [heart, marks] = tileMarks(asset, { onCurated: curated });
     const box = h("span.thumb-box", {},
       src
-        ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
+        ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256, draggable: "false" })
         : h("span.thumb.placeholder", {}, "Not rendered yet"),
       mediaBadge(asset),
       asset.undated ? h("span.media-badge.undated-badge", { title: "Only the file's modification time dates it" }, "Undated") : null,
       marks);
     const hover = asset.motion_url ? motionOnHover(box, asset.motion_url) : {};
-    const item = h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo", undated: asset.undated ? "true" : "false" }, ...hover },
+    const dragging = {
+      onpointerdown: (event) => {
+        if (dates.active && event.button === 0 && !event.shiftKey && event.pointerType === "mouse") {
+          drag = { from: index, moved: false };
+        }
+      },
+      onpointerenter: () => {
+        if (!drag || !dates.active || drag.from === index && !drag.moved) return;
+        drag.moved = true;
+        chooseRange(drag.from, index);
+      },
+    };
+    const item = h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo", undated: asset.undated ? "true" : "false" }, ...hover, ...dragging },
       h("button.tile-button", {
         type: "button",
         "aria-label": `Open ${what}: ${label}`,
         onclick: (event) => {
           if (!dates.active) return viewer.open(assets, index);
-          if (event.shiftKey && lastChosen !== null) {
-            const [from, to] = [Math.min(lastChosen, index), Math.max(lastChosen, index)];
-            for (let i = from; i <= to; i += 1) if (!dates.has(assets[i].id)) dates.toggle(assets[i]);
-          } else dates.toggle(asset);
+          if (dragged) {
+            dragged = false;
+            return null;
+          }
+          if (event.shiftKey && lastChosen !== null) chooseRange(lastChosen, index);
+          else dates.toggle(asset);
           lastChosen = index;
           return null;
         },
@@ -192,6 +209,21 @@ export function render(main, _params, query) {
     item.classList.toggle("rejected", Boolean(asset.rejected));
     markChosen(item, dates.has(asset.id));
     return item;
+  }
+
+  // Choose every photo from one index to another (a shift-click, a drag).
+  function chooseRange(one, other) {
+    for (let i = Math.min(one, other); i <= Math.max(one, other); i += 1) {
+      if (!dates.has(assets[i].id)) dates.toggle(assets[i]);
+    }
+    lastChosen = other;
+  }
+
+  function endDrag(event) {
+    // A click follows on the tile pressed only when the press also ends there.
+    const ended = event.target.closest?.(".tile");
+    dragged = Boolean(drag?.moved && ended && Number(ended.dataset.assetId) === Number(assets[drag.from]?.id));
+    drag = null;
   }
 
   // A curation changed these assets (curation.js): apply it and draw their tiles again.
@@ -227,10 +259,12 @@ export function render(main, _params, query) {
   const resized = new ResizeObserver(schedule);
   resized.observe(holder);
   addEventListener("scroll", schedule, { passive: true });
+  addEventListener("pointerup", endDrag);
   loadPage();
   return () => {
     upload.leave();
     removeEventListener("scroll", schedule);
+    removeEventListener("pointerup", endDrag);
     resized.disconnect();
     cancelAnimationFrame(frame);
     generation += 1;
