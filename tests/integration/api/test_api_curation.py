@@ -144,6 +144,19 @@ def test_batch_actions_and_filters_page_by_keyset(api):
         assert tags["Places|France|Paris"]["count"] == 3
         assert tags["Places|France|Paris"]["parent"] == "Places|France"
 
+        def act(action: str, ids: list[int], **extra) -> dict:
+            answer = http.post("/api/curation", json={"ids": ids, "action": action, **extra})
+            assert answer.status_code == 200, answer.text
+            return answer.json()
+
+        assert act("unfavorite", chosen[:2]) == {"changed": [chosen[1]], "unchanged": [chosen[0]]}
+        assert act("unreject", [others[0], others[1]])["changed"] == [others[0]]
+        assert act("untag", chosen[:3], tag="PLACES|france|paris")["changed"] == chosen[:3]
+        assert act("untag", chosen[:3], tag="Places|France|Paris")["unchanged"] == chosen[:3]
+        assert found(favorite="true") == sorted(chosen[2:4])
+        assert found(rejected="true") == [] and found(tag="Places|France") == []
+        assert [t["path"] for t in http.get("/api/tags").json()] == ["Places|Germany"]
+
 
 def test_albums_crud_with_cover_and_date_range(api):
     with api.client() as http:

@@ -133,7 +133,8 @@ def test_tags_nest_and_a_parent_finds_its_children(cli, ids):
     assert listed(cli, "--tag", "family") == ["c.jpg"]
     run_json(cli, "tag", "remove", "family", str(c))
     assert "family" not in {t["path"] for t in run_json(cli, "tag", "list")}  # forgotten
-    code, _, err = cli("tag", "remove", "family", str(c))
+    assert run_json(cli, "tag", "remove", "family", str(c))["unchanged"] == [c]  # a repeat
+    code, _, err = cli("tag", "remove", "famliy", str(c))
     assert code == 3 and "tag_not_found" in err
 
 

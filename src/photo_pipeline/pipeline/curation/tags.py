@@ -112,16 +112,13 @@ def add_tag(factory: sessionmaker[Session], text: str, asset_ids: Iterable[int])
 @transactional
 def remove_tag(factory: sessionmaker[Session], text: str, asset_ids: Iterable[int]) -> Changed:
     """Take the tag (exactly this one, not its children) off the assets; those without
-    it are unchanged. ``TagNotFound`` when no asset carries it."""
+    it are unchanged (so a repeat changes nothing). ``TagNotFound`` for a tag never
+    put on any asset (a misspelling, most likely)."""
     path, key = normalise_tag(text)
     now = utc_now()
     with write_session(factory) as session:
         ids = checked_ids(session, asset_ids)
-        tag_id = session.scalar(
-            select(tags.c.id).where(
-                tags.c.key == key, exists().where(asset_tags.c.tag_id == tags.c.id)
-            )
-        )
+        tag_id = session.scalar(select(tags.c.id).where(tags.c.key == key))
         if tag_id is None:
             raise TagNotFound(detail=f"no tag {path!r}")
         had = _carrying(session, tag_id, ids)
