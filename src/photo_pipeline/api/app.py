@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from photo_pipeline import web
 from photo_pipeline.api import (
+    curation,
     dedupe,
     docs,
     jobs,
@@ -118,6 +119,7 @@ def create_app(
     app.include_router(streams.router, dependencies=bearer_or_query)
     app.include_router(streams.token_router, dependencies=bearer)
     app.include_router(library.router, dependencies=bearer)
+    app.include_router(curation.router, dependencies=bearer)  # before media's /{kind}
     app.include_router(library.media_router, dependencies=bearer_or_query)
     app.include_router(organize.router, dependencies=bearer)
     app.include_router(dedupe.router, dependencies=bearer)

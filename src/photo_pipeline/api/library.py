@@ -25,6 +25,7 @@ from photo_pipeline.api.problems import (
     problem,
 )
 from photo_pipeline.api.state import api_state
+from photo_pipeline.pipeline.curation import CurationFilter, find_album, parse_rating_range
 from photo_pipeline.pipeline.dedupe.plan import annotate_exact_groups
 from photo_pipeline.pipeline.library.browse import (
     AssetFilter,
@@ -77,6 +78,11 @@ class FirstFile(BaseModel):
     path: str = Field(description="Relative to the source, as shown.")
 
 
+class AlbumRef(BaseModel):
+    id: int
+    name: str
+
+
 class AssetSummary(BaseModel):
     id: int
     content_hash: str
@@ -109,6 +115,11 @@ class AssetSummary(BaseModel):
     playable: bool = Field(False, description="original_url plays in a browser's <video>.")
     original_url: str
     motion_url: str | None = Field(None, description="A Live Photo's motion part (a video).")
+    rating: int = Field(0, description="0 to 5 stars; 0: unrated.")
+    favorite: bool = False
+    rejected: bool = False
+    tags: list[str] = Field(default_factory=list, description="Levels joined by |.")
+    albums: list[AlbumRef] = Field(default_factory=list)
 
 
 class AssetPage(BaseModel):
@@ -162,6 +173,11 @@ class AssetDetail(BaseModel):
     playable: bool = False
     original_url: str
     motion_url: str | None = None
+    rating: int = 0
+    favorite: bool = False
+    rejected: bool = False
+    tags: list[str] = Field(default_factory=list)
+    albums: list[AlbumRef] = Field(default_factory=list)
 
 
 class Decision(BaseModel):
@@ -208,6 +224,27 @@ def _urls(asset_id: int, versions: dict[str, str]) -> dict[str, str | None]:
     }
 
 
+def _curation_filter(
+    request: Request,
+    album: int | None,
+    tag: str | None,
+    rating: str | None,
+    favorite: bool | None,
+    rejected: bool | None,
+) -> CurationFilter:
+    """The curation filters of a listing; 404 ``album_not_found``, 422 ``invalid_tag`` or
+    ``invalid_rating`` for one that names nothing."""
+    if album is not None:
+        find_album(api_state(request).library.sessions, album)
+    return CurationFilter(
+        album=album,
+        tag=tag,
+        rating=parse_rating_range(rating) if rating is not None else None,
+        favorite=favorite,
+        rejected=rejected,
+    )
+
+
 @router.get("/api/assets", response_model=AssetPage)
 def list_assets(
     request: Request,
@@ -221,6 +258,17 @@ def list_assets(
         Literal["photo", "video", "live"] | None,
         Query(alias="type", description="photo, video, or live (Live and Motion Photos)."),
     ] = None,
+    album: Annotated[int | None, Query(ge=1, le=2**62, description="In this album.")] = None,
+    tag: Annotated[
+        str | None,
+        Query(max_length=500, pattern=PLAIN_TEXT, description="The tag or one below it."),
+    ] = None,
+    rating: Annotated[
+        str | None,
+        Query(max_length=16, description="4, >=4, >3, <=2, <2 or 2-4 (0: unrated)."),
+    ] = None,
+    favorite: bool | None = None,
+    rejected: bool | None = None,
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     sort: Annotated[
@@ -243,6 +291,7 @@ def list_assets(
         duplicates,
         place,
         asset_type,
+        _curation_filter(request, album, tag, rating, favorite, rejected),
     )
     lib = api_state(request).library
     browser = Browser(lib.sessions)

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
+    curation,
     dedupe,
     jobs,
     library,

@@ -150,11 +150,26 @@ def assets(
             "instant, zones interleaved; added: newest in the catalogue first."
         ),
     ] = AssetSort.taken,
+    album: Annotated[str | None, typer.Option(help="In this album (name or id).")] = None,
+    tag: Annotated[
+        str | None, typer.Option(help="Carrying this tag or one below it (Places|France).")
+    ] = None,
+    rating: Annotated[
+        str | None, typer.Option(help="Rated: 4, >=4, >3, <=2, <2, 2-4 (0: unrated).")
+    ] = None,
+    favorite: Annotated[
+        bool | None, typer.Option("--favorite/--not-favorite", help="Favourites, or the others.")
+    ] = None,
+    rejected: Annotated[
+        bool | None, typer.Option("--rejected/--not-rejected", help="Rejected, or the others.")
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1_000_000)] = 1000,
     as_json: JsonOption = False,
 ) -> None:
     """Catalogued photos and videos, oldest first by the local time they were taken
     (a Live Photo is one asset). The README says what each column means."""
+    from photo_pipeline.cli.curation import curation_filter, marks
+
     kind = asset_type.value if asset_type is not None else None
     day = since.date().isoformat() if since is not None else None
     where: dict[str, Any] = {
@@ -163,13 +178,14 @@ def assets(
         "place": place,
         "type": kind,
         "sort": sort.value,
+        "curation": curation_filter(album, tag, rating, favorite, rejected),
     }
     if as_json:
         listing = _catalog().iter_assets(**where, limit=limit)
         _stream_json(_with_media_fields(row) for row in listing)
         return
     rows = [_with_media_fields(row) for row in _catalog().assets(**where, limit=limit)]
-    table = Table("name", "taken", "dated by", "place", "camera", "kind", "files", "id")
+    table = Table("name", "taken", "dated by", "place", "camera", "kind", "files", "marks", "id")
     for row in rows:
         table.add_row(
             shown(row["name"] or ""),
@@ -179,6 +195,7 @@ def assets(
             shown(row["camera"] or ""),
             _kind_label(row),
             str(row["files"]),
+            marks(row),
             str(row["id"]),
         )
     console.print(table if rows else "no photos")

@@ -624,3 +624,113 @@ uploads = Table(
     Index("ix_uploads_created_at", "created_at"),  # the day's quota
     Index("ix_uploads_expires_at", "expires_at"),  # the sweep of expired partials
 )
+
+# Curation (pipeline.curation): what a person decided about an asset. One row per asset
+# ever curated; an asset without one is unrated, not a favourite, not rejected, untagged.
+# ``version`` counts the asset's curation changes (marks, tags, albums) and only moves
+# when something really changed, so an XMP writer can tell whether what it wrote is
+# still current.
+asset_curation = Table(
+    "asset_curation",
+    metadata,
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("rating", SmallInteger, nullable=False, server_default=text("0")),  # 0: unrated
+    Column("favorite", Boolean, nullable=False, server_default=false()),
+    Column("rejected", Boolean, nullable=False, server_default=false()),
+    Column("version", BigInteger, nullable=False),
+    Column("curated_at", UTCDateTime, nullable=False),
+)
+
+# The assets whose curation changed since a writer (the XMP sidecar writer) last wrote
+# them, with the version it must write: an outbox. A writer deletes a row only up to the
+# version it wrote (``pipeline.curation.changes``), so a change made meanwhile stays.
+curation_pending = Table(
+    "curation_pending",
+    metadata,
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("version", BigInteger, nullable=False),
+    Column("changed_at", UTCDateTime, nullable=False),
+    Index("ix_curation_pending_changed_at", "changed_at"),
+)
+
+# Keywords. ``path`` is the tag as first spelled, hierarchical levels joined by "|"
+# (``Places|France|Paris``, Lightroom's lr:hierarchicalSubject); ``key`` is its casefolded
+# spelling, unique, so that "paris" and "Paris" are one tag and a parent's children are
+# the key range after "<parent>|" (pipeline.curation.tags).
+tags = Table(
+    "tags",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("path", String(500), nullable=False),
+    Column("key", String(500), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("key"),
+)
+
+asset_tags = Table(
+    "asset_tags",
+    metadata,
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column(
+        "tag_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("tags.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("tagged_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("asset_id", "tag_id"),
+    Index("ix_asset_tags_tag_id_asset_id", "tag_id", "asset_id"),
+)
+
+# Albums: an asset may be in many. The date range is derived from the members when read;
+# the cover is the chosen asset, or the first member added when none is chosen.
+albums = Table(
+    "albums",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),
+    Column("key", String(200), nullable=False),  # casefolded name: unique
+    Column(
+        "cover_asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="SET NULL"),
+    ),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("key"),
+)
+
+album_assets = Table(
+    "album_assets",
+    metadata,
+    Column(
+        "album_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("albums.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("added_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("album_id", "asset_id"),
+    Index("ix_album_assets_asset_id", "asset_id"),
+)

@@ -148,6 +148,15 @@ job_bodies = st.sampled_from(
         "places",
     ]
 ).flatmap(_job_body)
+CURATION_ACTIONS = [
+    "rate",
+    "favorite",
+    "unreject",
+    "tag",
+    "untag",
+    "add_to_album",
+    "remove_from_album",
+]
 bodies = st.one_of(
     job_bodies,
     st.fixed_dictionaries(
@@ -163,6 +172,21 @@ bodies = st.one_of(
             "dest": st.one_of(hostile, st.just("/tmp")),
             "template": hostile,
             "limit": st.one_of(numbers, hostile),
+        },
+    ),
+    # Curation (api/curation.py): batch actions, ratings, tags, albums.
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "ids": st.one_of(
+                st.lists(st.one_of(st.integers(-(2**70), 2**70), hostile), max_size=4), hostile
+            ),
+            "action": st.one_of(st.sampled_from(CURATION_ACTIONS), hostile),
+            "rating": st.one_of(st.integers(-10, 10), numbers, hostile),
+            "tag": st.one_of(hostile, st.just("Places|France|Paris"), st.just("a||b")),
+            "album": st.one_of(st.integers(-(2**70), 2**70), hostile),
+            "name": hostile,
+            "cover_asset_id": st.one_of(st.integers(-(2**70), 2**70), hostile),
         },
     ),
     json_values,
@@ -280,6 +304,22 @@ def test_hostile_requests_never_get_a_5xx(db_url, tmp_path):
             answer = http.post("/api/jobs", json=body, headers=bearer)
             assert 400 <= answer.status_code < 500, answer.text
             _check(answer, str(body))
+        for method, url, body in [
+            ("POST", "/api/curation", {"ids": [1], "action": "rate", "rating": 9}),
+            ("POST", "/api/curation", {"ids": [2**62], "action": "favorite"}),
+            ("POST", "/api/curation", {"ids": [1], "action": "tag", "tag": "a||b"}),
+            ("POST", "/api/curation", {"ids": [1], "action": "tag", "tag": "ß" * 400}),
+            ("POST", "/api/curation", {"ids": [], "action": "reject"}),
+            ("PUT", "/api/assets/1/rating", {"rating": -1}),
+            ("POST", "/api/albums", {"name": " \u200b "}),
+            ("PATCH", "/api/albums/99", {"name": "x"}),
+            ("GET", "/api/assets?rating=%3E9", None),
+            ("GET", "/api/assets?tag=%7C", None),
+            ("GET", "/api/assets?album=99", None),
+        ]:
+            answer = http.request(method, url, json=body, headers=bearer)
+            assert 400 <= answer.status_code < 500, (url, body, answer.text)
+            _check(answer, f"{method} {url} {body}")
         group = {"group": "exact:99999999999999999999999", "keep": ["a"]}
         answer = http.post("/api/duplicates/decisions", json=group, headers=bearer)
         assert answer.status_code == 422 and answer.json()["code"] == "invalid_request"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -27,6 +27,7 @@ from photo_pipeline.db.schema import (
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.media.places import NULL_ISLAND_DEGREES
+from photo_pipeline.pipeline.curation.filters import CurationFilter, curation_fields, with_curation
 from photo_pipeline.pipeline.files.paths import display
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog import PRESENT, listing_session, type_matches
@@ -56,6 +57,9 @@ class AssetFilter:
     duplicates: str | None = None  # "exact": several files; "near": in a near group
     place: str | None = None  # part of city, region or country
     type: str | None = None  # photo, video or live (catalog.type_matches)
+    curation: CurationFilter = field(
+        default_factory=CurationFilter
+    )  # album, tag, rating, favourite, rejected
 
 
 # Asset and group ids are 64-bit integers in the database.
@@ -163,7 +167,7 @@ class Browser:
         with listing_session(self._session_factory) as session:
             rows = [dict(r._mapping) for r in session.execute(query)]
             more = len(rows) > limit
-            rows = with_first_files(session, rows[:limit])
+            rows = with_curation(session, with_first_files(session, rows[:limit]))
             versions = _rendition_versions([r["id"] for r in rows], session)
         for row in rows:
             row["renditions"] = versions.get(row["id"], {})
@@ -227,6 +231,7 @@ class Browser:
                 select(near_duplicates.c.group_id).where(near_duplicates.c.asset_id == asset_id)
             )
             found["motion"] = _motion_part(session, found["motion_asset_id"])
+            found.update(curation_fields(session, [asset_id])[asset_id])
         return with_shown_fields(found)
 
     def rendition_versions(self, asset_ids: list[int]) -> dict[int, dict[str, str]]:
@@ -365,6 +370,8 @@ def _filtered(
 def _filtered_but_dates(
     query: Select[*tuple[Any, ...]], where: AssetFilter
 ) -> Select[*tuple[Any, ...]]:
+    for condition in where.curation.conditions():
+        query = query.where(condition)
     if where.camera:
         pattern = f"%{where.camera.lower()}%"
         query = query.where(

@@ -26,6 +26,7 @@ from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import files, sources
 from photo_pipeline.jobs.service import Clock, utc_now
+from photo_pipeline.pipeline.curation.filters import CurationFilter
 from photo_pipeline.pipeline.library.catalog import listings, placed
 from photo_pipeline.pipeline.library.catalog.listings import (
     ASSET_TYPES,
@@ -186,6 +187,7 @@ class Catalog:
         type: str | None = None,
         limit: int = 1000,
         sort: str = "taken-utc",
+        curation: CurationFilter | None = None,
     ) -> list[dict[str, Any]]:
         """Assets with at least one present file, oldest capture first (by the UTC
         instant when known, floating photos by their wall clock: ``taken_order``).
@@ -195,7 +197,13 @@ class Catalog:
         its still carries it (``motion_asset_id``)."""
         return list(
             self.iter_assets(
-                since=since, camera=camera, place=place, type=type, limit=limit, sort=sort
+                since=since,
+                camera=camera,
+                place=place,
+                type=type,
+                limit=limit,
+                sort=sort,
+                curation=curation,
             )
         )
 
@@ -209,6 +217,7 @@ class Catalog:
         limit: int | None = None,
         page_size: int = 1000,
         sort: str = "taken-utc",
+        curation: CurationFilter | None = None,
     ) -> Iterator[dict[str, Any]]:
         """``assets`` one keyset page at a time (a bounded read per page, whatever
         the library's size), in the order ``sort`` names (``library.ordering``)."""
@@ -221,6 +230,7 @@ class Catalog:
             limit=limit,
             page_size=page_size,
             sort=sort,
+            curation=curation,
         )
 
     def files(self, *, states: Iterable[str] | None = None) -> list[dict[str, Any]]:

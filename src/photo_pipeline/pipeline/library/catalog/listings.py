@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session
 from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import assets, files, sources
+from photo_pipeline.pipeline.curation.filters import CurationFilter, with_curation
 from photo_pipeline.pipeline.files import paths
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog.states import PRESENT
@@ -68,10 +69,12 @@ def iter_assets(
     limit: int | None = None,
     page_size: int = 1000,
     sort: str = "taken-utc",
+    curation: CurationFilter | None = None,
 ) -> Iterator[dict[str, Any]]:
     """``assets`` one keyset page at a time (a bounded read per page, whatever
     the library's size), in the order ``sort`` names (``library.ordering``), each row
-    with its display fields and first file (``library.shown``)."""
+    with its display fields, first file (``library.shown``) and curation fields
+    (``curation.filters``), filtered by ``curation`` too."""
     order = Order(sort)
     present_files = (
         select(func.count())
@@ -91,6 +94,8 @@ def iter_assets(
     )
     if type is not None:
         query = query.where(type_matches(type))
+    for condition in (curation or CurationFilter()).conditions():
+        query = query.where(condition)
     if place:
         query = query.where(place_matches(place))
     if since:
@@ -111,6 +116,7 @@ def iter_assets(
             page = page.where(order.after(after))
         with listing_session(factory) as session:
             rows = with_first_files(session, [dict(row._mapping) for row in session.execute(page)])
+            rows = with_curation(session, rows)
         yield from (with_shown_fields(row) for row in rows)
         if len(rows) < page_size or not rows:
             return

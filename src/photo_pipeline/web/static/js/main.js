@@ -4,6 +4,7 @@ import { ApiProblem, UNAUTHORIZED, get, session } from "./api.js";
 import { clearProblems } from "./components.js";
 import { fill, h } from "./dom.js";
 import { connect, disconnect, onStatus } from "./live.js";
+import * as albums from "./pages/albums.js";
 import * as duplicates from "./pages/duplicates.js";
 import * as job from "./pages/job.js";
 import * as jobs from "./pages/jobs.js";
@@ -15,6 +16,7 @@ const ROUTES = [
   [/^\/(jobs)?\/?$/, jobs, "jobs"],
   [/^\/jobs\/([^/]+)\/?$/, job, "jobs"],
   [/^\/library\/?$/, library, "library"],
+  [/^\/albums(?:\/([0-9]+))?\/?$/, albums, "albums"],
   [/^\/duplicates\/?$/, duplicates, "duplicates"],
   [/^\/organize\/?$/, organize, "organize"],
   [/^\/schedules\/?$/, schedules, "schedules"],

@@ -4,20 +4,23 @@
 // view (H.264/HEVC in MP4/MOV; others show the poster and a download link); a Live
 // Photo carries a "Live" badge and plays its motion part on hover or click. A photo
 // dated only by its file's mtime carries an "Undated" badge; Select mode chooses
-// photos for "Set date" (library_dates.js).
+// photos for "Set date" (library_dates.js) and for curation (../curation.js: heart,
+// rating, reject, tags, albums; shift-click or a drag chooses a range). The viewer
+// rates by keys.
 
 import { accessToken, get, withAccessToken } from "../api.js";
 import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } from "../components.js";
 import { debounce, fill, h } from "../dom.js";
 import { bytes, clipLength, count, localTime, plural, takenSource, when } from "../format.js";
 import { dateSelection } from "./library_dates.js";
+import { CURATION_FILTERS, curationFilterInputs, curationPanel, selectionActions, tileMarks } from "../curation.js";
 import { uploadPanel } from "../upload.js";
 
 const PAGE = 120;
 const MIN_TILE = 170; // px, as .gallery's grid-template-columns in app.css
 const GAP = 14; // px, .gallery's gap
 const CAPTION_GUESS = 56; // px, until a rendered tile is measured
-const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type", "sort"];
+const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type", "sort", ...CURATION_FILTERS];
 
 export function render(main, _params, query) {
   const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || ""]));
@@ -27,8 +30,9 @@ export function render(main, _params, query) {
   // The holder is as tall as every loaded row; the grid inside holds only the rows
   // near the viewport, moved down to where they belong.
   const holder = h("div.gallery-holder", {}, grid);
-  const viewer = assetViewer();
+  const viewer = assetViewer(curated);
   const dates = dateSelection({
+    actions: selectionActions({ ids: () => dates.ids(), onCurated: curated }),
     onChanged: () => reset(),
     onToggle: (id, chosen) => {
       const item = grid.querySelector(`.tile[data-asset-id="${id}"]`);
@@ -44,6 +48,9 @@ export function render(main, _params, query) {
   let rowHeight = 0; // a tile's height plus the gap, measured from a rendered tile
   let shown = { first: 0, last: -1 }; // indexes of the assets whose tiles are in the grid
   let frame = 0;
+  let lastChosen = null; // the index a shift-click chooses a range from
+  let drag = null; // {from, moved}: a press in Select mode that chooses every tile it crosses
+  let dragged = false; // the press ended on its own tile after crossing others: no toggle
 
   const upload = uploadPanel(main, { onLanded: () => reset() });
   fill(main,
@@ -156,26 +163,78 @@ export function render(main, _params, query) {
     const what = asset.kind === "video"
       ? `video (${clipLength(asset.duration)})`
       : asset.live ? "Live Photo" : "photo";
+    const [heart, marks] = tileMarks(asset, { onCurated: curated });
     const box = h("span.thumb-box", {},
       src
-        ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256 })
+        ? h("img.thumb", { src, alt: "", loading: "lazy", decoding: "async", width: 256, height: 256, draggable: "false" })
         : h("span.thumb.placeholder", {}, "Not rendered yet"),
       mediaBadge(asset),
-      asset.undated ? h("span.media-badge.undated-badge", { title: "Only the file's modification time dates it" }, "Undated") : null);
+      asset.undated ? h("span.media-badge.undated-badge", { title: "Only the file's modification time dates it" }, "Undated") : null,
+      marks);
     const hover = asset.motion_url ? motionOnHover(box, asset.motion_url) : {};
-    const item = h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo", undated: asset.undated ? "true" : "false" }, ...hover },
+    const dragging = {
+      onpointerdown: (event) => {
+        if (dates.active && event.button === 0 && !event.shiftKey && event.pointerType === "mouse") {
+          drag = { from: index, moved: false };
+        }
+      },
+      onpointerenter: () => {
+        if (!drag || !dates.active || drag.from === index && !drag.moved) return;
+        drag.moved = true;
+        chooseRange(drag.from, index);
+      },
+    };
+    const item = h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo", undated: asset.undated ? "true" : "false" }, ...hover, ...dragging },
       h("button.tile-button", {
         type: "button",
         "aria-label": `Open ${what}: ${label}`,
-        onclick: () => (dates.active ? dates.toggle(asset) : viewer.open(assets, index)),
+        onclick: (event) => {
+          if (!dates.active) return viewer.open(assets, index);
+          if (dragged) {
+            dragged = false;
+            return null;
+          }
+          if (event.shiftKey && lastChosen !== null) chooseRange(lastChosen, index);
+          else dates.toggle(asset);
+          lastChosen = index;
+          return null;
+        },
       },
       box,
       // Always three caption lines: every tile is as tall as the row height.
       h("span.tile-caption", {}, h("span.tile-date", {}, localTime(asset.taken_local)),
         h("span.tile-camera", {}, camera || "\u00a0"),
-        h("span.tile-place", {}, place || "\u00a0"))));
+        h("span.tile-place", {}, place || "\u00a0"))),
+      heart);
+    item.classList.toggle("rejected", Boolean(asset.rejected));
     markChosen(item, dates.has(asset.id));
     return item;
+  }
+
+  // Choose every photo from one index to another (a shift-click, a drag).
+  function chooseRange(one, other) {
+    for (let i = Math.min(one, other); i <= Math.max(one, other); i += 1) {
+      if (!dates.has(assets[i].id)) dates.toggle(assets[i]);
+    }
+    lastChosen = other;
+  }
+
+  function endDrag(event) {
+    // A click follows on the tile pressed only when the press also ends there.
+    const ended = event.target.closest?.(".tile");
+    dragged = Boolean(drag?.moved && ended && Number(ended.dataset.assetId) === Number(assets[drag.from]?.id));
+    drag = null;
+  }
+
+  // A curation changed these assets (curation.js): apply it and draw their tiles again.
+  function curated(ids, change) {
+    const wanted = new Set(ids.map(Number));
+    assets.forEach((asset, index) => {
+      if (!wanted.has(Number(asset.id))) return;
+      change(asset);
+      const old = grid.querySelector(`.tile[data-asset-id="${asset.id}"]`);
+      if (old) old.replaceWith(tile(asset, index));
+    });
   }
 
   function markChosen(item, chosen) {
@@ -200,10 +259,12 @@ export function render(main, _params, query) {
   const resized = new ResizeObserver(schedule);
   resized.observe(holder);
   addEventListener("scroll", schedule, { passive: true });
+  addEventListener("pointerup", endDrag);
   loadPage();
   return () => {
     upload.leave();
     removeEventListener("scroll", schedule);
+    removeEventListener("pointerup", endDrag);
     resized.disconnect();
     cancelAnimationFrame(frame);
     generation += 1;
@@ -248,6 +309,7 @@ function mediaBadge(asset) {
 }
 
 function filterForm(values, apply) {
+  const curationInputs = curationFilterInputs(values, select);
   const field = (name, label, input) => h("div.field", {}, h("label", { for: `filter-${name}` }, label), input);
   const inputs = {
     taken_from: h("input#filter-taken_from", { type: "date", name: "taken_from", value: values.taken_from }),
@@ -257,6 +319,7 @@ function filterForm(values, apply) {
     has_gps: select("has_gps", values.has_gps, [["", "Any"], ["true", "With GPS"], ["false", "Without GPS"]]),
     duplicates: select("duplicates", values.duplicates, [["", "All photos"], ["exact", "Exact duplicates"], ["near", "Near duplicates"]]),
     type: select("type", values.type, [["", "Photos and videos"], ["photo", "Photos"], ["video", "Videos"], ["live", "Live Photos"]]),
+    ...Object.fromEntries(curationInputs.map(([name, , el]) => [name, el])),
     // The API's ?sort= (library.ordering): the instant, the local clock shown, or newest added.
     sort: select("sort", values.sort, [["", "When taken"], ["taken", "Local time shown"], ["added", "Newest added"]]),
   };
@@ -276,6 +339,7 @@ function filterForm(values, apply) {
   field("has_gps", "Location", inputs.has_gps),
   field("duplicates", "Duplicates", inputs.duplicates),
   field("type", "Type", inputs.type),
+  ...curationInputs.map(([name, label, el]) => field(name, label, el)),
   field("sort", "Order", inputs.sort),
   h("div.field.filter-actions", {},
     h("button.button.ghost", {
@@ -291,7 +355,7 @@ function select(name, value, options) {
 }
 
 // ── the asset view ───────────────────────────────────────────────────────────
-function assetViewer() {
+function assetViewer(onCurated) {
   const body = h("div.viewer-body");
   const title = h("h2#viewer-title.viewer-title");
   const prev = h("button.button.ghost.small", { type: "button", "aria-label": "Previous photo", onclick: () => step(-1) }, "← Previous");
@@ -303,8 +367,10 @@ function assetViewer() {
   let list = [];
   let index = 0;
   let ticket = 0;
+  let panel = null; // the shown asset's curation panel: keys 0–5, x, f
   dialog.addEventListener("keydown", (event) => {
     if (event.target.closest("input, select, textarea")) return;
+    if (panel?.key(event)) { event.preventDefault(); return; }
     if (event.key === "ArrowLeft") step(-1);
     if (event.key === "ArrowRight") step(1);
   });
@@ -328,10 +394,15 @@ function assetViewer() {
     if (document.activeElement?.disabled || !dialog.contains(document.activeElement)) closeButton.focus();
     title.textContent = localTime(summary.taken_local);
     fill(body, spinner());
+    panel = null;
     try {
       const asset = await get(`/api/assets/${encodeURIComponent(summary.id)}`);
       if (mine !== ticket) return;
-      fill(body, assetDetail({ ...summary, ...asset }));
+      const detail = { ...summary, ...asset };
+      const view = assetDetail(detail);
+      panel = curationPanel(detail, { onCurated });
+      view.querySelector(".asset-meta").prepend(panel.el);
+      fill(body, view);
     } catch (error) {
       if (mine === ticket) fill(body, inlineProblem(error));
     }

@@ -10,8 +10,9 @@ import { plural } from "../format.js";
 import { store, subscribe } from "../live.js";
 
 /** ``onChanged()``: the dates changed (a set or its undo finished): reload the grid.
- * ``onToggle(id, chosen)``: a tile's selection changed (the page marks the tile). */
-export function dateSelection({ onChanged, onToggle }) {
+ * ``onToggle(id, chosen)``: a tile's selection changed (the page marks the tile).
+ * ``actions``: more actions on the selection (curation.js), shown while photos are chosen. */
+export function dateSelection({ onChanged, onToggle, actions = null }) {
   const chosen = new Set();
   let active = false;
   const count = h("span.selection-count", { role: "status", "aria-live": "polite" });
@@ -19,7 +20,7 @@ export function dateSelection({ onChanged, onToggle }) {
   const setButton = h("button.button.small", { type: "button", disabled: true, onclick: () => ask() }, "Set date…");
   const clearButton = h("button.button.ghost.small", { type: "button", hidden: true, onclick: () => clear() }, "Clear selection");
   const outcome = h("div.date-outcome", { "aria-live": "polite" });
-  const bar = h("div.selection-bar", {}, selectButton, count, setButton, clearButton);
+  const bar = h("div.selection-bar", {}, selectButton, count, setButton, clearButton, actions);
 
   const input = h("input#set-date-when", { type: "datetime-local", step: 1, required: true, name: "when" });
   const submit = h("button.button.primary", { type: "submit" }, "Set date");
@@ -46,6 +47,7 @@ export function dateSelection({ onChanged, onToggle }) {
     setButton.disabled = !chosen.size;
     setButton.hidden = !active;
     clearButton.hidden = !active || !chosen.size;
+    if (actions) actions.hidden = !active || !chosen.size;
   }
 
   function toggle(asset) {
@@ -139,6 +141,7 @@ export function dateSelection({ onChanged, onToggle }) {
     dialog,
     get active() { return active; },
     has: (id) => chosen.has(Number(id)),
+    ids: () => [...chosen],
     toggle,
     stop() { unsubscribe(); if (dialog.open) dialog.close(); },
   };
