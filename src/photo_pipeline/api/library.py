@@ -244,8 +244,15 @@ def list_assets(
         place,
         asset_type,
     )
-    lib = api_state(request).library
-    browser = Browser(lib.sessions)
+    return asset_page_response(request, where, cursor=cursor, limit=limit, sort=sort)
+
+
+def asset_page_response(
+    request: Request, where: AssetFilter, *, cursor: str | None, limit: int, sort: str
+) -> AssetPage:
+    """A page of the listing ``where`` filters (``/api/assets``, ``/api/search``), with
+    its total on the first page."""
+    browser = Browser(api_state(request).library.sessions)
     rows, next_cursor = browser.asset_page(where, cursor=cursor, limit=limit, sort=sort)
     page = [
         AssetSummary(**{**row, **_media_fields(row), **_urls(row["id"], row.pop("renditions"))})

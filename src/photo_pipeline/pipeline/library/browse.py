@@ -31,6 +31,7 @@ from photo_pipeline.pipeline.files.paths import display
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog import PRESENT, listing_session, type_matches
 from photo_pipeline.pipeline.library.catalog.listings import with_first_files
+from photo_pipeline.pipeline.library.catalog.search_index import matching
 from photo_pipeline.pipeline.library.ordering import BadCursor, Order
 from photo_pipeline.pipeline.library.shown import with_shown_fields
 
@@ -56,6 +57,8 @@ class AssetFilter:
     duplicates: str | None = None  # "exact": several files; "near": in a near group
     place: str | None = None  # part of city, region or country
     type: str | None = None  # photo, video or live (catalog.type_matches)
+    # Search words (catalog.search_index.words): each a prefix of a word of the asset's
+    words: tuple[str, ...] = ()
 
 
 # Asset and group ids are 64-bit integers in the database.
@@ -365,6 +368,8 @@ def _filtered(
 def _filtered_but_dates(
     query: Select[*tuple[Any, ...]], where: AssetFilter
 ) -> Select[*tuple[Any, ...]]:
+    if where.words:
+        query = query.where(matching(where.words))
     if where.camera:
         pattern = f"%{where.camera.lower()}%"
         query = query.where(

@@ -1,0 +1,41 @@
+"""``/api/search``: the library's search box. What was typed is read into the
+listing's filters (``pipeline.library.search``); the answer is a page of
+``/api/assets``, in its orders, with its cursors."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+
+from photo_pipeline.api.library import AssetPage, asset_page_response
+from photo_pipeline.api.models import PLAIN_TEXT
+from photo_pipeline.api.problems import PROBLEM_RESPONSES
+from photo_pipeline.pipeline.library.search import MAX_LENGTH, parse
+
+router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
+
+
+@router.get("/api/search", response_model=AssetPage)
+def search_assets(
+    request: Request,
+    q: Annotated[
+        str,
+        Query(
+            max_length=MAX_LENGTH,
+            pattern=PLAIN_TEXT,
+            description="Words of file names, camera, lens or place (each a prefix: "
+            '"pari" finds Paris), date words ("2019", "june 2019", "2019-06-14", '
+            '"14 june 2019") and kinds (photo, video, live), all of which must match.',
+        ),
+    ],
+    cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    sort: Literal["taken", "taken-utc", "added"] = "taken-utc",
+) -> AssetPage:
+    """Assets matching a search, paged as ``/api/assets`` pages (pass ``next_cursor``
+    with the same ``q``). 422 ``unsupported_filter`` for ``favorite`` and
+    ``rating:…`` until the catalogue keeps them; 422 ``invalid_search`` for a search
+    that cannot match (two kinds at once, too many words)."""
+    where = parse(q)
+    return asset_page_response(request, where, cursor=cursor, limit=limit, sort=sort)

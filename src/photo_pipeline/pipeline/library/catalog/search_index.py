@@ -1,0 +1,157 @@
+"""The search index: one row of words per asset (``asset_search.document``), and the
+condition that an asset matches a search, in the shape each database answers fast.
+
+The document is the asset's words, folded here in Python (case and accents dropped,
+split at anything not a letter or digit) so that SQLite and PostgreSQL see the same
+plain words: its present files' names, camera make and model as the file says them
+and as people read them (``media.camera_names``), lens, and place (city, district,
+region, country and its code). Albums, tags and people join as more words of the
+same document when the catalogue has them.
+
+- SQLite: an FTS5 table with ``asset_search`` as its external content (migration
+  0024), kept in step by triggers on ``asset_search``, with prefix indexes;
+- PostgreSQL: a GIN index on ``to_tsvector('simple', document)``.
+
+Each word typed matches as a prefix ("pari" finds Paris); all must match.
+
+``refresh`` rewrites the documents of assets whose words may have changed; the
+catalogue's writers call it in their transaction (``catalog.record``: a file read
+or gone; ``catalog.placed``: organize moved one; ``ingest.places``: a place found).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+from typing import Any
+
+from sqlalchemy import Boolean, ColumnElement, String, bindparam, delete, select
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.visitors import InternalTraversal
+
+from photo_pipeline.db.schema import asset_search, assets, files
+from photo_pipeline.media.camera_names import display_make, display_model
+from photo_pipeline.pipeline.files.paths import display
+from photo_pipeline.pipeline.library.catalog.states import PRESENT
+
+# A search reads at most this many words: each is one more term of the index's query.
+MAX_WORDS = 16
+_WORD = re.compile(r"[^\W_]+")
+_CHUNK = 500
+
+
+def words(text: str) -> list[str]:
+    """``text`` as the index's words: NFKD with combining marks dropped, case-folded,
+    split at anything but letters and digits (``IMG_0042.JPG`` → img, 0042, jpg)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return _WORD.findall(unicodedata.normalize("NFC", bare))
+
+
+def document(asset: Any, file_names: Iterable[str]) -> str:
+    """The searchable words of one asset row (its columns by name) and its files' names."""
+    parts: list[str | None] = [
+        *file_names,
+        asset.make,
+        asset.model,
+        display_make(asset.make, asset.model),
+        display_model(asset.make, asset.model),
+        asset.lens,
+        asset.city,
+        asset.district,
+        asset.region,
+        asset.country,
+        asset.country_code,
+    ]
+    seen: dict[str, None] = {}
+    for part in parts:
+        for word in words(part or ""):
+            seen.setdefault(word, None)
+    return " ".join(seen)
+
+
+_DOCUMENT_COLUMNS = (
+    assets.c.id,
+    assets.c.make,
+    assets.c.model,
+    assets.c.lens,
+    assets.c.city,
+    assets.c.district,
+    assets.c.region,
+    assets.c.country,
+    assets.c.country_code,
+)
+
+
+def refresh(session: Session, asset_ids: Iterable[int | None]) -> None:
+    """Rewrite the search documents of these assets (gone ones lose theirs), in the
+    caller's transaction."""
+    wanted = sorted({a for a in asset_ids if a is not None})
+    for start in range(0, len(wanted), _CHUNK):
+        chunk = wanted[start : start + _CHUNK]
+        names: dict[int, list[str]] = {}
+        for asset_id, path in session.execute(
+            select(files.c.asset_id, files.c.path)
+            .where(files.c.asset_id.in_(chunk), files.c.state == PRESENT)
+            .order_by(files.c.id)
+        ):
+            names.setdefault(asset_id, []).append(PurePosixPath(display(path)).name)
+        rows = session.execute(select(*_DOCUMENT_COLUMNS).where(assets.c.id.in_(chunk))).all()
+        session.execute(delete(asset_search).where(asset_search.c.asset_id.in_(chunk)))
+        if rows:
+            session.execute(
+                asset_search.insert(),
+                [
+                    {"asset_id": row.id, "document": document(row, names.get(row.id, ()))}
+                    for row in rows
+                ],
+            )
+
+
+class _Matching(ColumnElement[bool]):
+    """``assets.id`` is among the assets whose document has every word of a search
+    as a prefix of one of its words: compiled per database below."""
+
+    inherit_cache = True
+    type = Boolean()
+    _is_implicitly_boolean = True  # a condition as it is: no "= 1" where SQLite has no booleans
+    _traverse_internals = [("query", InternalTraversal.dp_clauseelement)]  # noqa: RUF012
+
+    def __init__(self, query: ColumnElement[str]) -> None:
+        self.query = query
+
+
+def matching(search_words: Iterable[str]) -> ColumnElement[bool]:
+    """The condition that an asset matches all ``search_words`` (as ``words`` makes
+    them: letters and digits only, so nothing in them is query syntax)."""
+    terms = list(search_words)[:MAX_WORDS]
+    if not terms or any(not _WORD.fullmatch(t) for t in terms):
+        raise ValueError(f"not index words: {terms!r}")
+    # Both carry the words as one bound value; neither database parses it as SQL.
+    return _Matching(bindparam(None, " ".join(terms), type_=String(), unique=True))
+
+
+@compiles(_Matching, "sqlite")
+def _sqlite_matching(element: _Matching, compiler: SQLCompiler, **kw: Any) -> str:
+    # FTS5: each word a quoted string with a prefix star, all of them (implicit AND).
+    # The MATCH text is built in SQL from the bound words, so no word is FTS syntax.
+    words_sql = compiler.process(element.query, **kw)
+    query = f"""'"' || replace({words_sql}, ' ', '"* "') || '"*'"""
+    column = compiler.process(assets.c.id, **kw)
+    return f"{column} IN (SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {query})"
+
+
+@compiles(_Matching, "postgresql")
+def _postgresql_matching(element: _Matching, compiler: SQLCompiler, **kw: Any) -> str:
+    # to_tsquery: each word as a prefix (:*), all of them (&); the GIN index answers it.
+    words_sql = compiler.process(element.query, **kw)
+    query = f"to_tsquery('simple', replace({words_sql}, ' ', ':* & ') || ':*')"
+    column = compiler.process(assets.c.id, **kw)
+    return (
+        f"{column} IN (SELECT asset_id FROM asset_search "
+        f"WHERE to_tsvector('simple', document) @@ {query})"
+    )
