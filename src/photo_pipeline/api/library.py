@@ -47,7 +47,7 @@ Day = Annotated[
 ]
 
 
-def _day(name: str, value: str | None) -> date | None:
+def day_of(name: str, value: str | None) -> date | None:
     if value is None:
         return None
     try:
@@ -236,8 +236,8 @@ def list_assets(
     pass ``next_cursor`` as ``?cursor=`` for the next page. A Live Photo is one asset:
     its motion part is not listed on its own (``motion_url`` plays it)."""
     where = AssetFilter(
-        _day("taken_from", taken_from),
-        _day("taken_to", taken_to),
+        day_of("taken_from", taken_from),
+        day_of("taken_to", taken_to),
         camera,
         has_gps,
         duplicates,

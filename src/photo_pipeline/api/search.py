@@ -1,6 +1,7 @@
 """``/api/search``: the library's search box. What was typed is read into the
-listing's filters (``pipeline.library.search``); the answer is a page of
-``/api/assets``, in its orders, with its cursors."""
+listing's filters (``pipeline.library.search``), on top of the listing's own filters
+given beside it; the answer is a page of ``/api/assets``, in its orders, with its
+cursors."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from photo_pipeline.api.library import AssetPage, asset_page_response
+from photo_pipeline.api.library import AssetPage, Day, asset_page_response, day_of
 from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES
+from photo_pipeline.pipeline.library.browse import AssetFilter
 from photo_pipeline.pipeline.library.search import MAX_LENGTH, parse
 
 router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
@@ -29,13 +31,30 @@ def search_assets(
             '"14 june 2019") and kinds (photo, video, live), all of which must match.',
         ),
     ],
+    taken_from: Day = None,
+    taken_to: Day = None,
+    camera: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
+    has_gps: bool | None = None,
+    duplicates: Literal["exact", "near"] | None = None,
+    place: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
+    asset_type: Annotated[Literal["photo", "video", "live"] | None, Query(alias="type")] = None,
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     sort: Literal["taken", "taken-utc", "added"] = "taken-utc",
 ) -> AssetPage:
-    """Assets matching a search, paged as ``/api/assets`` pages (pass ``next_cursor``
-    with the same ``q``). 422 ``unsupported_filter`` for ``favorite`` and
-    ``rating:…`` until the catalogue keeps them; 422 ``invalid_search`` for a search
-    that cannot match (two kinds at once, too many words)."""
-    where = parse(q)
+    """Assets matching a search (and the ``/api/assets`` filters given with it), paged
+    as ``/api/assets`` pages: pass ``next_cursor`` with the same ``q``. 422
+    ``unsupported_filter`` for ``favorite`` and ``rating:…`` until the catalogue keeps
+    them; 422 ``invalid_search`` for a search that cannot be read (two kinds at once,
+    more than 16 words)."""
+    listing = AssetFilter(
+        day_of("taken_from", taken_from),
+        day_of("taken_to", taken_to),
+        camera,
+        has_gps,
+        duplicates,
+        place,
+        asset_type,
+    )
+    where = parse(q, listing)
     return asset_page_response(request, where, cursor=cursor, limit=limit, sort=sort)

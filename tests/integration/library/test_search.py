@@ -16,31 +16,10 @@ from photo_pipeline.pipeline.ingest.places import start_backfill
 from photo_pipeline.pipeline.library.browse import _filtered
 from photo_pipeline.pipeline.library.search import parse
 from photo_pipeline.pipeline.timeshift.job import start_timeshift
-from tests.factories import photos, videos
+from tests.factories import photos
 from tests.support.api_server import running_server
 from tests.support.photo_jobs import run_library_jobs
-
-LOUVRE = (48.8606, 2.3376, 35.0)
-EIFFEL = (48.8584, 2.2945, 40.0)
-MITTE = (52.5200, 13.4050, 30.0)
-SHINJUKU = (35.6938, 139.7034, 20.0)
-
-# file name -> jpeg() arguments
-PLANTED = {
-    "louvre.jpg": {"taken": "2019:06:14 10:00:00", "gps": LOUVRE},
-    "eiffel.jpg": {"taken": "2019:09:02 18:30:00", "gps": EIFFEL},
-    "louvre-2018.jpg": {"taken": "2018:06:14 10:00:00", "gps": LOUVRE},
-    "mitte-2019.jpg": {"taken": "2019:06:14 12:00:00", "gps": MITTE},
-    "DSC_0042.jpg": {
-        "taken": "2019:06:20 09:00:00",
-        "gps": SHINJUKU,
-        "make": "NIKON CORPORATION",
-        "model": "NIKON D850",
-        "lens": "AF-S NIKKOR 24-70mm f/2.8E ED VR",
-    },
-    "no-place.jpg": {"taken": "2021:01:05 08:00:00", "make": "FUJIFILM", "model": "X-T4"},
-}
-PARIS_2019 = {"louvre.jpg", "eiffel.jpg"}
+from tests.support.search_library import LOUVRE, MITTE, PARIS_2019, write_planted
 
 
 @pytest.fixture
@@ -51,12 +30,7 @@ def api(db_url, tmp_path):
 
 def plant(api, root) -> dict[str, int]:
     """Import the planted photos and a video; asset id by file name."""
-    root.mkdir(parents=True, exist_ok=True)
-    for n, (name, options) in enumerate(PLANTED.items()):
-        photos.jpeg(root / name, size=(32, 24), seed=n, offset=None, subsec=None, **options)
-    videos.h264_mp4(
-        root / "clip.mp4", seconds=0.5, metadata={"creation_time": "2019-06-15T10:00:00Z"}
-    )
+    write_planted(root)
     lib = api.library
     import_folders(lib.service, lib.catalog, [root])
     run_library_jobs(lib)
