@@ -14,6 +14,7 @@ from photo_pipeline.db.schema import assets
 from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.pipeline.ingest.places import start_backfill
 from photo_pipeline.pipeline.library.browse import _filtered
+from photo_pipeline.pipeline.library.catalog import search_index
 from photo_pipeline.pipeline.library.search import parse
 from photo_pipeline.pipeline.timeshift.job import start_timeshift
 from tests.factories import photos
@@ -53,7 +54,11 @@ def names(http, q: str, **params) -> set[str]:
             return set(found)
 
 
-def test_words_dates_and_kinds_find_exactly_the_planted_assets(api, tmp_path):
+@pytest.mark.parametrize("few", [search_index.FEW, 0], ids=["by-ids", "probed"])
+def test_words_dates_and_kinds_find_exactly_the_planted_assets(api, tmp_path, few, monkeypatch):
+    """Both shapes of the match: the few matching assets listed by id, and (FEW = 0)
+    the listing's index walked with a probe of the search index per asset."""
+    monkeypatch.setattr(search_index, "FEW", few)
     plant(api, tmp_path / "photos")
     with api.client() as http:
         assert names(http, "paris 2019") == PARIS_2019
@@ -163,22 +168,46 @@ def test_the_index_stays_current(api, tmp_path):
         assert names(http, "renamed nikon") == {"renamed.jpg"}
 
 
-def test_the_database_index_answers_the_match(api, tmp_path):
+def test_the_database_index_answers_the_match(api, tmp_path, monkeypatch):
+    """The few matching assets are looked up in the FTS5 table or through the GIN
+    index; many are probed in the FTS5 table by rowid, or by asset_search's key."""
     plant(api, tmp_path / "photos")
     lib = api.library
 
-    query = _filtered(select(assets.c.id), parse("pari nikon"))
-    with lib.sessions() as session:
-        sql = str(query.compile(session.get_bind(), compile_kwargs={"literal_binds": True}))
-        assert "= 1" not in sql.rpartition("asset_search")[2]
+    def plan(session, statement) -> str:
+        sql = str(statement.compile(session.get_bind(), compile_kwargs={"literal_binds": True}))
         if is_postgresql(session):
+            return "\n".join(session.scalars(text(f"EXPLAIN {sql}")))
+        return "\n".join(str(r[-1]) for r in session.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
+
+    with lib.sessions() as session:
+        postgresql = is_postgresql(session)
+        if postgresql:
             session.execute(text("SET LOCAL enable_seqscan = off"))
-            plan = "\n".join(session.scalars(text(f"EXPLAIN {sql}")))
-            assert "ix_asset_search_document" in plan, plan
+        lookup = plan(
+            session,
+            text(
+                "SELECT asset_id FROM asset_search WHERE to_tsvector('simple', document) "
+                "@@ to_tsquery('simple', 'pari:* & nikon:*')"
+                if postgresql
+                else "SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH "
+                '\'"pari"* "nikon"*\''
+            ),
+        )
+        if postgresql:
+            assert "ix_asset_search_document" in lookup, lookup
         else:
-            rows = session.execute(text(f"EXPLAIN QUERY PLAN {sql}")).all()
-            plan = "\n".join(str(r[-1]) for r in rows)
-            assert "VIRTUAL TABLE INDEX" in plan and "asset_search_fts" in plan, plan
+            assert "VIRTUAL TABLE INDEX" in lookup and "asset_search_fts" in lookup, lookup
+        monkeypatch.setattr(search_index, "FEW", 0)
+        probed = _filtered(select(assets.c.id), parse("pari"))
+        probed = probed.where(search_index.matching(session, ("pari",))).order_by(
+            assets.c.taken_order, assets.c.id
+        )
+        found = plan(session, probed.limit(101))
+        if postgresql:
+            assert "pk_asset_search" in found, found
+        else:
+            assert "VIRTUAL TABLE INDEX" in found and "ix_assets_taken_order_id" in found, found
 
 
 def test_the_cli_searches(api, tmp_path, cli, monkeypatch):

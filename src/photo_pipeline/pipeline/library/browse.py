@@ -164,6 +164,8 @@ class Browser:
         if cursor is not None:
             query = query.where(order.after(order.decode(cursor)))
         with listing_session(self._session_factory) as session:
+            if where.words:
+                query = query.where(matching(session, where.words))
             rows = [dict(r._mapping) for r in session.execute(query)]
             more = len(rows) > limit
             rows = with_first_files(session, rows[:limit])
@@ -183,6 +185,8 @@ class Browser:
             _has_present_file()
         )
         with listing_session(self._session_factory) as session:
+            if where.words:
+                counted = counted.where(matching(session, where.words))
             # Two statements: SQLite reads min() or max() from the end of the primary
             # key only when the query asks for just one of them.
             lowest = session.scalar(select(func.min(assets.c.id)))
@@ -368,8 +372,6 @@ def _filtered(
 def _filtered_but_dates(
     query: Select[*tuple[Any, ...]], where: AssetFilter
 ) -> Select[*tuple[Any, ...]]:
-    if where.words:
-        query = query.where(matching(where.words))
     if where.camera:
         pattern = f"%{where.camera.lower()}%"
         query = query.where(

@@ -27,12 +27,10 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
-from sqlalchemy import Boolean, ColumnElement, String, bindparam, delete, select
-from sqlalchemy.ext.compiler import compiles
+from sqlalchemy import ColumnElement, String, bindparam, delete, select, text
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.visitors import InternalTraversal
 
+from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import asset_search, assets, files
 from photo_pipeline.media.camera_names import display_make, display_model
 from photo_pipeline.pipeline.files.paths import display
@@ -112,46 +110,51 @@ def refresh(session: Session, asset_ids: Iterable[int | None]) -> None:
             )
 
 
-class _Matching(ColumnElement[bool]):
-    """``assets.id`` is among the assets whose document has every word of a search
-    as a prefix of one of its words: compiled per database below."""
-
-    inherit_cache = True
-    type = Boolean()
-    _is_implicitly_boolean = True  # a condition as it is: no "= 1" where SQLite has no booleans
-    _traverse_internals = [("query", InternalTraversal.dp_clauseelement)]  # noqa: RUF012
-
-    def __init__(self, query: ColumnElement[str]) -> None:
-        self.query = query
+# A search matching at most this many assets lists them by id (a page sorts these few);
+# one matching more walks the listing's own index and probes each asset in the
+# search index, so a page stops after ``limit`` matches (at most ~N/FEW probes per
+# match, N the library's size).
+FEW = 2000
 
 
-def matching(search_words: Iterable[str]) -> ColumnElement[bool]:
-    """The condition that an asset matches all ``search_words`` (as ``words`` makes
-    them: letters and digits only, so nothing in them is query syntax)."""
+def _checked(search_words: Iterable[str]) -> str:
     terms = list(search_words)[:MAX_WORDS]
     if not terms or any(not _WORD.fullmatch(t) for t in terms):
         raise ValueError(f"not index words: {terms!r}")
-    # Both carry the words as one bound value; neither database parses it as SQL.
-    return _Matching(bindparam(None, " ".join(terms), type_=String(), unique=True))
+    return " ".join(terms)
 
 
-@compiles(_Matching, "sqlite")
-def _sqlite_matching(element: _Matching, compiler: SQLCompiler, **kw: Any) -> str:
-    # FTS5: each word a quoted string with a prefix star, all of them (implicit AND).
-    # The MATCH text is built in SQL from the bound words, so no word is FTS syntax.
-    words_sql = compiler.process(element.query, **kw)
-    query = f"""'"' || replace({words_sql}, ' ', '"* "') || '"*'"""
-    column = compiler.process(assets.c.id, **kw)
-    return f"{column} IN (SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {query})"
+# The query text each database's index takes, built in SQL from the bound words
+# (letters and digits only, as ``words`` makes them, so no word is query syntax): each
+# word a prefix, all of them. FTS5: "w1"* "w2"*; PostgreSQL: w1:* & w2:*.
+_SQLITE_QUERY = """'"' || replace(:words, ' ', '"* "') || '"*'"""
+_PG_QUERY = "to_tsquery('simple', replace(:words, ' ', ':* & ') || ':*')"
 
 
-@compiles(_Matching, "postgresql")
-def _postgresql_matching(element: _Matching, compiler: SQLCompiler, **kw: Any) -> str:
-    # to_tsquery: each word as a prefix (:*), all of them (&); the GIN index answers it.
-    words_sql = compiler.process(element.query, **kw)
-    query = f"to_tsquery('simple', replace({words_sql}, ' ', ':* & ') || ':*')"
-    column = compiler.process(assets.c.id, **kw)
-    return (
-        f"{column} IN (SELECT asset_id FROM asset_search "
-        f"WHERE to_tsvector('simple', document) @@ {query})"
-    )
+def matching(session: Session, search_words: Iterable[str]) -> ColumnElement[bool]:
+    """The condition that an asset has every one of ``search_words`` as a prefix of
+    one of its words, in the shape that costs least for how many match (``FEW``)."""
+    joined = _checked(search_words)
+    postgresql = is_postgresql(session)
+    if postgresql:
+        few = (
+            "SELECT asset_id FROM asset_search "
+            f"WHERE to_tsvector('simple', document) @@ {_PG_QUERY}"
+        )
+    else:
+        few = f"SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {_SQLITE_QUERY}"
+    found = list(session.scalars(text(f"{few} LIMIT {FEW + 1}"), {"words": joined}))
+    if len(found) <= FEW:
+        return assets.c.id.in_(found)
+    if postgresql:
+        probe = (
+            "EXISTS (SELECT 1 FROM asset_search WHERE asset_search.asset_id = assets.id "
+            f"AND to_tsvector('simple', asset_search.document) @@ {_PG_QUERY})"
+        )
+    else:
+        # FTS5 answers a MATCH with rowid = ? by seeking in its doclists.
+        probe = (
+            "EXISTS (SELECT 1 FROM asset_search_fts WHERE asset_search_fts MATCH "
+            f"{_SQLITE_QUERY} AND asset_search_fts.rowid = assets.id)"
+        )
+    return text(probe).bindparams(bindparam("words", joined, type_=String()))  # type: ignore[return-value]
