@@ -12,7 +12,10 @@ same document when the catalogue has them.
   0024), kept in step by triggers on ``asset_search``, with prefix indexes;
 - PostgreSQL: a GIN index on ``to_tsvector('simple', document)``.
 
-Each word typed matches as a prefix ("pari" finds Paris); all must match.
+Each word typed matches as a prefix ("pari" finds Paris); all must match. ``matching``
+asks the text index first, for at most ``FEW`` + 1 assets: that few are listed by id;
+more are checked one by one along the listing's own index, by ``asset_search``'s key,
+so a page costs about the same in a large library as in a small one.
 
 ``refresh`` rewrites the documents of assets whose words may have changed; the
 catalogue's writers call it in their transaction (``catalog.record``: a file read
@@ -27,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, bindparam, delete, select, text
+from sqlalchemy import ColumnElement, delete, exists, literal, select, text
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import is_postgresql
@@ -110,10 +113,10 @@ def refresh(session: Session, asset_ids: Iterable[int | None]) -> None:
             )
 
 
-# A search matching at most this many assets lists them by id (a page sorts these few);
-# one matching more walks the listing's own index and probes each asset in the
-# search index, so a page stops after ``limit`` matches (at most ~N/FEW probes per
-# match, N the library's size).
+# A search matching at most this many assets (found through the database's text index)
+# lists them by id: a page sorts these few. One matching more walks the listing's own
+# index and checks each asset's document by its key, so a page stops after ``limit``
+# matches: at most about limit * N / FEW checks, N the library's size, however many match.
 FEW = 2000
 
 
@@ -146,15 +149,11 @@ def matching(session: Session, search_words: Iterable[str]) -> ColumnElement[boo
     found = list(session.scalars(text(f"{few} LIMIT {FEW + 1}"), {"words": joined}))
     if len(found) <= FEW:
         return assets.c.id.in_(found)
-    if postgresql:
-        probe = (
-            "EXISTS (SELECT 1 FROM asset_search WHERE asset_search.asset_id = assets.id "
-            f"AND to_tsvector('simple', asset_search.document) @@ {_PG_QUERY})"
-        )
-    else:
-        # FTS5 answers a MATCH with rowid = ? by seeking in its doclists.
-        probe = (
-            "EXISTS (SELECT 1 FROM asset_search_fts WHERE asset_search_fts MATCH "
-            f"{_SQLITE_QUERY} AND asset_search_fts.rowid = assets.id)"
-        )
-    return text(probe).bindparams(bindparam("words", joined, type_=String()))  # type: ignore[return-value]
+    # Each word a prefix of a word of the document (its words are joined by spaces and,
+    # like the search words, hold letters and digits only: nothing in them is a LIKE
+    # wildcard). A key lookup and a short LIKE per asset checked.
+    spaced = literal(" ") + asset_search.c.document
+    return exists().where(
+        asset_search.c.asset_id == assets.c.id,
+        *(spaced.like(f"% {word}%") for word in joined.split(" ")),
+    )
