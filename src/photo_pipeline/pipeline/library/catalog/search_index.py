@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, exists, literal, select, text
+from sqlalchemy import ColumnElement, delete, literal, select, text
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import is_postgresql
@@ -152,8 +152,16 @@ def matching(session: Session, search_words: Iterable[str]) -> ColumnElement[boo
     # Each word a prefix of a word of the document (its words are joined by spaces and,
     # like the search words, hold letters and digits only: nothing in them is a LIKE
     # wildcard). A key lookup and a short LIKE per asset checked.
+    # A scalar subquery, not EXISTS: PostgreSQL would turn EXISTS into a join that reads
+    # every document, where a page needs a short walk with a key lookup per asset.
     spaced = literal(" ") + asset_search.c.document
-    return exists().where(
-        asset_search.c.asset_id == assets.c.id,
-        *(spaced.like(f"% {word}%") for word in joined.split(" ")),
+    checked = (
+        select(asset_search.c.asset_id)
+        .where(
+            asset_search.c.asset_id == assets.c.id,
+            *(spaced.like(f"% {word}%") for word in joined.split(" ")),
+        )
+        .correlate(assets)
+        .scalar_subquery()
     )
+    return checked.is_not(None)
