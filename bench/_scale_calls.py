@@ -112,6 +112,15 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
         "/api/assets has_gps=false": ("/api/assets", {"has_gps": "false"}),
         "/api/assets duplicates=exact": ("/api/assets", {"duplicates": "exact"}),
         "/api/assets duplicates=near": ("/api/assets", {"duplicates": "near"}),
+        # Search (pipeline.library.search): words from the index, dates and the listing's
+        # order; a common word, a prefix, a word of one asset's file name, no match.
+        "/api/search paris 2019": ("/api/search", {"q": "paris 2019"}),
+        "/api/search canon": ("/api/search", {"q": "canon"}),
+        "/api/search pari (prefix)": ("/api/search", {"q": "pari"}),
+        "/api/search make3 model": ("/api/search", {"q": "make3 model"}),
+        "/api/search one file name": ("/api/search", {"q": "00004242"}),
+        "/api/search june 2020 paris photo": ("/api/search", {"q": "june 2020 paris photo"}),
+        "/api/search no match": ("/api/search", {"q": "zanzibar"}),
         "/api/assets/{id}": ("/api/assets/1", {}),
         "/api/duplicates?kind=near": ("/api/duplicates", {"kind": "near", "limit": 50}),
         "/api/duplicates near page 3": (

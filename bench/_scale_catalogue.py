@@ -201,8 +201,39 @@ def build(url: str, size: int, seed: int, jobs: bool = True) -> tuple[list[int],
     bulk_load(url, "files", FILE_COLUMNS, file_rows(size, seed=seed))
     if jobs:
         bulk_load(url, "jobs", JOB_COLUMNS, job_rows(max(size // 10, 100)))
+    bulk_load(url, "asset_search", "asset_id, document", search_rows(url))
     fix_sequences(url)
     return hashes, cluster
+
+
+def search_rows(url: str, after: int = 0, chunk: int = 10_000):
+    """The search words of every asset after ``after``, as the catalogue's writes give
+    them (``catalog.search_index.document``), read back from the loaded rows."""
+    from photo_pipeline.pipeline.library.catalog.search_index import document
+
+    engine = create_engine(url)
+    columns = "id, make, model, lens, city, district, region, country, country_code"
+    with engine.connect() as conn:
+        while True:
+            rows = conn.execute(
+                text(f"SELECT {columns} FROM assets WHERE id > :after ORDER BY id LIMIT {chunk}"),
+                {"after": after},
+            ).all()
+            if not rows:
+                break
+            names: dict[int, list[str]] = {}
+            for asset_id, path in conn.execute(
+                text(
+                    "SELECT asset_id, path FROM files WHERE asset_id BETWEEN :low AND :high "
+                    "AND state = 'present'"
+                ),
+                {"low": rows[0].id, "high": rows[-1].id},
+            ):
+                names.setdefault(asset_id, []).append(path.rpartition("/")[2])
+            for row in rows:
+                yield (row.id, document(row, names.get(row.id, ())))
+            after = rows[-1].id
+    engine.dispose()
 
 
 def add_assets(url: str, size: int, count: int, hashes: list[int], seed: int) -> None:
@@ -223,4 +254,5 @@ def add_assets(url: str, size: int, count: int, hashes: list[int], seed: int) ->
     bulk_load(url, "assets", ASSET_COLUMNS, rows)
     files = file_rows(count, first_id=size + 1, first_file=last_file + 1, seed=seed)
     bulk_load(url, "files", FILE_COLUMNS, files)
+    bulk_load(url, "asset_search", "asset_id, document", search_rows(url, after=size))
     fix_sequences(url)

@@ -22,6 +22,7 @@ from photo_pipeline.api import (
     organize,
     problems,
     schedules,
+    search,
     starters,  # noqa: F401  (registers the API's job types)
     streams,
     uploads,
@@ -125,6 +126,7 @@ def create_app(
     app.include_router(dedupe.router, dependencies=bearer)
     app.include_router(schedules.router, dependencies=bearer)
     app.include_router(uploads.router, dependencies=bearer)
+    app.include_router(search.router, dependencies=bearer)
 
     @app.get("/api/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:

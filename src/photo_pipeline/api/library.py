@@ -48,7 +48,7 @@ Day = Annotated[
 ]
 
 
-def _day(name: str, value: str | None) -> date | None:
+def day_of(name: str, value: str | None) -> date | None:
     if value is None:
         return None
     try:
@@ -284,8 +284,8 @@ def list_assets(
     pass ``next_cursor`` as ``?cursor=`` for the next page. A Live Photo is one asset:
     its motion part is not listed on its own (``motion_url`` plays it)."""
     where = AssetFilter(
-        _day("taken_from", taken_from),
-        _day("taken_to", taken_to),
+        day_of("taken_from", taken_from),
+        day_of("taken_to", taken_to),
         camera,
         has_gps,
         duplicates,
@@ -293,8 +293,15 @@ def list_assets(
         asset_type,
         _curation_filter(request, album, tag, rating, favorite, rejected),
     )
-    lib = api_state(request).library
-    browser = Browser(lib.sessions)
+    return asset_page_response(request, where, cursor=cursor, limit=limit, sort=sort)
+
+
+def asset_page_response(
+    request: Request, where: AssetFilter, *, cursor: str | None, limit: int, sort: str
+) -> AssetPage:
+    """A page of the listing ``where`` filters (``/api/assets``, ``/api/search``), with
+    its total on the first page."""
+    browser = Browser(api_state(request).library.sessions)
     rows, next_cursor = browser.asset_page(where, cursor=cursor, limit=limit, sort=sort)
     page = [
         AssetSummary(**{**row, **_media_fields(row), **_urls(row["id"], row.pop("renditions"))})

@@ -18,6 +18,7 @@ from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
     places,
     render,
     schedule,
+    search,
     serve,
     watch,
     worker,

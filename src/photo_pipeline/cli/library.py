@@ -168,7 +168,7 @@ def assets(
 ) -> None:
     """Catalogued photos and videos, oldest first by the local time they were taken
     (a Live Photo is one asset). The README says what each column means."""
-    from photo_pipeline.cli.curation import curation_filter, marks
+    from photo_pipeline.cli.curation import curation_filter
 
     kind = asset_type.value if asset_type is not None else None
     day = since.date().isoformat() if since is not None else None
@@ -184,7 +184,14 @@ def assets(
         listing = _catalog().iter_assets(**where, limit=limit)
         _stream_json(_with_media_fields(row) for row in listing)
         return
-    rows = [_with_media_fields(row) for row in _catalog().assets(**where, limit=limit)]
+    print_asset_table(_catalog().assets(**where, limit=limit))
+
+
+def print_asset_table(listed: Iterable[dict[str, Any]]) -> None:
+    """The table ``assets`` prints (``search`` too), of listing rows."""
+    from photo_pipeline.cli.curation import marks
+
+    rows = [_with_media_fields(row) for row in listed]
     table = Table("name", "taken", "dated by", "place", "camera", "kind", "files", "marks", "id")
     for row in rows:
         table.add_row(
@@ -350,6 +357,11 @@ def _near_duplicates(as_json: bool) -> None:
                 highlight=False,
                 soft_wrap=True,
             )
+
+
+def stream_assets_json(rows: Iterable[dict[str, Any]]) -> None:
+    """Listing rows as ``assets --json`` writes them, one at a time."""
+    _stream_json(_with_media_fields(row) for row in rows)
 
 
 def _stream_json(rows: Iterable[Any]) -> None:

@@ -360,6 +360,28 @@ assets = Table(
     ),
 )
 
+# The search index's words of each asset (pipeline.library.catalog.search_index keeps them). The
+# index itself is the database's own, made by migration 0024: on SQLite an FTS5 table
+# (asset_search_fts) with this as its external content, on PostgreSQL a GIN index on
+# to_tsvector('simple', document).
+asset_search = Table(
+    "asset_search",
+    metadata,
+    Column(
+        "asset_id",
+        BigId,
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("document", Text, nullable=False),
+    Index(
+        "ix_asset_search_document",
+        text("to_tsvector('simple', document)"),
+        postgresql_using="gin",
+    ).ddl_if(dialect="postgresql"),
+)
+
 files = Table(
     "files",
     metadata,

@@ -57,6 +57,11 @@ EDGES = [
     "a\x00b",
     "\u202e",
     "' OR 1=1 --",
+    '"paris',
+    "NEAR(a b",
+    "pari*",
+    "a:* & !b",
+    "rating:>=4",
     "../../etc/passwd",
     "%00",
     "null",
@@ -289,6 +294,12 @@ def test_hostile_requests_never_get_a_5xx(db_url, tmp_path):
             ("/api/assets", {"taken_to": "9999-12-31"}, bearer),
             ("/api/assets", {"sort": "taken", "cursor": _cursor_past_64_bits()}, bearer),
             ("/api/jobs", {"type": "a\x00b"}, bearer),
+            ("/api/search", {"q": '"'}, bearer),
+            ("/api/search", {"q": 'NEAR(paris -berlin* "unbalanced'}, bearer),
+            ("/api/search", {"q": "'; DROP TABLE assets; --"}, bearer),
+            ("/api/search", {"q": "favorite"}, bearer),
+            ("/api/search", {"q": "2019-02-30 31 june 2019"}, bearer),
+            ("/api/search", {"q": "paris", "cursor": _cursor_past_64_bits()}, bearer),
         ]:
             answer = http.get(url, params=params, headers=headers)
             assert answer.status_code in (200, 401, 422), (url, answer.text)

@@ -28,7 +28,7 @@ from photo_pipeline.media.places import (
     warm_up_in_background,
     zone_at,
 )
-from photo_pipeline.pipeline.library.catalog import FileReport
+from photo_pipeline.pipeline.library.catalog import FileReport, search_index
 
 JOB_TYPE = "places"
 LOCK = "places"  # one backfill at a time; it never races timeshift (see _store)
@@ -160,7 +160,9 @@ def resolve_assets(session_factory: sessionmaker[Session], asset_ids: list[int])
         ]
     )
     with write_session(session_factory) as session:
-        return _store(session, [(row.id, row.taken_local) for row in rows], found)
+        changed = _store(session, [(row.id, row.taken_local) for row in rows], found)
+        search_index.refresh(session, [row.id for row in rows])  # places are search words
+        return changed
 
 
 def _store(session: Session, seen: list[tuple[int, str]], found: list[ZoneAndPlace]) -> int:
@@ -208,7 +210,9 @@ def refresh_places(session_factory: sessionmaker[Session], asset_ids: list[int])
     if not values:
         return 0
     with write_session(session_factory) as session:
-        return changed_rows(session, statement, values)
+        changed = changed_rows(session, statement, values)
+        search_index.refresh(session, [row.id for row in rows])  # places are search words
+        return changed
 
 
 # What the backfill writes of an asset: its capture time in its zone, and its place.

@@ -32,6 +32,7 @@ from photo_pipeline.pipeline.files.paths import display
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog import PRESENT, listing_session, type_matches
 from photo_pipeline.pipeline.library.catalog.listings import with_first_files
+from photo_pipeline.pipeline.library.catalog.search_index import matching
 from photo_pipeline.pipeline.library.ordering import BadCursor, Order
 from photo_pipeline.pipeline.library.shown import with_shown_fields
 
@@ -60,6 +61,8 @@ class AssetFilter:
     curation: CurationFilter = field(
         default_factory=CurationFilter
     )  # album, tag, rating, favourite, rejected
+    # Search words (catalog.search_index.words): each a prefix of a word of the asset's
+    words: tuple[str, ...] = ()
 
 
 # Asset and group ids are 64-bit integers in the database.
@@ -165,6 +168,8 @@ class Browser:
         if cursor is not None:
             query = query.where(order.after(order.decode(cursor)))
         with listing_session(self._session_factory) as session:
+            if where.words:
+                query = query.where(matching(session, where.words))
             rows = [dict(r._mapping) for r in session.execute(query)]
             more = len(rows) > limit
             rows = with_curation(session, with_first_files(session, rows[:limit]))
@@ -184,6 +189,8 @@ class Browser:
             _has_present_file()
         )
         with listing_session(self._session_factory) as session:
+            if where.words:
+                counted = counted.where(matching(session, where.words))
             # Two statements: SQLite reads min() or max() from the end of the primary
             # key only when the query asks for just one of them.
             lowest = session.scalar(select(func.min(assets.c.id)))

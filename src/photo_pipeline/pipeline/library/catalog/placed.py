@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.schema import assets, files
+from photo_pipeline.pipeline.library.catalog import search_index
 from photo_pipeline.pipeline.library.catalog.states import PRESENT, QUARANTINED
 
 
@@ -60,6 +61,10 @@ def record_organized(session: Session, rows: list[dict[str, Any]], now: datetime
                 for r in copied
             ],
         )
+    # Their names are words of their assets' search documents.
+    _refresh_search(session, [r["file_id"] for r in moved])
+    if copied:
+        search_index.refresh(session, asset_ids.values())
 
 
 def record_unorganized(session: Session, rows: list[dict[str, Any]], now: datetime) -> None:
@@ -70,6 +75,15 @@ def record_unorganized(session: Session, rows: list[dict[str, Any]], now: dateti
         files.c.path == bindparam("dest_path"),
     )
     copies = [r for r in rows if not r["move"]]
+    copied_assets: set[int | None] = set()
+    for r in copies:
+        copied_assets |= set(
+            session.scalars(
+                select(files.c.asset_id).where(
+                    files.c.source_id == r["dest_source_id"], files.c.path == r["dest_path"]
+                )
+            )
+        )
     if copies:
         session.execute(
             at_dest, [{k: r[k] for k in ("dest_source_id", "dest_path")} for r in copies]
@@ -98,6 +112,8 @@ def record_unorganized(session: Session, rows: list[dict[str, Any]], now: dateti
             .values({c: bindparam(c) for c in _PLACED_COLUMNS}),
             back,
         )
+    _refresh_search(session, [r["file_id"] for r in back])
+    search_index.refresh(session, copied_assets)
 
 
 def record_quarantined(session: Session, file_ids: list[int], now: datetime) -> None:
@@ -109,6 +125,7 @@ def record_quarantined(session: Session, file_ids: list[int], now: datetime) -> 
             .where(files.c.id.in_(file_ids[start : start + 500]))
             .values(state=QUARANTINED, updated_at=now)
         )
+    _refresh_search(session, file_ids)
 
 
 def record_restored(session: Session, rows: list[dict[str, Any]], now: datetime) -> None:
@@ -125,6 +142,7 @@ def record_restored(session: Session, rows: list[dict[str, Any]], now: datetime)
                 updated_at=now,
             )
         )
+    _refresh_search(session, [row["file_id"] for row in rows])
 
 
 def record_purged(session: Session, file_ids: list[int]) -> None:
@@ -135,6 +153,15 @@ def record_purged(session: Session, file_ids: list[int]) -> None:
                 files.c.id.in_(file_ids[start : start + 500]), files.c.state == QUARANTINED
             )
         )
+
+
+def _refresh_search(session: Session, file_ids: list[int]) -> None:
+    """The search documents of these files' assets (their names are words of them)."""
+    asset_ids: set[int | None] = set()
+    for start in range(0, len(file_ids), 500):
+        chunk = file_ids[start : start + 500]
+        asset_ids |= set(session.scalars(select(files.c.asset_id).where(files.c.id.in_(chunk))))
+    search_index.refresh(session, asset_ids)
 
 
 _PLACED_COLUMNS = ("source_id", "path", "size", "mtime_ns", "inode", "updated_at")

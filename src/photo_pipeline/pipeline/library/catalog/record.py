@@ -15,6 +15,7 @@ from photo_pipeline.db.schema import assets, files, timeshift_entries
 from photo_pipeline.db.text import storable
 from photo_pipeline.media.places import ZoneAndPlace, sort_instant
 from photo_pipeline.pipeline.library import live_photos
+from photo_pipeline.pipeline.library.catalog import search_index
 from photo_pipeline.pipeline.library.catalog.states import (
     FAILED,
     IGNORED,
@@ -59,15 +60,23 @@ def record_reports(
     report changes nothing (items may run twice after a crash). With ``refresh`` (a
     scan that reads every file again: ``import --reread``), each asset read takes what
     its file and sidecars say now, not what was first read (``_refresh_asset``)."""
+    touched: set[int | None] = set()
     for report in reports:
-        _record_one(session, report, now, refresh)
+        touched |= _record_one(session, report, now, refresh)
+    # The words they are searched by: their file names, camera and place may be new.
+    search_index.refresh(session, touched)
 
 
-def _record_one(session: Session, report: FileReport, now: datetime, refresh: bool) -> None:
+def _record_one(
+    session: Session, report: FileReport, now: datetime, refresh: bool
+) -> set[int | None]:
+    """Record one report; the assets whose words may have changed (its own, and the
+    one its path held before)."""
     where = and_(files.c.source_id == report.source_id, files.c.path == report.path)
     if report.vanished:
+        before = set(session.scalars(select(files.c.asset_id).where(where)))
         session.execute(update(files).where(where).values(state=MISSING, updated_at=now))
-        return
+        return before
     asset_id = None
     if report.metadata is not None and report.content_hash is not None:
         asset_id = _asset_id(
@@ -94,7 +103,9 @@ def _record_one(session: Session, report: FileReport, now: datetime, refresh: bo
         "updated_at": now,
         "sidecars": None if unread else report.sidecars,
     }
-    known = session.execute(select(files.c.id, files.c.sidecars).where(where)).first()
+    known = session.execute(
+        select(files.c.id, files.c.sidecars, files.c.asset_id).where(where)
+    ).first()
     if known is not None:
         # Read again with other sidecars than last time (added, edited or removed); one
         # that failed to read (a time-out, say) changes neither the row nor the asset.
@@ -105,7 +116,7 @@ def _record_one(session: Session, report: FileReport, now: datetime, refresh: bo
         if followed and asset_id is not None and report.metadata is not None:
             _follow_sidecars(session, asset_id, report, report.metadata, now)
         _pair(session, asset_id, report)
-        return
+        return {asset_id, known.asset_id}
     if asset_id is not None:
         # Same content at a new path while its old path is gone: a move, not a copy.
         moved = session.scalar(
@@ -122,7 +133,7 @@ def _record_one(session: Session, report: FileReport, now: datetime, refresh: bo
             )
             _follow_new_sidecars(session, asset_id, report, refresh, now)
             _pair(session, asset_id, report)
-            return
+            return {asset_id}
     session.execute(
         insert_for(session, files).values(
             source_id=report.source_id, path=report.path, created_at=now, **values
@@ -130,6 +141,7 @@ def _record_one(session: Session, report: FileReport, now: datetime, refresh: bo
     )
     _follow_new_sidecars(session, asset_id, report, refresh, now)
     _pair(session, asset_id, report)
+    return {asset_id}
 
 
 def _follow_new_sidecars(

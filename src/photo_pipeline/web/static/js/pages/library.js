@@ -15,12 +15,13 @@ import { bytes, clipLength, count, localTime, plural, takenSource, when } from "
 import { dateSelection } from "./library_dates.js";
 import { CURATION_FILTERS, curationFilterInputs, curationPanel, selectionActions, tileMarks } from "../curation.js";
 import { uploadPanel } from "../upload.js";
+import { listingPath, searchBox } from "../search.js";
 
 const PAGE = 120;
 const MIN_TILE = 170; // px, as .gallery's grid-template-columns in app.css
 const GAP = 14; // px, .gallery's gap
 const CAPTION_GUESS = 56; // px, until a rendered tile is measured
-const FILTERS = ["taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type", "sort", ...CURATION_FILTERS];
+const FILTERS = ["q", "taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type", "sort", ...CURATION_FILTERS];
 
 export function render(main, _params, query) {
   const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || ""]));
@@ -53,19 +54,21 @@ export function render(main, _params, query) {
   let dragged = false; // the press ended on its own tile after crossing others: no toggle
 
   const upload = uploadPanel(main, { onLanded: () => reset() });
+  const applyFilters = (next) => {
+    Object.assign(filters, next);
+    const url = new URL(location.href);
+    for (const [k, v] of Object.entries(filters)) {
+      if (v) url.searchParams.set(k, v);
+      else url.searchParams.delete(k);
+    }
+    history.replaceState(null, "", url);
+    reset();
+  };
   fill(main,
     pageHeader("Library", "Every unique photo, in the order it was taken."),
     upload.root,
-    filterForm(filters, (next) => {
-      Object.assign(filters, next);
-      const url = new URL(location.href);
-      for (const [k, v] of Object.entries(filters)) {
-        if (v) url.searchParams.set(k, v);
-        else url.searchParams.delete(k);
-      }
-      history.replaceState(null, "", url);
-      reset();
-    }),
+    searchBox(filters.q, (q) => applyFilters({ q })),
+    filterForm(filters, applyFilters),
     h("div.gallery-bar", {}, status, dates.bar),
     dates.outcome,
     holder,
@@ -79,7 +82,7 @@ export function render(main, _params, query) {
     if (!assets.length) fill(status, spinner("Loading photos…"));
     try {
       await accessToken(); // image URLs need it
-      const page = await get("/api/assets", { ...filters, cursor, limit: pageSize });
+      const page = await get(listingPath(filters), { ...filters, cursor, limit: pageSize });
       if (ticket !== generation) return;
       cursor = page.next_cursor;
       done = !cursor;

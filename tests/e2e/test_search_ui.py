@@ -1,0 +1,71 @@
+"""The library's search box in a real Chromium (#34.3): typing "paris 2019" shows
+exactly the planted photos in the library's grid, a prefix finds as one types, the
+search is kept in the address, and a search that matches nothing says so."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from photo_pipeline.pipeline.ingest.imports import import_folders
+from tests.e2e.conftest import require_chromium, sign_in, wait_for_jobs
+from tests.support.api_server import running_server
+from tests.support.search_library import PARIS_2019, PLANTED, write_planted
+
+pytestmark = pytest.mark.timeout(120)
+SHOT = Path("/tmp/s/shots/search.png")
+
+
+def expect(locator):
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(locator)
+
+
+@pytest.fixture
+def planted_server(tmp_path):
+    require_chromium()
+    write_planted(tmp_path / "photos")
+    with running_server(
+        f"sqlite:///{tmp_path / 'library.sqlite3'}", tmp_path / "home", embedded_workers=2
+    ) as server:
+        lib = server.library
+        import_folders(lib.service, lib.catalog, [tmp_path / "photos"], follow_up=lib.settings)
+        wait_for_jobs(server)
+        yield server
+
+
+def tile_names(page) -> list[str]:
+    return sorted(page.locator(".gallery .tile .tile-name").all_inner_texts())
+
+
+def test_searching_paris_2019_shows_exactly_the_planted_photos(planted_server, page, shots):
+    sign_in(page, planted_server, "/library")
+    tiles = page.locator(".gallery .tile")
+    expect(tiles).to_have_count(len(PLANTED) + 1)  # and the video
+    box = page.get_by_role("searchbox", name="Search photos")
+    box.fill("paris 2019")
+    expect(tiles).to_have_count(len(PARIS_2019))
+    expect(page.locator(".gallery-status")).to_have_text("2 photos")
+    ids = {f["path"]: f["asset_id"] for f in planted_server.library.catalog.files()}
+    shown = {tiles.nth(n).get_attribute("data-asset-id") for n in range(len(PARIS_2019))}
+    assert shown == {str(ids[name]) for name in PARIS_2019}
+    assert "q=paris+2019" in page.url
+    page.screenshot(path=shots / "search.png")
+    SHOT.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shots / "search.png", SHOT)
+
+    box.fill("nik")  # a prefix, as one types
+    expect(tiles).to_have_count(1)
+    expect(tiles.first).to_have_attribute("data-asset-id", str(ids["DSC_0042.jpg"]))
+    box.fill("zanzibar")
+    expect(tiles).to_have_count(0)
+    expect(page.locator(".gallery-status")).to_contain_text("No photos match")
+    box.fill("")
+    expect(tiles).to_have_count(len(PLANTED) + 1)
+    # the address keeps a search: opened again, it is searched again
+    page.goto(planted_server.base_url + "/library?q=tokyo")
+    expect(tiles).to_have_count(1)
+    expect(page.get_by_role("searchbox", name="Search photos")).to_have_value("tokyo")
