@@ -18,6 +18,7 @@ from photo_pipeline.api import (
     docs,
     jobs,
     library,
+    map,
     organize,
     problems,
     schedules,
@@ -119,6 +120,7 @@ def create_app(
     app.include_router(streams.token_router, dependencies=bearer)
     app.include_router(library.router, dependencies=bearer)
     app.include_router(library.media_router, dependencies=bearer_or_query)
+    app.include_router(map.router, dependencies=bearer)
     app.include_router(organize.router, dependencies=bearer)
     app.include_router(dedupe.router, dependencies=bearer)
     app.include_router(schedules.router, dependencies=bearer)

@@ -343,6 +343,28 @@ assets = Table(
     # catalogued before 0021 until a scan reads one of their files again.
     Column("sha256", String(64)),
     Index("ix_assets_sha256", "sha256"),
+    # The position's cell on the map's grid (pipeline.library.map_grid), NULL without one:
+    # a cell of any level is a range of this index. Motion halves are not on the map.
+    Column("map_cell", BigInteger),
+    Index(
+        "ix_assets_map_cell_id",
+        "map_cell",
+        "id",
+        sqlite_where=text("live_of IS NULL"),
+        postgresql_where=text("live_of IS NULL"),
+    ),
+    # The places beside the map (countries, regions, cities with counts and bounds).
+    Index(
+        "ix_assets_places",
+        "country_code",
+        "country",
+        "region",
+        "city",
+        "gps_latitude",
+        "gps_longitude",
+        sqlite_where=text("live_of IS NULL AND country_code IS NOT NULL"),
+        postgresql_where=text("live_of IS NULL AND country_code IS NOT NULL"),
+    ),
     Index("ix_assets_make_model", "make", "model"),
     Index("ix_assets_content_identifier", "content_identifier"),
     Index("ix_assets_live_of", "live_of"),
@@ -623,4 +645,24 @@ uploads = Table(
     Column("catalogued_at", UTCDateTime),
     Index("ix_uploads_created_at", "created_at"),  # the day's quota
     Index("ix_uploads_expires_at", "expires_at"),  # the sweep of expired partials
+)
+
+
+# The map's summary: per populated cell of levels 0..12 of the map's grid
+# (pipeline.library.map_grid), its assets' count, position sums (the mean is the
+# cluster's centre) and bounds (they only grow; see migration 0025). Kept by triggers on
+# assets that migration 0025 creates, so that every writer of assets keeps it.
+map_cells = Table(
+    "map_cells",
+    metadata,
+    Column("level", SmallInteger, nullable=False),
+    Column("cell", BigInteger, nullable=False),
+    Column("count", BigInteger, nullable=False),
+    Column("lat_sum", Float, nullable=False),
+    Column("lon_sum", Float, nullable=False),
+    Column("south", Float, nullable=False),
+    Column("north", Float, nullable=False),
+    Column("west", Float, nullable=False),
+    Column("east", Float, nullable=False),
+    PrimaryKeyConstraint("level", "cell"),
 )
