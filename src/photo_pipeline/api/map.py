@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
@@ -46,6 +46,7 @@ class MapAnswer(BaseModel):
 
 class Place(BaseModel):
     name: str
+    level: Literal["country", "region", "city"]
     country_code: str
     count: int
     bbox: list[float]
@@ -147,8 +148,9 @@ def places(
     region: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
 ) -> Places:
     """The places of the assets with a position: the countries with their counts; with
-    ``country`` (ISO 3166 alpha-2), its regions; with ``region`` too, its cities. Each
-    with the bounds of its assets, [west, south, east, north]."""
+    ``country`` (ISO 3166 alpha-2), its regions, and its cities of no known region;
+    with ``region`` too, its cities. Each with its level and the bounds of its assets,
+    [west, south, east, north]."""
     if region is not None and country is None:
         raise ApiError(422, "invalid_request", "region: needs its country")
     found = MapBrowser(api_state(request).library.sessions).places(country, region)

@@ -18,7 +18,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 STATIC = Path(__file__).parent / "static"
 
 # Client-side routes (history API): a reload or a shared link lands on the app.
-PAGES = ("/", "/jobs", "/jobs/{job_id}", "/library", "/duplicates", "/organize", "/schedules")
+PAGES = (
+    "/",
+    "/jobs",
+    "/jobs/{job_id}",
+    "/library",
+    "/places",
+    "/duplicates",
+    "/organize",
+    "/schedules",
+)
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [

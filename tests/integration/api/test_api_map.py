@@ -139,6 +139,7 @@ def test_the_places_beside_the_map(api):
     assert countries[0]["name"] == "France"
     regions = api.get("/api/places", params={"country": "fr"}).json()["places"]
     assert sum(r["count"] for r in regions) == 3
+    assert {r["level"] for r in regions} == {"region"}
     region = regions[0]["name"]
     cities = api.get("/api/places", params={"country": "FR", "region": region}).json()
     assert sum(c["count"] for c in cities["places"]) == regions[0]["count"]

@@ -204,18 +204,31 @@ class MapBrowser:
         return [Point(i, lat, lon, versions.get(i)) for i, lat, lon in found]
 
     def places(self, country: str | None = None, region: str | None = None) -> list[dict[str, Any]]:
-        """Countries with counts; a country's regions; a region's cities: each with the
-        bounds of its assets (the map zooms to them). One walk of a range of
-        ``ix_assets_country_code_region_city``."""
-        where: list[ColumnElement[bool]] = [_not_motion(), assets.c.country_code.is_not(None)]
-        if country is None:
-            keys: list[Any] = [assets.c.country_code, assets.c.country]
-        elif region is None:
-            where.append(assets.c.country_code == country.upper())
-            keys = [assets.c.region]
-        else:
-            where += [assets.c.country_code == country.upper(), assets.c.region == region]
-            keys = [assets.c.city]
+        """Countries with counts; a country's regions (and its cities of no known
+        region); a region's cities: each with its level and the bounds of its assets (the
+        map zooms to them). Walks of a range of ``ix_assets_places``."""
+        with read_session(self.sessions) as session:
+            if country is None:
+                found = self._places(session, "country", [])
+            elif region is None:
+                code = country.upper()
+                found = self._places(session, "region", [assets.c.country_code == code])
+                found += self._places(
+                    session,
+                    "city",
+                    [assets.c.country_code == code, assets.c.region.is_(None)],
+                )
+            else:
+                where = [assets.c.country_code == country.upper(), assets.c.region == region]
+                found = self._places(session, "city", where)
+        found.sort(key=lambda p: (-p["count"], p["name"]))
+        return found
+
+    def _places(
+        self, session: Session, level: str, where: list[ColumnElement[bool]]
+    ) -> list[dict[str, Any]]:
+        keys: list[Any] = [assets.c.country_code]
+        keys += [assets.c.country] if level == "country" else [assets.c[level]]
         lat, lon = assets.c.gps_latitude, assets.c.gps_longitude
         query = (
             select(
@@ -226,23 +239,22 @@ class MapBrowser:
                 func.min(lon).label("west"),
                 func.max(lon).label("east"),
             )
-            .where(*where)
+            .where(_not_motion(), assets.c.country_code.is_not(None), *where)
             .group_by(*keys)
         )
-        with read_session(self.sessions) as session:
-            rows = session.execute(query).all()
         found = []
-        for row in rows:
+        for row in session.execute(query):
             mapping = row._mapping
-            if country is None:
-                code = mapping["country_code"]
-                name = mapping["country"] or code
-            else:
-                code = country.upper()
-                name = mapping["region" if region is None else "city"]
-            if name is None:
-                continue  # a place known only to the level above
-            bbox = [row.west, row.south, row.east, row.north]
-            found.append({"name": name, "country_code": code, "count": row.count, "bbox": bbox})
-        found.sort(key=lambda p: (-p["count"], p["name"]))
+            name = mapping[level] or (mapping["country_code"] if level == "country" else None)
+            if name is None or row.south is None:
+                continue  # known only to the level above, or no position
+            found.append(
+                {
+                    "name": name,
+                    "level": level,
+                    "country_code": mapping["country_code"],
+                    "count": mapping["count"],
+                    "bbox": [row.west, row.south, row.east, row.north],
+                }
+            )
         return found

@@ -9,12 +9,14 @@ import * as job from "./pages/job.js";
 import * as jobs from "./pages/jobs.js";
 import * as library from "./pages/library.js";
 import * as organize from "./pages/organize.js";
+import * as places from "./pages/places.js";
 import * as schedules from "./pages/schedules.js";
 
 const ROUTES = [
   [/^\/(jobs)?\/?$/, jobs, "jobs"],
   [/^\/jobs\/([^/]+)\/?$/, job, "jobs"],
   [/^\/library\/?$/, library, "library"],
+  [/^\/places\/?$/, places, "places"],
   [/^\/duplicates\/?$/, duplicates, "duplicates"],
   [/^\/organize\/?$/, organize, "organize"],
   [/^\/schedules\/?$/, schedules, "schedules"],

@@ -291,7 +291,7 @@ function select(name, value, options) {
 }
 
 // ── the asset view ───────────────────────────────────────────────────────────
-function assetViewer() {
+export function assetViewer() {
   const body = h("div.viewer-body");
   const title = h("h2#viewer-title.viewer-title");
   const prev = h("button.button.ghost.small", { type: "button", "aria-label": "Previous photo", onclick: () => step(-1) }, "← Previous");
@@ -331,6 +331,7 @@ function assetViewer() {
     try {
       const asset = await get(`/api/assets/${encodeURIComponent(summary.id)}`);
       if (mine !== ticket) return;
+      title.textContent = localTime(asset.taken_local); // a summary may carry only an id
       fill(body, assetDetail({ ...summary, ...asset }));
     } catch (error) {
       if (mine === ticket) fill(body, inlineProblem(error));
