@@ -19,7 +19,7 @@ from sqlalchemy import (
     Select,
     and_,
     func,
-    literal,
+    literal_column,
     or_,
     select,
     tuple_,
@@ -94,9 +94,16 @@ def summary_query(view: Cover) -> Select[Any]:
     )
 
 
-def counted_query(view: Cover) -> Select[Any]:
-    """The view's cells counted from ``assets`` (deeper than the summary)."""
-    cell = (assets.c.map_cell.op(">>")(literal(shift(view.level)))).label("cell")
+def _cell_of(level: int) -> Any:
+    # An inline constant: PostgreSQL has no bigint >> bigint, which a bound int would be.
+    return assets.c.map_cell.op(">>")(literal_column(str(shift(level)))).label("cell")
+
+
+def counted_query(level: int, lo: int, hi: int) -> Select[Any]:
+    """The cells of ``level`` among the assets of one range of full codes, counted
+    (deeper than the summary): a range of ``ix_assets_map_cell_id``. One range per
+    query, not an OR of them, so that each is a range scan on both databases."""
+    cell = _cell_of(level)
     return (
         select(
             cell,
@@ -109,7 +116,7 @@ def counted_query(view: Cover) -> Select[Any]:
             func.max(assets.c.gps_longitude).label("east"),
             func.min(assets.c.id).label("asset_id"),
         )
-        .where(_not_motion(), _in_ranges(assets.c.map_cell, view.full_ranges()))
+        .where(_not_motion(), assets.c.map_cell.between(lo, hi))
         .group_by(cell)
     )
 
@@ -125,10 +132,14 @@ def _first_asset(session: Session, level: int, cell: int) -> int | None:
     )
 
 
-def points_query(view: Cover, box: Box, after: tuple[int, int] | None, limit: int) -> Select[Any]:
+def points_query(
+    lo: int, hi: int, box: Box, after: tuple[int, int] | None, limit: int
+) -> Select[Any]:
+    """The assets of one range of full codes inside ``box``, in index order after
+    ``after``: a range of ``ix_assets_map_cell_id``."""
     query = select(
         assets.c.id, assets.c.map_cell, assets.c.gps_latitude, assets.c.gps_longitude
-    ).where(_not_motion(), _in_ranges(assets.c.map_cell, view.full_ranges()), _in_box(box))
+    ).where(_not_motion(), assets.c.map_cell.between(lo, hi), _in_box(box))
     if after is not None:
         query = query.where(tuple_(assets.c.map_cell, assets.c.id) > tuple_(*after))
     return query.order_by(assets.c.map_cell, assets.c.id).limit(limit)
@@ -161,14 +172,19 @@ class MapBrowser:
             if zoom >= DEEPEST_ZOOM:
                 # The ranges of a cover at a coarser level: fewer of them, same assets.
                 view = cover(box, level_for_zoom(DEEPEST_ZOOM - 2))
-                rows = session.execute(points_query(view, box, after, limit + 1)).all()
+                rows: list[Any] = []
+                for lo, hi in view.full_ranges():
+                    if after is not None and hi < after[0]:
+                        continue  # a range before the cursor's
+                    query = points_query(lo, hi, box, after, limit + 1 - len(rows))
+                    rows += session.execute(query).all()
+                    if len(rows) > limit:
+                        break
                 more = len(rows) > limit
                 rows = rows[:limit]
-                points = self._points(
-                    session, [(r.id, r.gps_latitude, r.gps_longitude) for r in rows]
-                )
+                found = [(r.id, r.gps_latitude, r.gps_longitude) for r in rows]
                 last = (rows[-1].map_cell, rows[-1].id) if more else None
-                return MapView(zoom, level, [], points, last)
+                return MapView(zoom, level, [], self._points(session, found), last)
             view = cover(box, level)
             clusters, singles = self._clusters(session, view)
             versions = _thumbnails(session, [c.asset_id for c in clusters])
@@ -179,10 +195,17 @@ class MapBrowser:
         self, session: Session, view: Cover
     ) -> tuple[list[Cluster], list[tuple[int, float, float]]]:
         summary = view.level <= SUMMARY_LEVELS
-        query = summary_query(view) if summary else counted_query(view)
+        if summary:
+            found = list(session.execute(summary_query(view)))
+        else:
+            found = [
+                row
+                for lo, hi in view.full_ranges()
+                for row in session.execute(counted_query(view.level, lo, hi))
+            ]
         clusters: list[Cluster] = []
         singles: list[tuple[int, float, float]] = []
-        for row in session.execute(query):
+        for row in found:
             count: int = row._mapping["count"]
             if not view.holds(row.cell):
                 continue  # a cell of the cover outside the view
