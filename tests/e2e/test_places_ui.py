@@ -60,7 +60,19 @@ def shown_photos(page) -> int:
     return sum(int(text.replace(",", "")) for text in counts) + page.locator(".map-photo").count()
 
 
+CSP_WATCH = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__violations.push(`${event.violatedDirective} ${event.blockedURI} ${event.sample}`);
+});
+"""
+
+
 def test_the_map_shows_clusters_zooms_into_one_and_lists_a_spots_photos(places_server, page, shots):
+    # Leaflet positions everything through element.style (the CSSOM), which the UI's
+    # style-src 'self' allows; any inline style or script it tried would be refused
+    # and reported here.
+    page.add_init_script(CSP_WATCH)
     sign_in(page, places_server, "/places")
     expect(page.locator(".places-map path.map-country").first).to_be_attached()
     expect(page.locator(".map-cluster").first).to_be_visible()
@@ -108,6 +120,7 @@ def test_the_map_shows_clusters_zooms_into_one_and_lists_a_spots_photos(places_s
     expect(viewer.locator(".place")).to_contain_text("Italy")
     expect(viewer.locator("#viewer-title")).not_to_have_text("Unknown date")
     save(page, shots, "map-viewer")
+    assert page.evaluate("window.__violations") == []
 
 
 def test_the_places_beside_the_map_filter_and_zoom(places_server, page, shots):

@@ -344,26 +344,21 @@ assets = Table(
     Column("sha256", String(64)),
     Index("ix_assets_sha256", "sha256"),
     # The position's cell on the map's grid (pipeline.library.map_grid), NULL without one:
-    # a cell of any level is a range of this index. Motion halves are not on the map.
+    # a cell of any level is a range of this index. Motion halves are not on the map
+    # (pipeline.library.map: a test that ix_assets_live_of cannot take over).
     Column("map_cell", BigInteger),
-    Index(
-        "ix_assets_map_cell_id",
-        "map_cell",
-        "id",
-        sqlite_where=text("live_of IS NULL"),
-        postgresql_where=text("live_of IS NULL"),
-    ),
-    # The places beside the map (countries, regions, cities with counts and bounds).
+    Index("ix_assets_map_cell_id", "map_cell", "id"),
+    # The places beside the map (countries, regions, cities with counts and bounds):
+    # every column they read, so that a count walks the index alone.
     Index(
         "ix_assets_places",
         "country_code",
         "country",
         "region",
         "city",
+        "live_of",
         "gps_latitude",
         "gps_longitude",
-        sqlite_where=text("live_of IS NULL AND country_code IS NOT NULL"),
-        postgresql_where=text("live_of IS NULL AND country_code IS NOT NULL"),
     ),
     Index("ix_assets_make_model", "make", "model"),
     Index("ix_assets_content_identifier", "content_identifier"),
@@ -664,5 +659,6 @@ map_cells = Table(
     Column("north", Float, nullable=False),
     Column("west", Float, nullable=False),
     Column("east", Float, nullable=False),
+    Column("sample_id", BigInteger),  # one of them, for a thumbnail (see migration 0025)
     PrimaryKeyConstraint("level", "cell"),
 )

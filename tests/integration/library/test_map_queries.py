@@ -120,6 +120,16 @@ def assert_summary_counts(factory) -> None:
             lon_sum, abs=1e-6
         )
         assert k_south <= south and k_north >= north  # bounds only grow
+    # Each cell's sample is one of its assets on the map.
+    with factory() as session:
+        samples = session.execute(
+            select(map_cells.c.level, map_cells.c.cell, assets.c.map_cell, assets.c.live_of).join(
+                assets, assets.c.id == map_cells.c.sample_id, isouter=True
+            )
+        ).all()
+    for level, cell, asset_cell, live_of in samples:
+        assert asset_cell is not None and asset_cell >> shift(level) == cell, (level, cell)
+        assert live_of is None
 
 
 def test_the_triggers_keep_the_summary_equal_to_a_count_of_the_assets(mapped):

@@ -72,7 +72,9 @@ class MapView:
 
 
 def _not_motion() -> ColumnElement[bool]:
-    return assets.c.live_of.is_(None)  # also the partial index's condition
+    """Not a Live Photo's motion half. Not ``live_of IS NULL``: SQLite would read every
+    asset through ix_assets_live_of for it rather than a range of the map's index."""
+    return func.coalesce(assets.c.live_of, 0) == 0  # ids start at 1
 
 
 def _in_ranges(column: Any, ranges: list[tuple[int, int]]) -> ColumnElement[bool]:
@@ -122,7 +124,8 @@ def counted_query(level: int, lo: int, hi: int) -> Select[Any]:
 
 
 def _first_asset(session: Session, level: int, cell: int) -> int | None:
-    """One asset of a cell: the first of its range of the index."""
+    """One asset of a cell: the first of its range of the index (a summary row whose
+    sample left it within the statement that changed it: migration 0025)."""
     s = shift(level)
     return session.scalar(
         select(assets.c.id)
@@ -210,9 +213,13 @@ class MapBrowser:
             if not view.holds(row.cell):
                 continue  # a cell of the cover outside the view
             lat, lon = row.lat_sum / count, row.lon_sum / count
-            asset_id = _first_asset(session, view.level, row.cell) if summary else row.asset_id
+            asset_id = (
+                (row.sample_id or _first_asset(session, view.level, row.cell))
+                if summary
+                else row.asset_id
+            )
             if asset_id is None:
-                continue  # emptied since (a concurrent delete)
+                continue  # emptied meanwhile
             if count == 1:
                 singles.append((asset_id, lat, lon))
                 continue
@@ -229,7 +236,8 @@ class MapBrowser:
     def places(self, country: str | None = None, region: str | None = None) -> list[dict[str, Any]]:
         """Countries with counts; a country's regions (and its cities of no known
         region); a region's cities: each with its level and the bounds of its assets (the
-        map zooms to them). Walks of a range of ``ix_assets_places``."""
+        map zooms to them). Walks of a range of ``ix_assets_places``, which holds every
+        column they read."""
         with read_session(self.sessions) as session:
             if country is None:
                 found = self._places(session, "country", [])

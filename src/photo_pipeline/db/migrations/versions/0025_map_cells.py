@@ -1,7 +1,8 @@
 """The map (pipeline.library.map): assets.map_cell, the Morton code of the asset's
 position on a 2**24 × 2**24 Web Mercator grid (pipeline.library.map_grid; NULL without
 a position), indexed for the assets of a view; and map_cells, the count, position sums
-and bounds of the assets of every populated cell of levels 0..12, so that a view of the
+and bounds of the assets of every populated cell of levels 0..12 and one of them
+(its thumbnail), so that a view of the
 world or a continent reads a few hundred rows whatever the library's size.
 
 map_cells is kept by triggers on assets (insert, delete, and an update that moves an
@@ -66,9 +67,10 @@ def _sqlite_cells(row: str) -> str:
 
 def _sqlite_add(row: str) -> str:
     return f"""
-    INSERT INTO map_cells (level, cell, count, lat_sum, lon_sum, south, north, west, east)
+    INSERT INTO map_cells (level, cell, count, lat_sum, lon_sum, south, north, west, east,
+                           sample_id)
     SELECT column1, column2, 1, {row}.gps_latitude, {row}.gps_longitude, {row}.gps_latitude,
-           {row}.gps_latitude, {row}.gps_longitude, {row}.gps_longitude
+           {row}.gps_latitude, {row}.gps_longitude, {row}.gps_longitude, {row}.id
     FROM (VALUES {_sqlite_cells(row)})
     WHERE {row}.map_cell IS NOT NULL AND {row}.live_of IS NULL
     ON CONFLICT (level, cell) DO UPDATE SET
@@ -78,6 +80,17 @@ def _sqlite_add(row: str) -> str:
       east = max(east, excluded.east);"""
 
 
+# Another asset of a cell whose sample left it: the first of the cell's range of
+# ix_assets_map_cell_id (the row that left is gone, moved, or now a motion half). NULL
+# when there is none yet: on PostgreSQL a statement's row triggers run after all its
+# rows changed, so the cell's last assets may all be gone before their triggers empty it.
+_REPLACEMENT = (
+    "SELECT a.id FROM assets AS a WHERE a.map_cell BETWEEN {m}.cell << (48 - 2 * {m}.level)"
+    " AND (({m}.cell + 1) << (48 - 2 * {m}.level)) - 1 AND coalesce(a.live_of, 0) = 0"
+    " ORDER BY a.map_cell, a.id LIMIT 1"
+)
+
+
 def _sqlite_remove(row: str) -> str:
     eligible = f"{row}.map_cell IS NOT NULL AND {row}.live_of IS NULL"
     cells = f"(level, cell) IN (VALUES {_sqlite_cells(row)})"
@@ -85,7 +98,9 @@ def _sqlite_remove(row: str) -> str:
     UPDATE map_cells SET count = count - 1, lat_sum = lat_sum - {row}.gps_latitude,
       lon_sum = lon_sum - {row}.gps_longitude
     WHERE {eligible} AND {cells};
-    DELETE FROM map_cells WHERE {eligible} AND {cells} AND count <= 0;"""
+    DELETE FROM map_cells WHERE {eligible} AND {cells} AND count <= 0;
+    UPDATE map_cells SET sample_id = ({_REPLACEMENT.format(m="map_cells")})
+    WHERE {eligible} AND {cells} AND sample_id = {row}.id;"""
 
 
 _MOVED = (
@@ -117,14 +132,18 @@ BEGIN
     DELETE FROM map_cells AS m WHERE m.count <= 0 AND (m.level, m.cell) IN (
       SELECT l, OLD.map_cell >> ({2 * BITS} - 2 * l)
       FROM generate_series({LEVELS.start}, {LEVELS.stop - 1}) AS l);
+    UPDATE map_cells AS m SET sample_id = ({_REPLACEMENT.format(m="m")})
+    WHERE m.sample_id = OLD.id AND (m.level, m.cell) IN (
+      SELECT l, OLD.map_cell >> ({2 * BITS} - 2 * l)
+      FROM generate_series({LEVELS.start}, {LEVELS.stop - 1}) AS l);
   END IF;
   IF TG_OP <> 'DELETE' AND NEW.map_cell IS NOT NULL AND NEW.live_of IS NULL THEN
     FOR lv IN {LEVELS.start}..{LEVELS.stop - 1} LOOP
       INSERT INTO map_cells AS m (level, cell, count, lat_sum, lon_sum, south, north, west,
-        east)
+        east, sample_id)
       VALUES (lv, NEW.map_cell >> ({2 * BITS} - 2 * lv),
         1, NEW.gps_latitude, NEW.gps_longitude, NEW.gps_latitude, NEW.gps_latitude,
-        NEW.gps_longitude, NEW.gps_longitude)
+        NEW.gps_longitude, NEW.gps_longitude, NEW.id)
       ON CONFLICT (level, cell) DO UPDATE SET
         count = m.count + 1, lat_sum = m.lat_sum + EXCLUDED.lat_sum,
         lon_sum = m.lon_sum + EXCLUDED.lon_sum, south = LEAST(m.south, EXCLUDED.south),
@@ -176,19 +195,11 @@ def upgrade() -> None:
     )
     for start in range(0, len(cells), 5000):
         bind.execute(update, cells[start : start + 5000])
-    op.create_index(
-        "ix_assets_map_cell_id",
-        "assets",
-        ["map_cell", "id"],
-        sqlite_where=sa.text("live_of IS NULL"),
-        postgresql_where=sa.text("live_of IS NULL"),
-    )
+    op.create_index("ix_assets_map_cell_id", "assets", ["map_cell", "id"])
     op.create_index(
         "ix_assets_places",
         "assets",
-        ["country_code", "country", "region", "city", "gps_latitude", "gps_longitude"],
-        sqlite_where=sa.text("live_of IS NULL AND country_code IS NOT NULL"),
-        postgresql_where=sa.text("live_of IS NULL AND country_code IS NOT NULL"),
+        ["country_code", "country", "region", "city", "live_of", "gps_latitude", "gps_longitude"],
     )
     op.create_table(
         "map_cells",
@@ -201,6 +212,7 @@ def upgrade() -> None:
         sa.Column("north", sa.Float(), nullable=False),
         sa.Column("west", sa.Float(), nullable=False),
         sa.Column("east", sa.Float(), nullable=False),
+        sa.Column("sample_id", sa.BigInteger(), nullable=True),
         sa.PrimaryKeyConstraint("level", "cell", name=op.f("pk_map_cells")),
     )
     for level in LEVELS:
@@ -208,9 +220,10 @@ def upgrade() -> None:
         bind.execute(
             sa.text(
                 "INSERT INTO map_cells (level, cell, count, lat_sum, lon_sum, south, north,"
-                f" west, east) SELECT {level}, map_cell >> {shift}, count(*), sum(gps_latitude),"
-                " sum(gps_longitude), min(gps_latitude), max(gps_latitude), min(gps_longitude),"
-                " max(gps_longitude) FROM assets WHERE map_cell IS NOT NULL AND live_of IS NULL"
+                f" west, east, sample_id) SELECT {level}, map_cell >> {shift}, count(*),"
+                " sum(gps_latitude), sum(gps_longitude), min(gps_latitude), max(gps_latitude),"
+                " min(gps_longitude), max(gps_longitude), min(id) FROM assets"
+                " WHERE map_cell IS NOT NULL AND live_of IS NULL"
                 f" GROUP BY map_cell >> {shift}"
             )
         )
