@@ -643,7 +643,7 @@ uploads = Table(
 )
 
 
-# The map's summary: per populated cell of levels 0..12 of the map's grid
+# The map's summary: per populated cell of levels 0..16 of the map's grid
 # (pipeline.library.map_grid), its assets' count, position sums (the mean is the
 # cluster's centre) and bounds (they only grow; see migration 0025). Kept by triggers on
 # assets that migration 0025 creates, so that every writer of assets keeps it.

@@ -167,7 +167,7 @@ def on_map(factory) -> int:
         )
 
 
-@pytest.mark.parametrize("zoom", [0, 3, 8, 12, 14])
+@pytest.mark.parametrize("zoom", [0, 3, 8, 12, 14, 15, 17])
 def test_a_view_of_the_world_adds_up_to_every_asset_on_the_map(mapped, zoom):
     found = MapBrowser(mapped).view(WORLD, zoom)
     assert sum(c.count for c in found.clusters) + len(found.points) == on_map(mapped)
@@ -205,14 +205,16 @@ def test_the_deepest_zoom_pages_through_a_view_across_the_antimeridian(mapped):
     [
         ("world summary", WORLD, 2),
         ("city summary", Box(2.2, 48.8, 2.5, 48.9), 10),
-        ("city counted", Box(2.2, 48.8, 2.5, 48.9), 13),
+        ("street summary", Box(2.33, 48.85, 2.36, 48.86), 14),
+        ("street counted", Box(2.33, 48.85, 2.36, 48.86), 15),
         ("spot points", Box(2.3, 48.85, 2.31, 48.86), 18),
     ],
 )
 def test_each_view_is_a_range_of_an_index(mapped, name, box, zoom):
     level = min(zoom + 2, BITS)
     if name.endswith("summary"):
-        query, index = summary_query(cover(box, level)), ("pk_map_cells", "PRIMARY KEY")
+        lo, hi = cover(box, level).ranges[0]
+        query, index = summary_query(level, lo, hi), ("pk_map_cells", "PRIMARY KEY")
     elif name.endswith("counted"):
         lo, hi = cover(box, level).full_ranges()[0]
         query, index = counted_query(level, lo, hi), ("ix_assets_map_cell_id",) * 2
@@ -225,7 +227,7 @@ def test_each_view_is_a_range_of_an_index(mapped, name, box, zoom):
     if dialect == "sqlite":
         assert index[1] in shown or "sqlite_autoindex_map_cells" in shown, shown
         assert "SCAN assets" not in shown and "SCAN map_cells" not in shown, shown
-        assert "SEARCH" in shown, shown
+        assert "cell>" in shown.replace(" ", ""), shown  # a range of it, not all a level
     elif not name.startswith("world"):  # 3000 rows: a world view may read them all
         assert index[0] in shown, shown
         assert "Seq Scan" not in shown, shown

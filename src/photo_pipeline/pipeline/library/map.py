@@ -77,10 +77,6 @@ def _not_motion() -> ColumnElement[bool]:
     return func.coalesce(assets.c.live_of, 0) == 0  # ids start at 1
 
 
-def _in_ranges(column: Any, ranges: list[tuple[int, int]]) -> ColumnElement[bool]:
-    return or_(*(column.between(lo, hi) for lo, hi in ranges))
-
-
 def _in_box(box: Box) -> ColumnElement[bool]:
     lat, lon = assets.c.gps_latitude, assets.c.gps_longitude
     return and_(
@@ -89,11 +85,10 @@ def _in_box(box: Box) -> ColumnElement[bool]:
     )
 
 
-def summary_query(view: Cover) -> Select[Any]:
-    """The rows of ``map_cells`` of the view's cover: a range of its primary key each."""
-    return select(map_cells).where(
-        map_cells.c.level == view.level, _in_ranges(map_cells.c.cell, view.ranges)
-    )
+def summary_query(level: int, lo: int, hi: int) -> Select[Any]:
+    """The rows of ``map_cells`` of ``level`` in one range of its codes: a range of its
+    primary key (one range per query, as :func:`counted_query`)."""
+    return select(map_cells).where(map_cells.c.level == level, map_cells.c.cell.between(lo, hi))
 
 
 def _cell_of(level: int) -> Any:
@@ -199,7 +194,11 @@ class MapBrowser:
     ) -> tuple[list[Cluster], list[tuple[int, float, float]]]:
         summary = view.level <= SUMMARY_LEVELS
         if summary:
-            found = list(session.execute(summary_query(view)))
+            found = [
+                row
+                for lo, hi in view.ranges
+                for row in session.execute(summary_query(view.level, lo, hi))
+            ]
         else:
             found = [
                 row

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from photo_pipeline.media.places import valid_position
 
 BITS = 24  # per axis: a 48-bit code
-SUMMARY_LEVELS = 12  # levels 0..12 are counted in map_cells; deeper ones from assets
+SUMMARY_LEVELS = 16  # levels 0..16 (zoom 14) are counted in map_cells; deeper from assets
 MAX_LATITUDE = 85.05112878  # where Web Mercator ends: the poles are its edge
 _CELLS = 1 << BITS
 

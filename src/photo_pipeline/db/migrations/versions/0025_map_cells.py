@@ -1,9 +1,9 @@
 """The map (pipeline.library.map): assets.map_cell, the Morton code of the asset's
 position on a 2**24 × 2**24 Web Mercator grid (pipeline.library.map_grid; NULL without
-a position), indexed for the assets of a view; and map_cells, the count, position sums
-and bounds of the assets of every populated cell of levels 0..12 and one of them
-(its thumbnail), so that a view of the
-world or a continent reads a few hundred rows whatever the library's size.
+a position), indexed for the assets of a view; and map_cells, for every populated cell
+of levels 0..16 (down to zoom 14, cells of about 600 m), its assets' count, position
+sums, bounds and one of them (its thumbnail), so that a view of the world or a street
+reads a few hundred rows whatever the library's size.
 
 map_cells is kept by triggers on assets (insert, delete, and an update that moves an
 asset or pairs a Live Photo's motion half, which the map leaves out), so every writer,
@@ -32,7 +32,7 @@ branch_labels = None
 depends_on = None
 
 BITS = 24
-LEVELS = range(13)  # 0..map_grid.SUMMARY_LEVELS
+LEVELS = range(17)  # 0..map_grid.SUMMARY_LEVELS
 _MAX_LATITUDE = 85.05112878
 _NULL_ISLAND = 1e-6  # media.places.NULL_ISLAND_DEGREES when this was written
 
@@ -60,7 +60,7 @@ def _map_cell(lat: float | None, lon: float | None) -> int | None:
     return _spread(cx) | (_spread(cy) << 1)
 
 
-# ── SQLite: one trigger per event, each statement over the 13 cells of the row ──────
+# ── SQLite: one trigger per event, each statement over the 17 cells of the row ──────
 def _sqlite_cells(row: str) -> str:
     return ", ".join(f"({level}, {row}.map_cell >> {2 * (BITS - level)})" for level in LEVELS)
 
