@@ -116,40 +116,41 @@ SQLITE_TRIGGERS = [
     f" {_sqlite_add('NEW')} END",
 ]
 
-# ── PostgreSQL: one function; levels in order, level 0 first (see the docstring) ────
+# ── PostgreSQL: one function; level 0 first and alone (see the docstring), then the
+# other levels in one statement each (a join of 16 primary-key probes) ────────────────
+_PG_DEEPER = (
+    f"FROM generate_series(1, {LEVELS.stop - 1}) AS l"
+    f" WHERE m.level = l AND m.cell = OLD.map_cell >> ({2 * BITS} - 2 * l)"
+)
 POSTGRESQL_FUNCTION = f"""
 CREATE FUNCTION assets_map_cells() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  lv integer;
 BEGIN
   IF TG_OP <> 'INSERT' AND OLD.map_cell IS NOT NULL AND OLD.live_of IS NULL THEN
-    FOR lv IN {LEVELS.start}..{LEVELS.stop - 1} LOOP
-      UPDATE map_cells AS m SET count = m.count - 1,
-        lat_sum = m.lat_sum - OLD.gps_latitude, lon_sum = m.lon_sum - OLD.gps_longitude
-      WHERE m.level = lv
-        AND m.cell = OLD.map_cell >> ({2 * BITS} - 2 * lv);
-    END LOOP;
-    DELETE FROM map_cells AS m WHERE m.count <= 0 AND (m.level, m.cell) IN (
-      SELECT l, OLD.map_cell >> ({2 * BITS} - 2 * l)
-      FROM generate_series({LEVELS.start}, {LEVELS.stop - 1}) AS l);
+    UPDATE map_cells AS m SET count = m.count - 1,
+      lat_sum = m.lat_sum - OLD.gps_latitude, lon_sum = m.lon_sum - OLD.gps_longitude
+    WHERE m.level = 0 AND m.cell = 0;
+    UPDATE map_cells AS m SET count = m.count - 1,
+      lat_sum = m.lat_sum - OLD.gps_latitude, lon_sum = m.lon_sum - OLD.gps_longitude
+    {_PG_DEEPER};
+    DELETE FROM map_cells AS m USING generate_series(0, {LEVELS.stop - 1}) AS l
+    WHERE m.level = l AND m.cell = OLD.map_cell >> ({2 * BITS} - 2 * l) AND m.count <= 0;
     UPDATE map_cells AS m SET sample_id = ({_REPLACEMENT.format(m="m")})
-    WHERE m.sample_id = OLD.id AND (m.level, m.cell) IN (
-      SELECT l, OLD.map_cell >> ({2 * BITS} - 2 * l)
-      FROM generate_series({LEVELS.start}, {LEVELS.stop - 1}) AS l);
+    FROM generate_series(0, {LEVELS.stop - 1}) AS l
+    WHERE m.level = l AND m.cell = OLD.map_cell >> ({2 * BITS} - 2 * l)
+      AND m.sample_id = OLD.id;
   END IF;
   IF TG_OP <> 'DELETE' AND NEW.map_cell IS NOT NULL AND NEW.live_of IS NULL THEN
-    FOR lv IN {LEVELS.start}..{LEVELS.stop - 1} LOOP
-      INSERT INTO map_cells AS m (level, cell, count, lat_sum, lon_sum, south, north, west,
-        east, sample_id)
-      VALUES (lv, NEW.map_cell >> ({2 * BITS} - 2 * lv),
-        1, NEW.gps_latitude, NEW.gps_longitude, NEW.gps_latitude, NEW.gps_latitude,
-        NEW.gps_longitude, NEW.gps_longitude, NEW.id)
-      ON CONFLICT (level, cell) DO UPDATE SET
-        count = m.count + 1, lat_sum = m.lat_sum + EXCLUDED.lat_sum,
-        lon_sum = m.lon_sum + EXCLUDED.lon_sum, south = LEAST(m.south, EXCLUDED.south),
-        north = GREATEST(m.north, EXCLUDED.north), west = LEAST(m.west, EXCLUDED.west),
-        east = GREATEST(m.east, EXCLUDED.east);
-    END LOOP;
+    -- In level order: the level-0 row is the first this statement locks.
+    INSERT INTO map_cells AS m (level, cell, count, lat_sum, lon_sum, south, north, west,
+      east, sample_id)
+    SELECT l, NEW.map_cell >> ({2 * BITS} - 2 * l), 1, NEW.gps_latitude, NEW.gps_longitude,
+      NEW.gps_latitude, NEW.gps_latitude, NEW.gps_longitude, NEW.gps_longitude, NEW.id
+    FROM generate_series(0, {LEVELS.stop - 1}) AS l ORDER BY l
+    ON CONFLICT (level, cell) DO UPDATE SET
+      count = m.count + 1, lat_sum = m.lat_sum + EXCLUDED.lat_sum,
+      lon_sum = m.lon_sum + EXCLUDED.lon_sum, south = LEAST(m.south, EXCLUDED.south),
+      north = GREATEST(m.north, EXCLUDED.north), west = LEAST(m.west, EXCLUDED.west),
+      east = GREATEST(m.east, EXCLUDED.east);
   END IF;
   RETURN NULL;
 END $$"""
