@@ -129,6 +129,15 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
         ),
         "/api/duplicates?kind=exact": ("/api/duplicates", {"kind": "exact", "limit": 50}),
         "/api/duplicates (exact+near)": ("/api/duplicates", {"limit": 50}),
+        # The map at three zooms (pipeline.library.map): the world and a region from
+        # the map_cells summary, a street's view counted from ix_assets_map_cell_id.
+        "/api/map world zoom 2": ("/api/map", {"bbox": "-180,-85,180,85", "zoom": 2}),
+        "/api/map paris zoom 8": ("/api/map", {"bbox": "0.9,48.0,3.8,49.7", "zoom": 8}),
+        "/api/map paris zoom 14": (
+            "/api/map",
+            {"bbox": "2.31,48.835,2.39,48.865", "zoom": 14},
+        ),
+        "/api/places": ("/api/places", {}),
         "/api/jobs": ("/api/jobs", {}),
         "/api/jobs?type=verify": ("/api/jobs", {"type": "verify"}),
         "/api/jobs?state=failed": ("/api/jobs", {"state": "failed"}),

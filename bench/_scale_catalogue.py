@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import create_engine, text
 
+from photo_pipeline.pipeline.library.map_grid import map_cell
+
 CAMERAS = [(f"Make{n % 7}", f"Model {n}") for n in range(19)] + [("Canon", "EOS R5")]
 PLACES = [(f"Q{chr(65 + n)}", f"Country {n}", f"Region {n}", f"City {n}") for n in range(26)] + [
     ("FR", "France", "Île-de-France", "Paris")
@@ -56,8 +58,17 @@ def planted_hashes(size: int, seed: int) -> tuple[list[int], list[int], list[boo
     return hashes, cluster, original
 
 
+def place_centre(index: int) -> tuple[float, float]:
+    """Where the photos of PLACES[index] cluster: Paris where it is, the made-up places
+    spread over the map."""
+    if PLACES[index][0] == "FR":
+        return 48.85, 2.35
+    return -50 + (index * 37) % 110, -170 + (index * 53) % 340
+
+
 def asset_rows(size: int, hashes, original, cluster, first_id: int = 1, seed: int = 0, age=1):
     rng = random.Random(seed + 1)
+    spots = random.Random(seed + 3)  # apart from rng: the other columns stay as they were
     # Catalogued a day ago (`similar` re-pairs assets updated shortly before its last run).
     now = micros(datetime.now(UTC) - timedelta(days=age))
     for n in range(size):
@@ -66,8 +77,12 @@ def asset_rows(size: int, hashes, original, cluster, first_id: int = 1, seed: in
         offset = rng.choice((0, 60, 120, -300, 540))
         utc = when - timedelta(minutes=offset)
         make, model = CAMERAS[rng.randrange(len(CAMERAS))]
-        code, country, region, city = PLACES[rng.randrange(len(PLACES))]
+        place = rng.randrange(len(PLACES))
+        code, country, region, city = PLACES[place]
         gps = rng.random() < 0.7
+        # Around its place's centre (about 30 km): clusters at every zoom.
+        lat, lon = place_centre(place)
+        lat, lon = lat + spots.gauss(0, 0.3), lon + spots.gauss(0, 0.3)
         width, height = (
             (6000, 4000) if original[n] else (2000, 1500) if cluster[n] >= 0 else (4000, 3000)
         )
@@ -86,8 +101,8 @@ def asset_rows(size: int, hashes, original, cluster, first_id: int = 1, seed: in
             "exif_original",
             make,
             model,
-            48.85 if gps else None,
-            2.35 if gps else None,
+            lat if gps else None,
+            lon if gps else None,
             code,
             country,
             region,
@@ -96,6 +111,7 @@ def asset_rows(size: int, hashes, original, cluster, first_id: int = 1, seed: in
             f"{hashes[n]:016x}",
             now,
             now,
+            map_cell(lat, lon) if gps else None,
         )
 
 
@@ -103,7 +119,7 @@ ASSET_COLUMNS = (
     "id, content_hash, size, format, mime, width, height, orientation, taken_local, "
     "taken_offset_minutes, taken_utc, taken_source, make, model, gps_latitude, "
     "gps_longitude, country_code, country, region, city, taken_order, phash, created_at, "
-    "updated_at"
+    "updated_at, map_cell"
 )
 FILE_COLUMNS = "id, source_id, path, size, mtime_ns, inode, state, asset_id, created_at, updated_at"
 JOB_COLUMNS = (

@@ -19,6 +19,7 @@ from photo_pipeline.api import (
     docs,
     jobs,
     library,
+    map,
     organize,
     problems,
     schedules,
@@ -122,6 +123,7 @@ def create_app(
     app.include_router(library.router, dependencies=bearer)
     app.include_router(curation.router, dependencies=bearer)  # before media's /{kind}
     app.include_router(library.media_router, dependencies=bearer_or_query)
+    app.include_router(map.router, dependencies=bearer)
     app.include_router(organize.router, dependencies=bearer)
     app.include_router(dedupe.router, dependencies=bearer)
     app.include_router(schedules.router, dependencies=bearer)

@@ -343,6 +343,23 @@ assets = Table(
     # catalogued before 0021 until a scan reads one of their files again.
     Column("sha256", String(64)),
     Index("ix_assets_sha256", "sha256"),
+    # The position's cell on the map's grid (pipeline.library.map_grid), NULL without one:
+    # a cell of any level is a range of this index. Motion halves are not on the map
+    # (pipeline.library.map: a test that ix_assets_live_of cannot take over).
+    Column("map_cell", BigInteger),
+    Index("ix_assets_map_cell_id", "map_cell", "id"),
+    # The places beside the map (countries, regions, cities with counts and bounds):
+    # every column they read, so that a count walks the index alone.
+    Index(
+        "ix_assets_places",
+        "country_code",
+        "country",
+        "region",
+        "city",
+        "live_of",
+        "gps_latitude",
+        "gps_longitude",
+    ),
     Index("ix_assets_make_model", "make", "model"),
     Index("ix_assets_content_identifier", "content_identifier"),
     Index("ix_assets_live_of", "live_of"),
@@ -755,4 +772,24 @@ album_assets = Table(
     Column("added_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("album_id", "asset_id"),
     Index("ix_album_assets_asset_id", "asset_id"),
+)
+
+# The map's summary: per populated cell of levels 0..16 of the map's grid
+# (pipeline.library.map_grid), its assets' count, position sums (the mean is the
+# cluster's centre) and bounds (they only grow; see migration 0025). Kept by triggers on
+# assets that migration 0025 creates, so that every writer of assets keeps it.
+map_cells = Table(
+    "map_cells",
+    metadata,
+    Column("level", SmallInteger, nullable=False),
+    Column("cell", BigInteger, nullable=False),
+    Column("count", BigInteger, nullable=False),
+    Column("lat_sum", Float, nullable=False),
+    Column("lon_sum", Float, nullable=False),
+    Column("south", Float, nullable=False),
+    Column("north", Float, nullable=False),
+    Column("west", Float, nullable=False),
+    Column("east", Float, nullable=False),
+    Column("sample_id", BigInteger),  # one of them, for a thumbnail (see migration 0025)
+    PrimaryKeyConstraint("level", "cell"),
 )

@@ -25,6 +25,7 @@ PAGES = (
     "/library",
     "/albums",
     "/albums/{album_id}",
+    "/places",
     "/duplicates",
     "/organize",
     "/schedules",

@@ -23,6 +23,7 @@ from photo_pipeline.pipeline.library.catalog.states import (
     PRESENT,
     SIDECAR,
 )
+from photo_pipeline.pipeline.library.map_grid import map_cell
 
 if TYPE_CHECKING:  # the decoders load on first use, not with the catalogue
     from photo_pipeline.media import PhotoMetadata
@@ -245,6 +246,7 @@ def _where_and_when(md: PhotoMetadata, located: ZoneAndPlace | None) -> dict[str
         "gps_latitude": md.gps_latitude,
         "gps_longitude": md.gps_longitude,
         "gps_altitude": md.gps_altitude,
+        "map_cell": map_cell(md.gps_latitude, md.gps_longitude),
     }
 
 

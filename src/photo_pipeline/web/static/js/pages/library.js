@@ -358,7 +358,7 @@ function select(name, value, options) {
 }
 
 // ── the asset view ───────────────────────────────────────────────────────────
-function assetViewer(onCurated) {
+export function assetViewer(onCurated) {
   const body = h("div.viewer-body");
   const title = h("h2#viewer-title.viewer-title");
   const prev = h("button.button.ghost.small", { type: "button", "aria-label": "Previous photo", onclick: () => step(-1) }, "← Previous");
@@ -401,6 +401,7 @@ function assetViewer(onCurated) {
     try {
       const asset = await get(`/api/assets/${encodeURIComponent(summary.id)}`);
       if (mine !== ticket) return;
+      title.textContent = localTime(asset.taken_local); // a summary may carry only an id
       const detail = { ...summary, ...asset };
       const view = assetDetail(detail);
       panel = curationPanel(detail, { onCurated });

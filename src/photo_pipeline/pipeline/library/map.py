@@ -1,0 +1,290 @@
+"""The map's views: clusters of the assets in a view, the assets themselves at the
+deepest zoom (in pages), and the places (countries, regions, cities) with counts.
+
+A view at zoom ``z`` groups on the cells of level ``z + 2`` of :mod:`.map_grid`. Up to
+``SUMMARY_LEVELS`` the groups are rows of ``map_cells`` (a few hundred for any view,
+whatever the library's size); deeper, they are counted from ``assets`` over the few
+ranges of ``ix_assets_map_cell_id`` that cover the view (such a view holds few assets).
+Either way a cluster counts every asset of its cell, and the view holds the cells it
+touches. A cell of one asset is that asset, not a cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    func,
+    literal_column,
+    or_,
+    select,
+    tuple_,
+)
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import assets, map_cells, renditions
+from photo_pipeline.pipeline.library.map_grid import (
+    SUMMARY_LEVELS,
+    Box,
+    Cover,
+    cover,
+    level_for_zoom,
+    shift,
+)
+
+DEEPEST_ZOOM = 18  # the view lists its assets, in pages, instead of clustering them
+MAX_PAGE = 500
+
+
+@dataclass(frozen=True)
+class Cluster:
+    count: int
+    latitude: float
+    longitude: float
+    south: float
+    west: float
+    north: float
+    east: float
+    asset_id: int  # one of its assets: the cluster's thumbnail
+    thumbnail: str | None = None  # its version (the renditions' fingerprint), or None
+
+
+@dataclass(frozen=True)
+class Point:
+    asset_id: int
+    latitude: float
+    longitude: float
+    thumbnail: str | None  # the thumbnail's version (renditions' fingerprint), or None
+
+
+@dataclass(frozen=True)
+class MapView:
+    zoom: int
+    level: int
+    clusters: list[Cluster]
+    points: list[Point]
+    next_cursor: tuple[int, int] | None  # (map_cell, id) after the page's last point
+
+
+def _not_motion() -> ColumnElement[bool]:
+    """Not a Live Photo's motion half. Not ``live_of IS NULL``: SQLite would read every
+    asset through ix_assets_live_of for it rather than a range of the map's index."""
+    return func.coalesce(assets.c.live_of, 0) == 0  # ids start at 1
+
+
+def _in_box(box: Box) -> ColumnElement[bool]:
+    lat, lon = assets.c.gps_latitude, assets.c.gps_longitude
+    return and_(
+        lat.between(box.south, box.north),
+        or_(*(lon.between(west, east) for west, east in box.spans())),
+    )
+
+
+def summary_query(level: int, lo: int, hi: int) -> Select[Any]:
+    """The rows of ``map_cells`` of ``level`` in one range of its codes: a range of its
+    primary key (one range per query, as :func:`counted_query`)."""
+    return select(map_cells).where(map_cells.c.level == level, map_cells.c.cell.between(lo, hi))
+
+
+def _cell_of(level: int) -> Any:
+    # An inline constant: PostgreSQL has no bigint >> bigint, which a bound int would be.
+    return assets.c.map_cell.op(">>")(literal_column(str(shift(level)))).label("cell")
+
+
+def counted_query(level: int, lo: int, hi: int) -> Select[Any]:
+    """The cells of ``level`` among the assets of one range of full codes, counted
+    (deeper than the summary): a range of ``ix_assets_map_cell_id``. One range per
+    query, not an OR of them, so that each is a range scan on both databases."""
+    cell = _cell_of(level)
+    return (
+        select(
+            cell,
+            func.count().label("count"),
+            func.sum(assets.c.gps_latitude).label("lat_sum"),
+            func.sum(assets.c.gps_longitude).label("lon_sum"),
+            func.min(assets.c.gps_latitude).label("south"),
+            func.max(assets.c.gps_latitude).label("north"),
+            func.min(assets.c.gps_longitude).label("west"),
+            func.max(assets.c.gps_longitude).label("east"),
+            func.min(assets.c.id).label("asset_id"),
+        )
+        .where(_not_motion(), assets.c.map_cell.between(lo, hi))
+        .group_by(cell)
+    )
+
+
+def _first_asset(session: Session, level: int, cell: int) -> int | None:
+    """One asset of a cell: the first of its range of the index (a summary row whose
+    sample left it within the statement that changed it: migration 0025)."""
+    s = shift(level)
+    return session.scalar(
+        select(assets.c.id)
+        .where(_not_motion(), assets.c.map_cell.between(cell << s, ((cell + 1) << s) - 1))
+        .order_by(assets.c.map_cell, assets.c.id)
+        .limit(1)
+    )
+
+
+def points_query(
+    lo: int, hi: int, box: Box, after: tuple[int, int] | None, limit: int
+) -> Select[Any]:
+    """The assets of one range of full codes inside ``box``, in index order after
+    ``after``: a range of ``ix_assets_map_cell_id``."""
+    query = select(
+        assets.c.id, assets.c.map_cell, assets.c.gps_latitude, assets.c.gps_longitude
+    ).where(_not_motion(), assets.c.map_cell.between(lo, hi), _in_box(box))
+    if after is not None:
+        query = query.where(tuple_(assets.c.map_cell, assets.c.id) > tuple_(*after))
+    return query.order_by(assets.c.map_cell, assets.c.id).limit(limit)
+
+
+def _thumbnails(session: Session, ids: list[int]) -> dict[int, str]:
+    """The thumbnail versions of these assets (those rendered)."""
+    if not ids:
+        return {}
+    query = select(renditions.c.asset_id, renditions.c.fingerprint).where(
+        renditions.c.asset_id.in_(ids), renditions.c.kind == "thumbnail"
+    )
+    return {asset_id: version for asset_id, version in session.execute(query)}
+
+
+class MapBrowser:
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self.sessions = sessions
+
+    def view(
+        self,
+        box: Box,
+        zoom: int,
+        *,
+        after: tuple[int, int] | None = None,
+        limit: int = 200,
+    ) -> MapView:
+        level = level_for_zoom(zoom)
+        with read_session(self.sessions) as session:
+            if zoom >= DEEPEST_ZOOM:
+                # The ranges of a cover at a coarser level: fewer of them, same assets.
+                view = cover(box, level_for_zoom(DEEPEST_ZOOM - 2))
+                rows: list[Any] = []
+                for lo, hi in view.full_ranges():
+                    if after is not None and hi < after[0]:
+                        continue  # a range before the cursor's
+                    query = points_query(lo, hi, box, after, limit + 1 - len(rows))
+                    rows += session.execute(query).all()
+                    if len(rows) > limit:
+                        break
+                more = len(rows) > limit
+                rows = rows[:limit]
+                found = [(r.id, r.gps_latitude, r.gps_longitude) for r in rows]
+                last = (rows[-1].map_cell, rows[-1].id) if more else None
+                return MapView(zoom, level, [], self._points(session, found), last)
+            view = cover(box, level)
+            clusters, singles = self._clusters(session, view)
+            versions = _thumbnails(session, [c.asset_id for c in clusters])
+            clusters = [replace(c, thumbnail=versions.get(c.asset_id)) for c in clusters]
+            return MapView(zoom, level, clusters, self._points(session, singles), None)
+
+    def _clusters(
+        self, session: Session, view: Cover
+    ) -> tuple[list[Cluster], list[tuple[int, float, float]]]:
+        summary = view.level <= SUMMARY_LEVELS
+        if summary:
+            found = [
+                row
+                for lo, hi in view.ranges
+                for row in session.execute(summary_query(view.level, lo, hi))
+            ]
+        else:
+            found = [
+                row
+                for lo, hi in view.full_ranges()
+                for row in session.execute(counted_query(view.level, lo, hi))
+            ]
+        clusters: list[Cluster] = []
+        singles: list[tuple[int, float, float]] = []
+        for row in found:
+            count: int = row._mapping["count"]
+            if not view.holds(row.cell):
+                continue  # a cell of the cover outside the view
+            lat, lon = row.lat_sum / count, row.lon_sum / count
+            asset_id = (
+                (row.sample_id or _first_asset(session, view.level, row.cell))
+                if summary
+                else row.asset_id
+            )
+            if asset_id is None:
+                continue  # emptied meanwhile
+            if count == 1:
+                singles.append((asset_id, lat, lon))
+                continue
+            clusters.append(
+                Cluster(count, lat, lon, row.south, row.west, row.north, row.east, asset_id)
+            )
+        clusters.sort(key=lambda c: -c.count)
+        return clusters, singles
+
+    def _points(self, session: Session, found: list[tuple[int, float, float]]) -> list[Point]:
+        versions = _thumbnails(session, [asset_id for asset_id, _, _ in found])
+        return [Point(i, lat, lon, versions.get(i)) for i, lat, lon in found]
+
+    def places(self, country: str | None = None, region: str | None = None) -> list[dict[str, Any]]:
+        """Countries with counts; a country's regions (and its cities of no known
+        region); a region's cities: each with its level and the bounds of its assets (the
+        map zooms to them). Walks of a range of ``ix_assets_places``, which holds every
+        column they read."""
+        with read_session(self.sessions) as session:
+            if country is None:
+                found = self._places(session, "country", [])
+            elif region is None:
+                code = country.upper()
+                found = self._places(session, "region", [assets.c.country_code == code])
+                found += self._places(
+                    session,
+                    "city",
+                    [assets.c.country_code == code, assets.c.region.is_(None)],
+                )
+            else:
+                where = [assets.c.country_code == country.upper(), assets.c.region == region]
+                found = self._places(session, "city", where)
+        found.sort(key=lambda p: (-p["count"], p["name"]))
+        return found
+
+    def _places(
+        self, session: Session, level: str, where: list[ColumnElement[bool]]
+    ) -> list[dict[str, Any]]:
+        keys: list[Any] = [assets.c.country_code]
+        keys += [assets.c.country] if level == "country" else [assets.c[level]]
+        lat, lon = assets.c.gps_latitude, assets.c.gps_longitude
+        query = (
+            select(
+                *keys,
+                func.count().label("count"),
+                func.min(lat).label("south"),
+                func.max(lat).label("north"),
+                func.min(lon).label("west"),
+                func.max(lon).label("east"),
+            )
+            .where(_not_motion(), assets.c.country_code.is_not(None), *where)
+            .group_by(*keys)
+        )
+        found = []
+        for row in session.execute(query):
+            mapping = row._mapping
+            name = mapping[level] or (mapping["country_code"] if level == "country" else None)
+            if name is None or row.south is None:
+                continue  # known only to the level above, or no position
+            found.append(
+                {
+                    "name": name,
+                    "level": level,
+                    "country_code": mapping["country_code"],
+                    "count": mapping["count"],
+                    "bbox": [row.west, row.south, row.east, row.north],
+                }
+            )
+        return found
