@@ -31,7 +31,7 @@ TagText = Annotated[str, Field(min_length=1, max_length=500, pattern=PLAIN_TEXT)
 AlbumName = Annotated[str, Field(min_length=1, max_length=200, pattern=PLAIN_TEXT)]
 
 
-class Outcome(BaseModel):
+class CurationChange(BaseModel):
     changed: list[int] = Field(description="Assets this request changed.")
     unchanged: list[int] = Field(description="Assets that already were so.")
 
@@ -106,7 +106,7 @@ class Album(BaseModel):
     assets_url: str = Field(description="Its photos: /api/assets?album=ID.")
 
 
-class AlbumOutcome(Outcome):
+class AlbumMembersChange(CurationChange):
     album: Album
 
 
@@ -114,8 +114,8 @@ def _sessions(request: Request) -> Any:
     return api_state(request).library.sessions
 
 
-def _outcome(changed: Changed) -> Outcome:
-    return Outcome(changed=changed.changed, unchanged=changed.unchanged)
+def _outcome(changed: Changed) -> CurationChange:
+    return CurationChange(changed=changed.changed, unchanged=changed.unchanged)
 
 
 def _albums(request: Request, rows: list[dict[str, Any]]) -> list[Album]:
@@ -170,55 +170,55 @@ def get_asset_tags(asset_id: AssetId, request: Request) -> Marks:
     return _marks(request, asset_id)
 
 
-@router.put("/api/assets/{asset_id}/rating", response_model=Outcome)
-def put_rating(asset_id: AssetId, body: RatingBody, request: Request) -> Outcome:
+@router.put("/api/assets/{asset_id}/rating", response_model=CurationChange)
+def put_rating(asset_id: AssetId, body: RatingBody, request: Request) -> CurationChange:
     """Rate the asset 0-5 (0 takes the rating off)."""
     return _outcome(curation.set_rating(_sessions(request), [asset_id], body.rating))
 
 
-@router.put("/api/assets/{asset_id}/favorite", response_model=Outcome)
-def put_favorite(asset_id: AssetId, request: Request) -> Outcome:
+@router.put("/api/assets/{asset_id}/favorite", response_model=CurationChange)
+def put_favorite(asset_id: AssetId, request: Request) -> CurationChange:
     """Make the asset a favourite."""
     return _outcome(curation.set_favorite(_sessions(request), [asset_id], True))
 
 
-@router.delete("/api/assets/{asset_id}/favorite", response_model=Outcome)
-def delete_favorite(asset_id: AssetId, request: Request) -> Outcome:
+@router.delete("/api/assets/{asset_id}/favorite", response_model=CurationChange)
+def delete_favorite(asset_id: AssetId, request: Request) -> CurationChange:
     """The asset is no longer a favourite."""
     return _outcome(curation.set_favorite(_sessions(request), [asset_id], False))
 
 
-@router.put("/api/assets/{asset_id}/rejected", response_model=Outcome)
-def put_rejected(asset_id: AssetId, request: Request) -> Outcome:
+@router.put("/api/assets/{asset_id}/rejected", response_model=CurationChange)
+def put_rejected(asset_id: AssetId, request: Request) -> CurationChange:
     """Flag the asset as rejected (nothing is deleted)."""
     return _outcome(curation.set_rejected(_sessions(request), [asset_id], True))
 
 
-@router.delete("/api/assets/{asset_id}/rejected", response_model=Outcome)
-def delete_rejected(asset_id: AssetId, request: Request) -> Outcome:
+@router.delete("/api/assets/{asset_id}/rejected", response_model=CurationChange)
+def delete_rejected(asset_id: AssetId, request: Request) -> CurationChange:
     """Take the reject flag off."""
     return _outcome(curation.set_rejected(_sessions(request), [asset_id], False))
 
 
-@router.post("/api/assets/{asset_id}/tags", response_model=Outcome)
-def post_tag(asset_id: AssetId, body: TagBody, request: Request) -> Outcome:
+@router.post("/api/assets/{asset_id}/tags", response_model=CurationChange)
+def post_tag(asset_id: AssetId, body: TagBody, request: Request) -> CurationChange:
     """Put a tag on the asset."""
     return _outcome(curation.add_tag(_sessions(request), body.tag, [asset_id]))
 
 
-@router.delete("/api/assets/{asset_id}/tags", response_model=Outcome)
+@router.delete("/api/assets/{asset_id}/tags", response_model=CurationChange)
 def delete_tag(
     asset_id: AssetId,
     request: Request,
     tag: Annotated[str, Query(min_length=1, max_length=500, pattern=PLAIN_TEXT)],
-) -> Outcome:
+) -> CurationChange:
     """Take a tag off the asset (``?tag=``; its children stay)."""
     return _outcome(curation.remove_tag(_sessions(request), tag, [asset_id]))
 
 
 # ── many assets ───────────────────────────────────────────────────────────────
-@router.post("/api/curation", response_model=Outcome)
-def post_curation(body: CurationAction, request: Request) -> Outcome:
+@router.post("/api/curation", response_model=CurationChange)
+def post_curation(body: CurationAction, request: Request) -> CurationChange:
     """One action on many assets at once: all of them or, when one id is no asset
     (404 ``asset_not_found``), none."""
     sessions = _sessions(request)
@@ -293,15 +293,21 @@ def delete_album(album_id: AlbumId, request: Request) -> Album:
     return _albums(request, [curation.delete_album(_sessions(request), album_id)])[0]
 
 
-@router.post("/api/albums/{album_id}/assets", response_model=AlbumOutcome)
-def post_album_assets(album_id: AlbumId, body: AlbumAssets, request: Request) -> AlbumOutcome:
+@router.post("/api/albums/{album_id}/assets", response_model=AlbumMembersChange)
+def post_album_assets(album_id: AlbumId, body: AlbumAssets, request: Request) -> AlbumMembersChange:
     """Put assets in the album."""
     summary, changed = curation.add_to_album(_sessions(request), album_id, body.ids)
-    return AlbumOutcome(**_outcome(changed).model_dump(), album=_albums(request, [summary])[0])
+    return AlbumMembersChange(
+        **_outcome(changed).model_dump(), album=_albums(request, [summary])[0]
+    )
 
 
-@router.delete("/api/albums/{album_id}/assets/{asset_id}", response_model=AlbumOutcome)
-def delete_album_asset(album_id: AlbumId, asset_id: AssetId, request: Request) -> AlbumOutcome:
+@router.delete("/api/albums/{album_id}/assets/{asset_id}", response_model=AlbumMembersChange)
+def delete_album_asset(
+    album_id: AlbumId, asset_id: AssetId, request: Request
+) -> AlbumMembersChange:
     """Take one asset out of the album (``POST /api/curation`` takes out many)."""
     summary, changed = curation.remove_from_album(_sessions(request), album_id, [asset_id])
-    return AlbumOutcome(**_outcome(changed).model_dump(), album=_albums(request, [summary])[0])
+    return AlbumMembersChange(
+        **_outcome(changed).model_dump(), album=_albums(request, [summary])[0]
+    )
