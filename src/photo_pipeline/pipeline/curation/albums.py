@@ -20,6 +20,7 @@ from photo_pipeline.jobs import utc_now
 from photo_pipeline.pipeline.curation.assets import checked_ids, chunks
 from photo_pipeline.pipeline.curation.changes import touch
 from photo_pipeline.pipeline.curation.marks import Changed
+from photo_pipeline.pipeline.curation.names import has_unprintable, name_key
 
 MAX_NAME_LENGTH = 200
 _MAX_ID = 2**63 - 1
@@ -52,9 +53,9 @@ def normalise_name(text: str) -> tuple[str, str]:
     name = " ".join(unicodedata.normalize("NFC", text).split())
     if not name:
         raise InvalidAlbumName(detail="an album needs a name")
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") for ch in name):
+    if has_unprintable(name):
         raise InvalidAlbumName(detail=f"{text!r}: a name has no control or unassigned characters")
-    key = unicodedata.normalize("NFC", name.casefold())
+    key = name_key(name)
     if len(name) > MAX_NAME_LENGTH or len(key) > MAX_NAME_LENGTH:
         raise InvalidAlbumName(detail=f"an album's name is at most {MAX_NAME_LENGTH} characters")
     return name, key

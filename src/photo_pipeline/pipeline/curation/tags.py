@@ -23,6 +23,7 @@ from photo_pipeline.jobs import utc_now
 from photo_pipeline.pipeline.curation.assets import checked_ids, chunks
 from photo_pipeline.pipeline.curation.changes import touch
 from photo_pipeline.pipeline.curation.marks import Changed
+from photo_pipeline.pipeline.curation.names import has_unprintable, name_key
 
 SEPARATOR = "|"
 MAX_TAG_LENGTH = 500  # the column's width, for the spelling and its casefolded key
@@ -50,12 +51,12 @@ def normalise_tag(text: str) -> tuple[str, str]:
         raise InvalidTag(detail="a tag cannot be empty")
     if not all(levels):
         raise InvalidTag(detail=f"{text!r}: every level between '|' needs a name")
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") for ch in "".join(levels)):
+    if has_unprintable("".join(levels)):
         raise InvalidTag(detail=f"{text!r}: a tag has no control or unassigned characters")
     if any(len(level) > MAX_LEVEL_LENGTH for level in levels):
         raise InvalidTag(detail=f"each level of a tag is at most {MAX_LEVEL_LENGTH} characters")
     path = SEPARATOR.join(levels)
-    key = unicodedata.normalize("NFC", path.casefold())
+    key = name_key(path)
     if len(path) > MAX_TAG_LENGTH or len(key) > MAX_TAG_LENGTH:
         raise InvalidTag(detail=f"a tag is at most {MAX_TAG_LENGTH} characters")
     return path, key
