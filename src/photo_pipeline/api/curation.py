@@ -147,26 +147,11 @@ def _marks(request: Request, asset_id: int) -> Marks:
 # Each of these paths also answers GET (the asset's curation), so that the methods a
 # path allows are the ones its schema lists.
 @router.get("/api/assets/{asset_id}/rating", response_model=Marks)
-def get_rating(asset_id: AssetId, request: Request) -> Marks:
-    """The asset's curation: rating, favourite, rejected, tags, albums."""
-    return _marks(request, asset_id)
-
-
 @router.get("/api/assets/{asset_id}/favorite", response_model=Marks)
-def get_favorite(asset_id: AssetId, request: Request) -> Marks:
-    """The asset's curation (as ``/rating``)."""
-    return _marks(request, asset_id)
-
-
 @router.get("/api/assets/{asset_id}/rejected", response_model=Marks)
-def get_rejected(asset_id: AssetId, request: Request) -> Marks:
-    """The asset's curation (as ``/rating``)."""
-    return _marks(request, asset_id)
-
-
 @router.get("/api/assets/{asset_id}/tags", response_model=Marks)
-def get_asset_tags(asset_id: AssetId, request: Request) -> Marks:
-    """The asset's curation (as ``/rating``)."""
+def get_marks(asset_id: AssetId, request: Request) -> Marks:
+    """The asset's curation: rating, favourite, rejected, tags, albums."""
     return _marks(request, asset_id)
 
 
