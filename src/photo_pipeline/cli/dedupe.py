@@ -131,7 +131,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
     waiting = summary.get("near_undecided", 0)
     if waiting:
         console.print(
-            f"[yellow]{waiting:,} near-duplicate {'group' if waiting == 1 else 'groups'} "
+            f"[yellow]{counted(waiting, 'near-duplicate groups')} "
             f"{'waits' if waiting == 1 else 'wait'} for your decision[/] and "
             f"{'is' if waiting == 1 else 'are'} left alone: {summary['decide']}; "
             "then run `dedupe --near` again",

@@ -50,8 +50,12 @@ def shown(value: object) -> str:
 
 def counted(n: int, phrase: str) -> str:
     """``n`` and ``phrase`` agreeing in number: ``1 file``, ``2 files``, ``0 files``;
-    ``phrase`` is plural and its first word regular (``items done`` → ``1 item done``)."""
+    ``phrase`` is plural, its noun the first word ending in a regular "s" (``items
+    done`` → ``1 item done``, ``file rows`` → ``1 file row``)."""
     if n == 1:
-        first, space, rest = phrase.partition(" ")
-        phrase = first.removesuffix("s") + space + rest
+        words = phrase.split(" ")
+        noun = next((i for i, word in enumerate(words) if word.endswith("s")), None)
+        if noun is not None:
+            words[noun] = words[noun][:-1]
+        phrase = " ".join(words)
     return f"{n:,} {phrase}"

@@ -55,3 +55,14 @@ def test_a_bar_without_a_total_spins_and_counts():
     assert "12/40  30%" in done
     none = drawn(total=1, completed=1, items={"total": 0, "done": 0, "by_state": {}}, ended=True)
     assert "no items" in none and "0/?" not in none
+
+
+def test_counts_agree_in_number_with_the_noun_wherever_it_stands() -> None:
+    from photo_pipeline.cli.shown import counted
+
+    assert counted(1, "items done") == "1 item done"
+    assert counted(1, "file rows") == "1 file row"  # the noun after a word in the singular
+    assert counted(1, "near-duplicate groups") == "1 near-duplicate group"
+    assert counted(2, "file rows") == "2 file rows"
+    assert counted(0, "files") == "0 files"
+    assert counted(1_000, "bytes quarantined") == "1,000 bytes quarantined"
