@@ -3,13 +3,16 @@ without the shared mount), and waits for a database that is not up yet."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from photo_pipeline.pipeline.library.home import MARKER
-from tests.support.cli_processes import environment, run_command
+from tests.support.cli_processes import environment, run_command, wait_until
 from tests.support.tcp_proxy import POSTGRES_ONLY, proxy_fixture  # noqa: F401
 
 
@@ -54,3 +57,46 @@ def test_a_worker_started_before_its_database_waits_for_it(proxy, db_url, tmp_pa
             worker.kill()
             worker.wait()
         worker.stderr.close()
+
+
+def test_a_worker_starting_while_the_library_is_marked_waits_for_the_marker(db_url, tmp_path):
+    """The first process commits the new library's id, then writes the marker; a worker
+    started in between (``import --wait``'s own) waits for the marker instead of
+    refusing. The moment is held open here: the id is committed, the marker not yet
+    written, and the marking lock held, as ``mark_home`` holds it."""
+    home = tmp_path / "home"
+    assert run_command(db_url, home, "init").returncode == 0
+    marker = home / MARKER
+    library = marker.read_text()
+    marker.unlink()
+    lock = os.open(home / f"{MARKER}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "photo_pipeline", "worker", "--burst"],
+        env=environment(db_url, home),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        inode = os.fstat(lock).st_ino
+        wait_until(
+            lambda: worker.poll() is not None or _waits_on(inode, worker.pid),
+            "the worker to wait on the marking lock",
+        )
+        marker.write_text(library)
+        os.close(lock)  # the marking is done
+        _, errors = worker.communicate(timeout=120)
+        assert worker.returncode == 0, errors
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
+def _waits_on(inode: int, pid: int) -> bool:
+    """``pid`` is blocked on a lock of the file ``inode`` (a ``->`` line of /proc/locks)."""
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields and str(pid) in fields and any(f.endswith(f":{inode}") for f in fields):
+            return True
+    return False

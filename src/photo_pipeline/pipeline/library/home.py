@@ -11,8 +11,10 @@ write renditions into a folder nobody else sees.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import select
@@ -24,6 +26,9 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
 
 MARKER = ".photo-pipeline-library"
+# Held while a new library's id is committed and its marker written, so a worker
+# starting beside the first process never sees the id without the marker.
+_MARKING_LOCK = f"{MARKER}.lock"
 # The home's folders of the library's own files, which are never originals.
 STORE = "renditions"  # the rendition store (pipeline.renditions.store)
 QUARANTINE = "quarantine"  # dedupe's quarantine
@@ -53,23 +58,24 @@ def mark_home(session_factory: sessionmaker[Session], home: Path) -> None:
     where the shared home should be mounted must not pass for it)."""
     if library_id(session_factory) is not None:
         return
-    new_id = str(uuid.uuid4())
-    with write_session(session_factory) as session:
-        if session.scalar(select(library_identity.c.id)) is not None:
-            return  # another process won the race
-        session.execute(library_identity.insert().values(id=new_id, created_at=utc_now()))
-    _write_marker(home, new_id)
+    with _marking(home, fcntl.LOCK_EX):
+        new_id = str(uuid.uuid4())
+        with write_session(session_factory) as session:
+            if session.scalar(select(library_identity.c.id)) is not None:
+                return  # another process won the race
+            session.execute(library_identity.insert().values(id=new_id, created_at=utc_now()))
+        _write_marker(home, new_id)
 
 
 def check_home(session_factory: sessionmaker[Session], home: Path) -> None:
     """Refuse (``HomeNotShared``) unless ``home`` carries this library's marker."""
-    expected = library_id(session_factory)
+    expected, found = _identities(session_factory, home)
+    if expected is not None and found is None and (home / _MARKING_LOCK).exists():
+        # Being marked right now, by the process that made the library: wait for it.
+        with _marking(home, fcntl.LOCK_SH):
+            expected, found = _identities(session_factory, home)
     if expected is None:
         return  # a library made before markers: nothing to compare yet
-    try:
-        found = (home / MARKER).read_text().strip()
-    except OSError:
-        found = None
     if found != expected:
         what = "has no library marker" if found is None else f"holds another library ({found})"
         raise HomeNotShared(
@@ -78,6 +84,32 @@ def check_home(session_factory: sessionmaker[Session], home: Path) -> None:
             "mount the shared library home at the same path and set PHOTO_PIPELINE_HOME "
             "to it (see README, Many machines)",
         )
+
+
+def _identities(
+    session_factory: sessionmaker[Session], home: Path
+) -> tuple[str | None, str | None]:
+    """The library's id in the database, and the one the marker in ``home`` holds."""
+    expected = library_id(session_factory)
+    try:
+        found: str | None = (home / MARKER).read_text().strip()
+    except OSError:
+        found = None
+    return expected, found
+
+
+@contextlib.contextmanager
+def _marking(home: Path, how: int) -> Iterator[None]:
+    """The marking lock of ``home``: exclusive while a new library is marked, shared
+    to wait for that. Only the marking process creates the lock file, so a worker
+    given a folder that is not the home leaves nothing in it."""
+    flags = os.O_CLOEXEC | (os.O_RDWR | os.O_CREAT if how == fcntl.LOCK_EX else os.O_RDONLY)
+    fd = os.open(home / _MARKING_LOCK, flags, 0o600)
+    try:
+        fcntl.flock(fd, how)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _write_marker(home: Path, value: str) -> None:
