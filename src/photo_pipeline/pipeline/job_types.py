@@ -7,6 +7,7 @@ on an organize does not load the decoders a scan needs."""
 
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.pipeline import scheduled  # noqa: F401  (the job types schedules queue)
+from photo_pipeline.pipeline.files.lease_signals import ignore_lease_breaks
 
 _PIPELINE = "photo_pipeline.pipeline"
 PROVIDERS = {
@@ -26,6 +27,8 @@ PROVIDERS = {
 }
 # Jobs whose journals their undo (and dedupe's purge) read: ``prune`` keeps them.
 UNDOABLE = ("organize", "timeshift", "dedupe")
+
+ignore_lease_breaks()  # before any job thread can take a lease
 
 for _job_type, _module in PROVIDERS.items():
     registry.defer(_job_type, _module)

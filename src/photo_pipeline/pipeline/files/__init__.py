@@ -8,6 +8,7 @@ writes or removes a user's file call this package.
 - :mod:`.spots`: folders and files reached by descriptor, never through a symlink;
 - :mod:`.placing`: placing a file by hard link or verified copy, durably;
 - :mod:`.transfer`: one file placed and its original retired, with the last checks;
+- :mod:`.lease_signals`: the signal of a broken lease, ignored process-wide;
 - :mod:`.parked`: files a killed worker left parked, given their names back;
 - :mod:`.fenced_journal`: a job's plan as rows, written only under its fencing token.
 

@@ -43,12 +43,11 @@ import contextlib
 import errno
 import fcntl
 import os
-import signal
 import stat
-import threading
 from collections.abc import Callable, Iterator
 
 from photo_pipeline.jobs.handlers import ItemError
+from photo_pipeline.pipeline.files.lease_signals import ignore_lease_breaks
 from photo_pipeline.pipeline.files.placing import (
     CHUNK,
     content_hash,
@@ -82,13 +81,7 @@ from photo_pipeline.pipeline.files.spots import (
 # (``files.parked`` gives it back later).
 LEFT_PARKED = "left_parked"
 
-# A lease break signals its holder (SIGIO, whose default action ends the process)
-# until ``retire`` clears the owner right after taking the lease; ignore it
-# process-wide for that instant. Only the main thread may set a handler.
-if threading.current_thread() is threading.main_thread() and (
-    signal.getsignal(signal.SIGIO) == signal.SIG_DFL
-):
-    signal.signal(signal.SIGIO, signal.SIG_IGN)
+ignore_lease_breaks()  # imported by a job thread, job_types has done it already
 
 
 def place(
