@@ -162,11 +162,9 @@ class Worker:
         if self.memory_budget.limit is not None:
             return_freed_memory()  # so that RSS follows the estimates the budget counts
         pool = self._make_pool()
-        slots = (
-            ThreadPoolExecutor(self.config.jobs, thread_name_prefix="job")
-            if self.config.jobs > 1
-            else None
-        )
+        # Jobs run in slot threads even one at a time, so that this loop goes on
+        # ticking the schedules while a long job runs.
+        slots = ThreadPoolExecutor(self.config.jobs, thread_name_prefix="job")
         running: set[Future[Any]] = set()
         unsubscribe = wakeup.subscribe(self._service.database_key, self._wake)
         listener = self._start_listener()
@@ -190,10 +188,7 @@ class Worker:
                         self._types, self.id, lease_seconds=self.config.lease_seconds
                     )
                     if job is not None:
-                        if slots is None:
-                            self._run_guarded(job, pool)
-                        else:
-                            running.add(slots.submit(self._run_guarded, job, pool))
+                        running.add(slots.submit(self._run_guarded, job, pool))
                         continue
                     if self.config.burst and not running and not self._work_left():
                         break
@@ -207,8 +202,7 @@ class Worker:
             unsubscribe()
             if listener is not None:
                 listener.set()
-            if slots is not None:
-                slots.shutdown(wait=True)  # stopping: each job finishes or is handed back
+            slots.shutdown(wait=True)  # stopping: each job finishes or is handed back
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
             try:

@@ -20,7 +20,7 @@ from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.db.schema import jobs, schedules
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.clock import CLOCK_OFFSET_ENV
-from photo_pipeline.jobs.handlers import registry
+from photo_pipeline.jobs.handlers import HandlerRegistry, registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.jobs.schedules.book import Schedules
 from photo_pipeline.jobs.schedules.kinds import Kind, kinds
@@ -28,7 +28,7 @@ from photo_pipeline.jobs.schedules.ticks import Ticker, tick_key
 from photo_pipeline.jobs.workers import WorkerRegistry
 from photo_pipeline.pipeline.library import open_library
 from tests.support import schedule_kinds
-from tests.support.cli_processes import environment
+from tests.support.cli_processes import environment, wait_until
 
 TYPE = schedule_kinds.JOB_TYPE
 
@@ -202,6 +202,37 @@ def test_the_worker_runtime_ticks_and_runs_the_job(service, clock, session_facto
     [job] = scheduled_jobs(session_factory)
     assert job["state"] == JobState.SUCCEEDED
     assert book.get(schedule["id"])["last_job"]["state"] == JobState.SUCCEEDED
+
+
+LONG = "test.long_running"
+
+
+def test_a_worker_running_one_job_at_a_time_ticks_while_it_runs(service, clock, session_factory):
+    """``--jobs 1``: a long job must not hold the schedules back until it ends. The
+    long job makes the tick due and then waits for the tick's job to be queued."""
+    book = Schedules(service)
+    book.add(TYPE, every=timedelta(minutes=30))
+    seen: list[bool] = []
+
+    def long_running(ctx) -> None:
+        clock.advance(minutes=30)
+        wait_until(lambda: bool(scheduled_jobs(session_factory)), "the tick's job", timeout=30)
+        seen.append(True)
+
+    handlers = HandlerRegistry()
+    handlers.register(LONG, long_running)
+    handlers.register(TYPE, schedule_kinds.scheduled)
+    service.enqueue(LONG)
+    worker = Worker(
+        service,
+        WorkerRegistry(session_factory, clock=clock),
+        handlers,
+        WorkerConfig(job_types=(LONG, TYPE), jobs=1, burst=True, poll_seconds=0.05),
+    )
+    worker.run()
+    assert seen == [True], "the schedule did not tick while the job ran"
+    [job] = scheduled_jobs(session_factory)
+    assert job["state"] == JobState.SUCCEEDED
 
 
 # ── real worker processes on the database's clock ────────────────────────────────
