@@ -65,6 +65,30 @@ def library() -> Library:
     return opened
 
 
+def library_when_reachable() -> Library:
+    """The library, once its database answers: a long-running process (``worker``,
+    ``watch``) started before its database (a machine booting, a database
+    restarting) waits for it, logging once."""
+    import logging
+    import random
+    import time
+
+    from photo_pipeline.db.errors import DatabaseUnavailable
+    from photo_pipeline.jobs.runtime import RECONNECT
+
+    attempt, rng = 0, random.Random()
+    while True:
+        try:
+            return library()
+        except DatabaseUnavailable as exc:
+            if attempt == 0:
+                logging.getLogger("photo_pipeline.cli").warning(
+                    "database unavailable, waiting for it: %s", exc.detail
+                )
+            attempt += 1
+            time.sleep(RECONNECT.delay(attempt, rng).total_seconds())  # a backoff, not a sync
+
+
 def close_library() -> None:
     """Close the library if this process opened it (its next use opens it again)."""
     if library.cache_info().currsize:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from photo_pipeline import logs
-from photo_pipeline.cli.common import app, library
+from photo_pipeline.cli.common import app, library_when_reachable
 
 
 @app.command()
@@ -47,7 +47,7 @@ def watch(
         config = replace(config, settle_seconds=settle_seconds)
     if poll_seconds is not None:
         config = replace(config, poll_seconds=poll_seconds)
-    lib = library()
+    lib = library_when_reachable()
     check_home(lib.sessions, lib.settings.home)
     # Signals are waited for here, not handled: the threads inherit the mask, and a
     # handler setting an event the main thread waits on could deadlock (jobs.shutdown).

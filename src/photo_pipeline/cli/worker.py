@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import importlib
-import logging
 import os
-import random
-import time
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.table import Column, Table
@@ -18,19 +15,15 @@ from photo_pipeline.cli.common import (
     app,
     console,
     library,
+    library_when_reachable,
     loaded_code_frozen,
     print_json,
 )
 from photo_pipeline.cli.shown import shown
 
-if TYPE_CHECKING:
-    from photo_pipeline.pipeline.library import Library
-
 # jobs.runtime.DEFAULT_JOBS, written out so that `--help` need not load the
 # coordinator (tests/unit/cli/test_cli_startup.py checks they agree).
 DEFAULT_JOBS = 4
-
-log = logging.getLogger("photo_pipeline.worker")
 
 ImportOption = Annotated[
     list[str] | None,
@@ -67,23 +60,6 @@ def load_handlers(modules: list[str]) -> None:
     importlib.import_module("photo_pipeline.pipeline.job_types")
     for module in modules:
         importlib.import_module(module)
-
-
-def _open_when_reachable() -> Library:
-    """The library, once its database answers: a worker started before its database
-    (a machine booting, a database restarting) waits for it, logging once."""
-    from photo_pipeline.db.errors import DatabaseUnavailable
-    from photo_pipeline.jobs.runtime import RECONNECT
-
-    attempt, rng = 0, random.Random()
-    while True:
-        try:
-            return library()
-        except DatabaseUnavailable as exc:
-            if attempt == 0:
-                log.warning("database unavailable, waiting for it: %s", exc.detail)
-            attempt += 1
-            time.sleep(RECONNECT.delay(attempt, rng).total_seconds())  # a backoff, not a sync
 
 
 @app.command()
@@ -140,7 +116,7 @@ def worker(
     )
     if not (config.job_types or registry.job_types()):
         raise typer.BadParameter("no job types to serve: none are registered", param_hint="--types")
-    lib = _open_when_reachable()
+    lib = library_when_reachable()
     check_home(lib.sessions, lib.settings.home)
     try:
         runner = Worker(lib.service, lib.workers, registry, config)

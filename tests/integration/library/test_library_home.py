@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, func, select
 
+from photo_pipeline.db.schema import source_watchers
 from photo_pipeline.pipeline.library.home import MARKER
 from tests.support.cli_processes import environment, run_command, wait_until
 from tests.support.tcp_proxy import POSTGRES_ONLY, proxy_fixture  # noqa: F401
@@ -100,3 +103,44 @@ def _waits_on(inode: int, pid: int) -> bool:
         if "->" in fields and str(pid) in fields and any(f.endswith(f":{inode}") for f in fields):
             return True
     return False
+
+
+@pytest.mark.parametrize("backend", POSTGRES_ONLY)
+def test_watch_started_before_its_database_waits_for_it(proxy, db_url, tmp_path):
+    """`watch` (a long-running process, like `worker`) waits for the database instead
+    of exiting; once it answers, it runs until SIGTERM and stops cleanly."""
+    home, folder = tmp_path / "home", tmp_path / "card"
+    folder.mkdir()
+    imported = run_command(db_url, home, "import", str(folder), "--watch")
+    assert imported.returncode == 0, imported.stderr
+    url = proxy.url_for(db_url)
+    proxy.down()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "photo_pipeline", "watch"],
+        env=environment(url, home),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert watcher.stderr is not None
+        first = watcher.stderr.readline()
+        assert "database unavailable, waiting for it" in first, first
+        assert watcher.poll() is None, "watch exited instead of waiting"
+        proxy.up()
+        wait_until(lambda: _watch_leases(db_url) == 1, "watch to take the source's lease")
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(timeout=60) == 0, watcher.stderr.read()
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        watcher.stderr.close()
+
+
+def _watch_leases(db_url: str) -> int:
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            return connection.scalar(select(func.count()).select_from(source_watchers)) or 0
+    finally:
+        engine.dispose()
