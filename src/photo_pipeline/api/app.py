@@ -24,6 +24,7 @@ from photo_pipeline.api import (
     problems,
     schedules,
     search,
+    sources,
     starters,  # noqa: F401  (registers the API's job types)
     streams,
     uploads,
@@ -125,6 +126,7 @@ def create_app(
     app.include_router(library.media_router, dependencies=bearer_or_query)
     app.include_router(map.router, dependencies=bearer)
     app.include_router(organize.router, dependencies=bearer)
+    app.include_router(sources.router, dependencies=bearer)
     app.include_router(dedupe.router, dependencies=bearer)
     app.include_router(schedules.router, dependencies=bearer)
     app.include_router(uploads.router, dependencies=bearer)

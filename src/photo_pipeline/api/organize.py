@@ -12,7 +12,6 @@ from photo_pipeline.api.job_types import confined_path
 from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES
 from photo_pipeline.api.state import api_state
-from photo_pipeline.pipeline.library.scope import registered_sources
 from photo_pipeline.pipeline.organize import DEFAULT_TEMPLATE, plan_organize
 
 router = APIRouter(tags=["organize"], responses=PROBLEM_RESPONSES)
@@ -71,17 +70,6 @@ class Plan(BaseModel):
     summary: dict[str, Any]
     entries: list[dict[str, Any]]
     truncated: bool
-
-
-class Source(BaseModel):
-    id: int
-    path: str
-
-
-@router.get("/api/sources", response_model=list[Source], tags=["library"])
-def sources(request: Request) -> list[dict[str, Any]]:
-    """The registered sources (id and folder), which an organize or dedupe scope names."""
-    return registered_sources(api_state(request).library.sessions)
 
 
 @router.post("/api/organize/plan", response_model=Plan)
