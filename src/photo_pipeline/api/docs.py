@@ -23,6 +23,7 @@ _PAGE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title} – API docs</title>
 <link rel="icon" type="image/png" href="/docs/assets/favicon.png">
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css">

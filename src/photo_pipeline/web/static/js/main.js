@@ -32,6 +32,7 @@ function route() {
   leave?.();
   leave = null;
   clearProblems();
+  setMenu(false);
   const path = location.pathname;
   for (const [pattern, page, nav] of ROUTES) {
     const match = path.match(pattern);
@@ -65,11 +66,39 @@ document.addEventListener("click", (event) => {
 });
 window.addEventListener("popstate", route);
 
+// ── the header's menu, folded behind a button on narrow screens ─────────────────
+// A disclosure, not a dialog: it closes on Escape (focus back on the button), on a
+// click or focus outside the header, and on every route change.
+const menuButton = header.querySelector(".menu-button");
+const menu = document.getElementById("main-menu");
+const menuOpen = () => menuButton.getAttribute("aria-expanded") === "true";
+
+function setMenu(open) {
+  menuButton.setAttribute("aria-expanded", String(open));
+}
+
+menuButton.addEventListener("click", () => {
+  setMenu(!menuOpen());
+  if (menuOpen()) (menu.querySelector("[aria-current]") || menu.querySelector("a, button")).focus();
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape" || !menuOpen()) return;
+  setMenu(false);
+  menuButton.focus();
+});
+document.addEventListener("click", (event) => {
+  if (menuOpen() && !header.contains(event.target)) setMenu(false);
+});
+menu.addEventListener("focusout", (event) => {
+  if (menuOpen() && !header.contains(event.relatedTarget)) setMenu(false);
+});
+
 // ── signing in ──────────────────────────────────────────────────────────────
 function showSignIn(message) {
   leave?.();
   leave = null;
   disconnect();
+  setMenu(false);
   header.hidden = true;
   clearProblems();
   const input = h("input#token", {
