@@ -48,8 +48,12 @@ def require_chromium() -> None:
 @pytest.fixture(scope="module")
 def browser():
     require_chromium()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # An assertion waits up to 30 s, not Playwright's 5: under the parallel suite on two
+    # cores, hashing and sending a 19 MB upload took longer than 5 s (a wait for a state,
+    # not a timing assert: a pass is as quick as before).
+    expect.set_options(timeout=30_000)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-dev-shm-usage"]
