@@ -6,10 +6,11 @@ lists by them (api/library.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from photo_pipeline.api.models import PLAIN_TEXT
@@ -18,8 +19,20 @@ from photo_pipeline.api.state import api_state
 from photo_pipeline.pipeline import curation
 from photo_pipeline.pipeline.curation import MAX_ASSET_IDS, MAX_RATING, Changed
 from photo_pipeline.pipeline.library.browse import Browser
+from photo_pipeline.pipeline.xmp import request_write
 
-router = APIRouter(tags=["curation"], responses=PROBLEM_RESPONSES)
+
+def _then_write_xmp(request: Request) -> Iterator[None]:
+    """After a curation change, the sidecars follow: an ``xmp_write`` is queued (or
+    joined) while the outbox holds changes (pipeline.xmp)."""
+    yield
+    if request.method != "GET":
+        request_write(api_state(request).library.service)
+
+
+router = APIRouter(
+    tags=["curation"], responses=PROBLEM_RESPONSES, dependencies=[Depends(_then_write_xmp)]
+)
 
 AssetId = Annotated[int, Path(ge=1, le=2**62)]
 AlbumId = Annotated[int, Path(ge=1, le=2**62)]

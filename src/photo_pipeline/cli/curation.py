@@ -58,8 +58,14 @@ def _not_found_exits() -> Iterator[None]:
 
 
 def _run(action: Callable[[], T]) -> T:
+    """Run a curation change; the sidecars follow (an ``xmp_write`` is queued, run by
+    `serve` or `worker`, or by `xmp write --wait`)."""
+    from photo_pipeline.pipeline.xmp import request_write
+
     with _not_found_exits():
-        return action()
+        done = action()
+    request_write(library().service)
+    return done
 
 
 def _report(what: str, outcome: Changed, as_json: bool, **extra: Any) -> None:
