@@ -4,6 +4,7 @@ wins, per field), a photo's own rating and keywords, read-only folders."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -212,3 +213,26 @@ def test_a_read_only_folder_keeps_curation_in_the_catalogue_and_says_so(session_
         status = sidecar_status(session, asset_id)
     assert status is not None and status["state"] == "read_only"
     assert "catalogue only" in status["said"]
+
+
+def test_the_command_line_writes_and_undoes(session_factory, library, cli):
+    first = asset_ids(session_factory)["IMG_0000.jpg"]
+    before = (library / "IMG_0000.jpg.xmp").read_bytes()
+    code, _, err = cli("rate", "5", str(first))
+    assert code == 0, err
+    code, out, err = cli("xmp", "write", "--wait", "--json")
+    assert code == 0, err
+    job = json.loads(out)
+    assert job["state"] == "succeeded"
+    assert exiftool_tags(library / "IMG_0000.jpg.xmp")["XMP-xmp:Rating"] == 5
+    code, out, _ = cli("xmp", "write")
+    assert (code, out.strip()) == (
+        0,
+        "nothing to write: every sidecar holds the catalogue's curation",
+    )
+    code, out, err = cli("xmp", "undo", job["id"][:8], "--wait")
+    assert code == 0, err
+    assert "succeeded" in out
+    assert (library / "IMG_0000.jpg.xmp").read_bytes() == before
+    code, _, err = cli("xmp", "undo", job["id"])
+    assert code != 0 and "nothing_to_undo" in err

@@ -14,9 +14,11 @@ from photo_pipeline.pipeline.xmp.write import (
     UNDO_JOB_TYPE,
     XMP_LOCK,
     NotAnXmpWrite,
+    NothingToWrite,
     journal,
     request_write,
     start_undo,
+    start_write,
 )
 
 __all__ = [
@@ -24,7 +26,9 @@ __all__ = [
     "UNDO_JOB_TYPE",
     "XMP_LOCK",
     "NotAnXmpWrite",
+    "NothingToWrite",
     "journal",
     "request_write",
     "start_undo",
+    "start_write",
 ]

@@ -93,6 +93,25 @@ def request_write(service: JobService) -> Enqueued | None:
         return None
 
 
+class NothingToWrite(PhotoPipelineError):
+    """Every sidecar holds the catalogue's curation already (or the writer is held
+    by an undo: it runs once that ends)."""
+
+    code = "nothing_to_write"
+    status = 422
+
+
+def start_write(service: JobService) -> Enqueued:
+    """``request_write`` for a front door: ``NothingToWrite`` when nothing waits."""
+    queued = request_write(service)
+    if queued is None:
+        raise NothingToWrite(
+            detail="no curation change waits to be written (or an xmp undo runs: "
+            "ask again once it ends)"
+        )
+    return queued
+
+
 def start_undo(service: JobService, job_id: str) -> Enqueued:
     """Queue an ``xmp_write_undo`` putting back the sidecars ``job_id`` wrote (and that
     are not put back yet). Raises ``JobNotFound``, ``NotAnXmpWrite``, or ``LockHeld``
