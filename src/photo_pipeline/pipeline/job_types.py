@@ -24,7 +24,7 @@ PROVIDERS = {
     "dedupe_purge": f"{_PIPELINE}.dedupe.purge",
     "rescan": f"{_PIPELINE}.rescan",
     "xmp_write": f"{_PIPELINE}.xmp.write",
-    "xmp_write_undo": f"{_PIPELINE}.xmp.write",
+    "xmp_write_undo": f"{_PIPELINE}.xmp.undo",
 }
 # Jobs whose journals their undo (and dedupe's purge) read: ``prune`` keeps them.
 UNDOABLE = ("organize", "timeshift", "dedupe", "xmp_write")

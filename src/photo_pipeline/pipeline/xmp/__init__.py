@@ -5,7 +5,10 @@ The originals are never written. Fields and file handling: ``media.xmp``.
 
 - :mod:`.sidecar_path`: which sidecar file is the asset's;
 - :mod:`.fields`: the catalogue's curation as XMP;
-- :mod:`.write`: the ``xmp_write`` job and its undo, and how they are queued;
+- :mod:`.write`: the ``xmp_write`` job, and how it and its undo are queued;
+- :mod:`.undo`: the ``xmp_write_undo`` job;
+- :mod:`.records`: each asset's sidecar as last written or read;
+- :mod:`.status`: that record for the API and the web UI;
 - :mod:`.readback`: taking into the catalogue what another program changed.
 """
 

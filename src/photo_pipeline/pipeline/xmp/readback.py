@@ -45,8 +45,8 @@ from photo_pipeline.pipeline.curation.changes import FIELDS
 from photo_pipeline.pipeline.curation.filters import curation_fields
 from photo_pipeline.pipeline.files import roots
 from photo_pipeline.pipeline.xmp.fields import as_xmp
+from photo_pipeline.pipeline.xmp.records import save_sidecar
 from photo_pipeline.pipeline.xmp.sidecar_path import photos_of, sidecar_of
-from photo_pipeline.pipeline.xmp.write import save_sidecar
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The ``xmp_write`` job: every asset whose curation changed (``curation.changes``'
-outbox) gets it written to its XMP sidecar, a batch at a time; and ``xmp_write_undo``,
-which puts back the sidecars one such job wrote.
+outbox) gets it written to its XMP sidecar, a batch at a time; and how it and its undo
+(``.undo``) are queued.
 
 One item per asset and version (``<asset id>@<version>``). A batch is journalled first
 (``xmp_entries``: the sidecar's bytes before, or that there was none), committed, then
@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.errors import transactional
-from photo_pipeline.db.schema import asset_curation, curation_pending, xmp_entries, xmp_sidecars
+from photo_pipeline.db.schema import asset_curation, curation_pending, xmp_entries
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import (
     ACTIVE_STATES,
@@ -40,21 +40,16 @@ from photo_pipeline.jobs import (
 )
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
-from photo_pipeline.media.exiftool import ExiftoolError
 from photo_pipeline.media.sidecar import MAX_SIDECAR_BYTES
 from photo_pipeline.media.xmp import (
     XmpCuration,
     XmpWriteError,
-    file_sha256,
-    read_curation,
-    remove_temp,
-    temp_of,
-    write_bytes,
     write_sidecar,
 )
 from photo_pipeline.pipeline.curation.changes import pending_changes
 from photo_pipeline.pipeline.files import paths, roots
 from photo_pipeline.pipeline.xmp.fields import wanted_of
+from photo_pipeline.pipeline.xmp.records import save_sidecar
 from photo_pipeline.pipeline.xmp.sidecar_path import photos_of, sidecar_of
 
 JOB_TYPE = "xmp_write"
@@ -325,92 +320,3 @@ def _record(
                     curation_pending.c.version <= versions.get(asset_id, 0),
                 )
             )
-
-
-def save_sidecar(
-    session: Session,
-    asset_id: int,
-    *,
-    state: str,
-    now: Any,
-    path: str | None = None,
-    fields: dict[str, Any] | None = None,
-    stamp: str | None = None,
-    message: str | None = None,
-) -> None:
-    """Set the asset's ``xmp_sidecars`` row (``fields``/``stamp`` None: keep those)."""
-    values: dict[str, Any] = {"state": state, "message": message, "synced_at": now}
-    if path is not None:
-        values["path"] = paths.to_text(path)
-    if fields is not None:
-        values["fields"] = fields
-    if stamp is not None:
-        values["stamp"] = stamp
-    upsert = insert_for(session, xmp_sidecars).values(asset_id=asset_id, **values)
-    session.execute(
-        upsert.on_conflict_do_update(
-            index_elements=["asset_id"], set_={k: upsert.excluded[k] for k in values}
-        )
-    )
-
-
-@registry.handler(UNDO_JOB_TYPE)
-def xmp_write_undo(ctx: JobContext) -> None:
-    """Put back each sidecar the job wrote, if it still holds what the job wrote; the
-    catalogue then takes what the restored sidecar says (``readback``)."""
-    from photo_pipeline.pipeline.xmp.readback import take_from_sidecar
-
-    factory = ctx.session_factory
-    target = ctx.params["job_id"]
-    for key in ctx.items():
-        asset_id = int(key)
-        with read_session(factory) as session:
-            entry = session.execute(
-                select(xmp_entries).where(
-                    xmp_entries.c.job_id == target, xmp_entries.c.asset_id == asset_id
-                )
-            ).first()
-        if entry is None or entry.state == "planned":
-            ctx.fail(key, "not_written", f"xmp_write {target} did not write asset {asset_id}")
-            continue
-        if entry.state == "undone":
-            ctx.succeed(key)  # undone before a crash
-            continue
-        path = paths.from_text(entry.path)
-        remove_temp(temp_of(path))
-        if file_sha256(path) != entry.new_sha256:
-            ctx.fail(
-                key,
-                CHANGED_SINCE,
-                f"{paths.display(entry.path)} changed after the write (another program, or "
-                "a later xmp_write): undo that one first",
-            )
-            continue
-        try:
-            if entry.existed:
-                write_bytes(path, entry.old_bytes or b"")
-            else:
-                os.unlink(path)
-            restored = read_curation(path) if entry.existed else None
-        except (OSError, ExiftoolError) as exc:
-            ctx.fail(key, WRITE_FAILED, str(exc))
-            continue
-        _mark_undone(factory, target, ctx.job_id, asset_id, path if entry.existed else None)
-        if restored is not None:
-            take_from_sidecar(factory, asset_id, path, restored)
-        ctx.succeed(key)
-
-
-@transactional
-def _mark_undone(
-    factory: sessionmaker[Session], job_id: str, undo_job_id: str, asset_id: int, path: str | None
-) -> None:
-    now = utc_now()
-    with write_session(factory) as session:
-        session.execute(
-            update(xmp_entries)
-            .where(xmp_entries.c.job_id == job_id, xmp_entries.c.asset_id == asset_id)
-            .values(state="undone", undone_at=now, undo_job_id=undo_job_id)
-        )
-        if path is None:  # there was no sidecar: the record goes with it
-            session.execute(delete(xmp_sidecars).where(xmp_sidecars.c.asset_id == asset_id))
