@@ -795,8 +795,9 @@ curation_field_changes = Table(
 # Each asset's XMP sidecar as the catalogue last saw it (pipeline.xmp): where it is, the
 # curation fields it held when last written or read (``fields``, JSON), its stamp
 # ("size:mtime_ns") then, and how that went: written, read (taken from it), embedded
-# (no sidecar: the photo's own rating and keywords were read), read_only (its folder
-# cannot be written: the curation is kept in the catalogue only), failed.
+# (no sidecar: the photo's own rating and keywords were read), none (read, and it
+# said nothing), read_only (its folder cannot be written: the curation is kept in the
+# catalogue only), failed.
 xmp_sidecars = Table(
     "xmp_sidecars",
     metadata,

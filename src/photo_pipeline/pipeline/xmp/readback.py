@@ -160,8 +160,8 @@ def _from_photo(
         if now[name] != _DEFAULTS[name] and (asset_id, name) not in changed
     }
     _take(factory, asset_id, taken)
-    with write_session(factory) as session:
-        save_sidecar(session, asset_id, state="embedded", now=utc_now())
+    with write_session(factory) as session:  # read once: "none" when it said nothing
+        save_sidecar(session, asset_id, state="embedded" if taken else "none", now=utc_now())
     return len(taken)
 
 

@@ -32,7 +32,7 @@ def sidecar_status(session: Session, asset_id: int) -> dict[str, Any] | None:
         )
         is not None
     )
-    if row is None:
+    if row is None or row.state == "none":  # none: its photo was read and said nothing
         return (
             {"state": "pending", "sidecar": None, "pending": True, "said": "", "message": None}
             if pending
