@@ -2,7 +2,7 @@
 curation (one exiftool request per photo, for its own rating and keywords) against the
 same scan without it, and ``xmp_write`` per sidecar.
 
-Run with ``.venv/bin/python -m bench.xmp [--photos N]``. It prints photos per second of
+Run with ``.venv/bin/python -m bench.xmp [--photos N] [--width PX]``. It prints photos per second of
 each scan and their ratio, and sidecars written per second. Rounds alternate the two
 scans (each on a fresh SQLite library) and the best round of each counts (the machine
 is shared).
@@ -44,12 +44,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--photos", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--width", type=int, default=64, help="of the photos (3:4)")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     work = Path(tempfile.mkdtemp(prefix="pp_bench_xmp_"))
     folder = work / "photos"
     for n in range(args.photos):
-        photos.jpeg(folder / f"IMG_{n:04d}.jpg", size=(64, 48), seed=n)
+        photos.jpeg(folder / f"IMG_{n:04d}.jpg", size=(args.width, args.width * 3 // 4), seed=n)
     best = {True: float("inf"), False: float("inf")}
     for round_ in range(args.rounds):
         for read_back in (False, True):

@@ -89,6 +89,7 @@ def readback(factory: sessionmaker[Session], asset_ids: list[int]) -> dict[str, 
                 )
             }
             changed = _field_times(session, chunk)
+        photos_read: dict[int, str] = {}  # asset -> embedded or none, recorded at once
         for asset_id, photo in photos.items():
             row = seen.get(asset_id)
             sidecar = sidecar_of(photo)
@@ -97,6 +98,8 @@ def readback(factory: sessionmaker[Session], asset_ids: list[int]) -> dict[str, 
                     taken = _from_sidecar(factory, asset_id, sidecar.path, row, changed, allowed)
                 elif row is None:
                     taken = _from_photo(factory, asset_id, photo, changed)
+                    if taken is not None:
+                        photos_read[asset_id] = "embedded" if taken else "none"
                 else:
                     continue
             except (OSError, ExiftoolError, roots.PathOutsideRoots) as exc:
@@ -105,6 +108,11 @@ def readback(factory: sessionmaker[Session], asset_ids: list[int]) -> dict[str, 
             if taken is not None:
                 counts["read"] += 1
                 counts["taken"] += taken
+        if photos_read:
+            with write_session(factory) as session:  # one commit per chunk, not per photo
+                now = utc_now()
+                for asset_id, state in photos_read.items():
+                    save_sidecar(session, asset_id, state=state, now=now)
     return counts
 
 
@@ -160,8 +168,6 @@ def _from_photo(
         if now[name] != _DEFAULTS[name] and (asset_id, name) not in changed
     }
     _take(factory, asset_id, taken)
-    with write_session(factory) as session:  # read once: "none" when it said nothing
-        save_sidecar(session, asset_id, state="embedded" if taken else "none", now=utc_now())
     return len(taken)
 
 
