@@ -18,6 +18,7 @@ from photo_pipeline.api.state import api_state
 from photo_pipeline.pipeline import curation
 from photo_pipeline.pipeline.curation import MAX_ASSET_IDS, MAX_RATING, Changed
 from photo_pipeline.pipeline.library.browse import Browser
+from photo_pipeline.pipeline.xmp import request_write
 
 router = APIRouter(tags=["curation"], responses=PROBLEM_RESPONSES)
 
@@ -114,7 +115,15 @@ def _sessions(request: Request) -> Any:
     return api_state(request).library.sessions
 
 
-def _outcome(changed: Changed) -> CurationChange:
+def _written(request: Request) -> None:
+    """After a curation change the sidecars follow: an ``xmp_write`` is queued (or
+    joined) while the outbox holds changes (pipeline.xmp), before the answer goes, so
+    that a client sees the job."""
+    request_write(api_state(request).library.service)
+
+
+def _outcome(request: Request, changed: Changed) -> CurationChange:
+    _written(request)
     return CurationChange(changed=changed.changed, unchanged=changed.unchanged)
 
 
@@ -158,37 +167,37 @@ def get_marks(asset_id: AssetId, request: Request) -> Marks:
 @router.put("/api/assets/{asset_id}/rating", response_model=CurationChange)
 def put_rating(asset_id: AssetId, body: RatingBody, request: Request) -> CurationChange:
     """Rate the asset 0-5 (0 takes the rating off)."""
-    return _outcome(curation.set_rating(_sessions(request), [asset_id], body.rating))
+    return _outcome(request, curation.set_rating(_sessions(request), [asset_id], body.rating))
 
 
 @router.put("/api/assets/{asset_id}/favorite", response_model=CurationChange)
 def put_favorite(asset_id: AssetId, request: Request) -> CurationChange:
     """Make the asset a favourite."""
-    return _outcome(curation.set_favorite(_sessions(request), [asset_id], True))
+    return _outcome(request, curation.set_favorite(_sessions(request), [asset_id], True))
 
 
 @router.delete("/api/assets/{asset_id}/favorite", response_model=CurationChange)
 def delete_favorite(asset_id: AssetId, request: Request) -> CurationChange:
     """The asset is no longer a favourite."""
-    return _outcome(curation.set_favorite(_sessions(request), [asset_id], False))
+    return _outcome(request, curation.set_favorite(_sessions(request), [asset_id], False))
 
 
 @router.put("/api/assets/{asset_id}/rejected", response_model=CurationChange)
 def put_rejected(asset_id: AssetId, request: Request) -> CurationChange:
     """Flag the asset as rejected (nothing is deleted)."""
-    return _outcome(curation.set_rejected(_sessions(request), [asset_id], True))
+    return _outcome(request, curation.set_rejected(_sessions(request), [asset_id], True))
 
 
 @router.delete("/api/assets/{asset_id}/rejected", response_model=CurationChange)
 def delete_rejected(asset_id: AssetId, request: Request) -> CurationChange:
     """Take the reject flag off."""
-    return _outcome(curation.set_rejected(_sessions(request), [asset_id], False))
+    return _outcome(request, curation.set_rejected(_sessions(request), [asset_id], False))
 
 
 @router.post("/api/assets/{asset_id}/tags", response_model=CurationChange)
 def post_tag(asset_id: AssetId, body: TagBody, request: Request) -> CurationChange:
     """Put a tag on the asset."""
-    return _outcome(curation.add_tag(_sessions(request), body.tag, [asset_id]))
+    return _outcome(request, curation.add_tag(_sessions(request), body.tag, [asset_id]))
 
 
 @router.delete("/api/assets/{asset_id}/tags", response_model=CurationChange)
@@ -198,7 +207,7 @@ def delete_tag(
     tag: Annotated[str, Query(min_length=1, max_length=500, pattern=PLAIN_TEXT)],
 ) -> CurationChange:
     """Take a tag off the asset (``?tag=``; its children stay)."""
-    return _outcome(curation.remove_tag(_sessions(request), tag, [asset_id]))
+    return _outcome(request, curation.remove_tag(_sessions(request), tag, [asset_id]))
 
 
 # ── many assets ───────────────────────────────────────────────────────────────
@@ -211,20 +220,20 @@ def post_curation(body: CurationAction, request: Request) -> CurationChange:
     if action == "rate":
         if body.rating is None:
             raise ApiError(422, "invalid_rating", "rate needs a rating (0 to 5)")
-        return _outcome(curation.set_rating(sessions, ids, body.rating))
+        return _outcome(request, curation.set_rating(sessions, ids, body.rating))
     if action in ("favorite", "unfavorite"):
-        return _outcome(curation.set_favorite(sessions, ids, action == "favorite"))
+        return _outcome(request, curation.set_favorite(sessions, ids, action == "favorite"))
     if action in ("reject", "unreject"):
-        return _outcome(curation.set_rejected(sessions, ids, action == "reject"))
+        return _outcome(request, curation.set_rejected(sessions, ids, action == "reject"))
     if action in ("tag", "untag"):
         if body.tag is None:
             raise ApiError(422, "invalid_tag", f"{action} needs a tag")
         change = curation.add_tag if action == "tag" else curation.remove_tag
-        return _outcome(change(sessions, body.tag, ids))
+        return _outcome(request, change(sessions, body.tag, ids))
     if body.album is None:
         raise ApiError(422, "album_not_found", f"{action} needs an album id")
     move = curation.add_to_album if action == "add_to_album" else curation.remove_from_album
-    return _outcome(move(sessions, body.album, ids)[1])
+    return _outcome(request, move(sessions, body.album, ids)[1])
 
 
 # ── tags ──────────────────────────────────────────────────────────────────────
@@ -269,13 +278,16 @@ def patch_album(album_id: AlbumId, body: AlbumChange, request: Request) -> Album
     changed = curation.update_album(
         _sessions(request), album_id, name=body.name, cover_asset_id=body.cover_asset_id
     )
+    _written(request)  # a new name is in its photos' sidecars
     return _albums(request, [changed])[0]
 
 
 @router.delete("/api/albums/{album_id}", response_model=Album)
 def delete_album(album_id: AlbumId, request: Request) -> Album:
     """Remove the album; its photos stay in the library."""
-    return _albums(request, [curation.delete_album(_sessions(request), album_id)])[0]
+    gone = curation.delete_album(_sessions(request), album_id)
+    _written(request)
+    return _albums(request, [gone])[0]
 
 
 @router.post("/api/albums/{album_id}/assets", response_model=AlbumMembersChange)
@@ -283,7 +295,7 @@ def post_album_assets(album_id: AlbumId, body: AlbumAssets, request: Request) ->
     """Put assets in the album."""
     summary, changed = curation.add_to_album(_sessions(request), album_id, body.ids)
     return AlbumMembersChange(
-        **_outcome(changed).model_dump(), album=_albums(request, [summary])[0]
+        **_outcome(request, changed).model_dump(), album=_albums(request, [summary])[0]
     )
 
 
@@ -294,5 +306,5 @@ def delete_album_asset(
     """Take one asset out of the album (``POST /api/curation`` takes out many)."""
     summary, changed = curation.remove_from_album(_sessions(request), album_id, [asset_id])
     return AlbumMembersChange(
-        **_outcome(changed).model_dump(), album=_albums(request, [summary])[0]
+        **_outcome(request, changed).model_dump(), album=_albums(request, [summary])[0]
     )

@@ -148,6 +148,14 @@ class MotionPart(BaseModel):
     files: list[dict[str, Any]] = Field(description="Its files: source, path, size, state.")
 
 
+class XmpStatus(BaseModel):
+    state: str = Field(description="pending, written, read, embedded, read_only or failed.")
+    sidecar: str | None = Field(description="The sidecar's name.")
+    pending: bool = Field(description="A curation change waits to be written.")
+    said: str = Field(description="The state in words (read_only: kept in the catalogue only).")
+    message: str | None = Field(description="Why it failed, or is read-only (code: text).")
+
+
 class AssetDetail(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -178,6 +186,7 @@ class AssetDetail(BaseModel):
     rejected: bool = False
     tags: list[str] = Field(default_factory=list)
     albums: list[AlbumRef] = Field(default_factory=list)
+    xmp: XmpStatus | None = Field(None, description="Its XMP sidecar (null: none written).")
 
 
 class Decision(BaseModel):

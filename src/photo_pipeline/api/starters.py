@@ -16,7 +16,7 @@ from photo_pipeline.api.job_types import (
 from photo_pipeline.api.models import JOB_ID, PLAIN_TEXT
 from photo_pipeline.api.organize import TEMPLATE_HELP, Scoped
 from photo_pipeline.jobs import Enqueued
-from photo_pipeline.pipeline import dedupe, organize, timeshift, verify
+from photo_pipeline.pipeline import dedupe, organize, timeshift, verify, xmp
 from photo_pipeline.pipeline.ingest import places
 from photo_pipeline.pipeline.ingest.imports import folders_to_scan, start_import
 from photo_pipeline.pipeline.library import Library
@@ -244,3 +244,14 @@ def start_dedupe_purge(lib: Library, params: PurgeParams, key: str | None) -> En
     return dedupe.start_purge(
         lib.service, lib.settings.home, params.older_than_days, idempotency_key=key
     )
+
+
+@job_type("xmp_write", NoParams, "Write the curation changes not in the XMP sidecars yet.")
+def start_xmp_write(lib: Library, params: NoParams, key: str | None) -> Enqueued:
+    # One writer at a time: a request while one is queued or running joins it.
+    return xmp.start_write(lib.service)
+
+
+@job_type("xmp_write_undo", UndoParams, "Put back the XMP sidecars an xmp_write job wrote.")
+def start_xmp_write_undo(lib: Library, params: UndoParams, key: str | None) -> Enqueued:
+    return xmp.start_undo(lib.service, params.job_id)

@@ -22,6 +22,7 @@ from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
     serve,
     watch,
     worker,
+    xmp,
 )
 from photo_pipeline.cli.common import (
     EXIT_DATABASE,

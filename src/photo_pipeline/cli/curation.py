@@ -57,9 +57,16 @@ def _not_found_exits() -> Iterator[None]:
         sys.exit(EXIT_NOT_FOUND)
 
 
-def _run(action: Callable[[], T]) -> T:
+def _run(action: Callable[[], T], *, changes: bool = True) -> T:
+    """Run a curation command; after a change the sidecars follow (an ``xmp_write`` is
+    queued, run by `serve` or `worker`, or by `xmp write --wait`)."""
+    from photo_pipeline.pipeline.xmp import request_write
+
     with _not_found_exits():
-        return action()
+        done = action()
+    if changes:
+        request_write(library().service)
+    return done
 
 
 def _report(what: str, outcome: Changed, as_json: bool, **extra: Any) -> None:
@@ -261,7 +268,7 @@ def album_show(
     from photo_pipeline.pipeline.curation import album as album_of
     from photo_pipeline.pipeline.library.catalog import Catalog
 
-    summary = _run(lambda: album_of(library().sessions, album))
+    summary = _run(lambda: album_of(library().sessions, album), changes=False)
     listed = Catalog(library().sessions).assets(
         curation=CurationFilter(album=summary["id"]), limit=limit, sort="taken"
     )
@@ -318,7 +325,9 @@ def curation_filter(
     from photo_pipeline.pipeline.curation import CurationFilter, find_album, parse_rating_range
 
     return CurationFilter(
-        album=_run(lambda: find_album(library().sessions, album)) if album is not None else None,
+        album=_run(lambda: find_album(library().sessions, album), changes=False)
+        if album is not None
+        else None,
         tag=tag,
         rating=parse_rating_range(rating) if rating is not None else None,
         favorite=favorite,

@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     SmallInteger,
@@ -772,6 +773,67 @@ album_assets = Table(
     Column("added_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("album_id", "asset_id"),
     Index("ix_album_assets_asset_id", "asset_id"),
+)
+
+# When each curation field of an asset last changed in the catalogue (rating, favorite,
+# rejected, tags, albums): the XMP read-back (pipeline.xmp.readback) compares it with
+# the time a sidecar was changed by another program, field by field, newer wins.
+curation_field_changes = Table(
+    "curation_field_changes",
+    metadata,
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("field", String(16), nullable=False),
+    Column("changed_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("asset_id", "field"),
+)
+
+# Each asset's XMP sidecar as the catalogue last saw it (pipeline.xmp): where it is, the
+# curation fields it held when last written or read (``fields``, JSON), its stamp
+# ("size:mtime_ns") then, and how that went: written, read (taken from it), embedded
+# (no sidecar: the photo's own rating and keywords were read), none (read, and it
+# said nothing), read_only (its folder cannot be written: the curation is kept in the
+# catalogue only), failed.
+xmp_sidecars = Table(
+    "xmp_sidecars",
+    metadata,
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("path", Text),  # absolute (pipeline.files.paths encoding); NULL: none yet
+    Column("fields", JSON),
+    Column("stamp", String(64)),
+    Column("state", String(16), nullable=False),
+    Column("message", Text),
+    Column("synced_at", UTCDateTime, nullable=False),
+)
+
+# The journal of xmp_write jobs: per asset, the sidecar's bytes before the job wrote it
+# (``existed`` false: there was none), written and committed before the rename, and the
+# SHA-256 of what it wrote, so that an undo restores exactly and refuses a sidecar
+# changed since. No foreign keys: the journal outlives pruned job rows.
+xmp_entries = Table(
+    "xmp_entries",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), nullable=False),
+    Column("asset_id", BigInteger, nullable=False),
+    Column("path", Text, nullable=False),
+    Column("existed", Boolean, nullable=False),
+    Column("old_bytes", LargeBinary),
+    Column("new_sha256", String(64)),
+    Column("state", String(16), nullable=False),  # planned, written, undone
+    Column("written_at", UTCDateTime, nullable=False),
+    Column("undo_job_id", String(36)),
+    Column("undone_at", UTCDateTime),
+    UniqueConstraint("job_id", "asset_id"),
 )
 
 # The map's summary: per populated cell of levels 0..16 of the map's grid

@@ -195,6 +195,18 @@ class ExiftoolPool:
                 return _parse(reply)
         raise AssertionError("unreachable")
 
+    def execute(self, args: Sequence[str], time_limit: float | None = None) -> bytes:
+        """Run one command (a write: ``-TAG=VALUE … -o OUT FILE``) and return what it
+        printed. Sent once, never again (a write is checked by its caller reading the
+        result). ExiftoolError without exiftool, on a time-out or a dead process."""
+        if any("\n" in arg for arg in args):
+            raise ExiftoolError("an argument holds a line break")
+        limit = self.time_limit if time_limit is None else time_limit
+        with self._process() as process:
+            if process is None:
+                raise ExiftoolError(f"{self.wanted} is not installed")
+            return process.ask(args, limit)
+
     def close(self) -> None:
         """End every process (idle ones politely); the pool starts new ones if used."""
         with self._lock:

@@ -1,9 +1,9 @@
 """Importing this module names every photo job type on
 ``photo_pipeline.jobs.handlers.registry`` with the module that runs it: scan, render,
 similar, organize (and its undo), verify, places, timeshift (and its undo), dedupe
-(its undo, purge), rescan; and, through ``scheduled``, the job types a schedule may
-queue. A module is imported when a job of its type first runs, so a worker waiting
-on an organize does not load the decoders a scan needs."""
+(its undo, purge), rescan, xmp_write (and its undo); and, through ``scheduled``, the
+job types a schedule may queue. A module is imported when a job of its type first
+runs, so a worker waiting on an organize does not load the decoders a scan needs."""
 
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.pipeline import scheduled  # noqa: F401  (the job types schedules queue)
@@ -24,9 +24,11 @@ PROVIDERS = {
     "dedupe_undo": f"{_PIPELINE}.dedupe.undo",
     "dedupe_purge": f"{_PIPELINE}.dedupe.purge",
     "rescan": f"{_PIPELINE}.rescan",
+    "xmp_write": f"{_PIPELINE}.xmp.write",
+    "xmp_write_undo": f"{_PIPELINE}.xmp.undo",
 }
 # Jobs whose journals their undo (and dedupe's purge) read: ``prune`` keeps them.
-UNDOABLE = ("organize", "timeshift", "dedupe")
+UNDOABLE = ("organize", "timeshift", "dedupe", "xmp_write")
 
 ignore_lease_breaks()  # before any job thread can take a lease
 

@@ -1,14 +1,16 @@
-"""Curation: what a person decides about their photos, kept in the catalogue (the
-originals are never touched): a favourite (heart), a rating 0-5 (0: unrated), a reject
-flag, tags (keywords, hierarchical as ``Places|France|Paris``) and albums (an asset in
-many; an album has a name, a cover and the date range of its photos).
+"""Curation: what a person decides about their photos, kept in the catalogue and in
+each photo's XMP sidecar (``pipeline.xmp``; the originals are never touched): a
+favourite (heart), a rating 0-5 (0: unrated), a reject flag, tags (keywords,
+hierarchical as ``Places|France|Paris``) and albums (an asset in many; an album has a
+name, a cover and the date range of its photos).
 
 Every change is idempotent (setting what is already set changes nothing) and bumps the
 asset's curation ``version``; the assets changed since a writer last wrote them are
-listed by :mod:`.changes` (the outbox the XMP sidecar writer reads).
+listed by :mod:`.changes` (the outbox the XMP sidecar writer reads), which also
+keeps when each field last changed (the XMP read-back's "newer wins").
 
 - :mod:`.assets`: the asset ids a request names, checked;
-- :mod:`.changes`: versions and the outbox of changed assets;
+- :mod:`.changes`: versions, field change times and the outbox of changed assets;
 - :mod:`.marks`: favourite, rating and reject;
 - :mod:`.tags`: tags and the assets they are on;
 - :mod:`.albums`: albums and their photos;

@@ -147,7 +147,7 @@ def update_album(
             if current != spelled:
                 values.update(name=spelled, key=key)
                 # The album's name is part of each member's curation (its XMP).
-                touch(session, _members(session, album_id), now)
+                touch(session, _members(session, album_id), now, "albums")
         if cover_asset_id is not None:
             member = session.scalar(
                 select(album_assets.c.asset_id).where(
@@ -171,7 +171,7 @@ def delete_album(factory: sessionmaker[Session], ref: int | str) -> dict[str, An
     with write_session(factory) as session:
         album_id = _locked(session, ref)
         gone = _summaries(session, [album_id])[0]
-        touch(session, _members(session, album_id), now)
+        touch(session, _members(session, album_id), now, "albums")
         session.execute(delete(album_assets).where(album_assets.c.album_id == album_id))
         session.execute(delete(albums).where(albums.c.id == album_id))
     return gone
@@ -198,7 +198,7 @@ def add_to_album(
             )
         if outcome.changed:
             session.execute(update(albums).where(albums.c.id == album_id).values(updated_at=now))
-        touch(session, outcome.changed, now)
+        touch(session, outcome.changed, now, "albums")
         return _summaries(session, [album_id])[0], outcome
 
 
@@ -229,7 +229,7 @@ def remove_from_album(
             )
         if outcome.changed:
             session.execute(update(albums).where(albums.c.id == album_id).values(updated_at=now))
-        touch(session, outcome.changed, now)
+        touch(session, outcome.changed, now, "albums")
         return _summaries(session, [album_id])[0], outcome
 
 

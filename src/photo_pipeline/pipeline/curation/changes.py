@@ -20,7 +20,7 @@ from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.engine import changed_rows
 from photo_pipeline.db.errors import transactional
-from photo_pipeline.db.schema import asset_curation, curation_pending
+from photo_pipeline.db.schema import asset_curation, curation_field_changes, curation_pending
 from photo_pipeline.pipeline.curation.assets import chunks
 
 
@@ -34,13 +34,26 @@ def ensure_rows(session: Session, asset_ids: list[int], now: datetime) -> None:
         )
 
 
-def touch(session: Session, asset_ids: list[int], now: datetime) -> None:
-    """Record that the curation of ``asset_ids`` changed: a new version of each, pending
-    for the writers."""
+# The curation fields, as ``curation_field_changes`` and the XMP writer name them.
+FIELDS = ("rating", "favorite", "rejected", "tags", "albums")
+
+
+def touch(session: Session, asset_ids: list[int], now: datetime, field: str) -> None:
+    """Record that ``field`` (one of FIELDS) of ``asset_ids`` changed: a new version of
+    each, pending for the writers, and the field's change time."""
     if not asset_ids:
         return
     ensure_rows(session, asset_ids, now)
     for chunk in chunks(sorted(set(asset_ids))):
+        stamped = insert_for(session, curation_field_changes).values(
+            [{"asset_id": a, "field": field, "changed_at": now} for a in chunk]
+        )
+        session.execute(
+            stamped.on_conflict_do_update(
+                index_elements=["asset_id", "field"],
+                set_={"changed_at": stamped.excluded.changed_at},
+            )
+        )
         session.execute(
             update(asset_curation)
             .where(asset_curation.c.asset_id.in_(chunk))

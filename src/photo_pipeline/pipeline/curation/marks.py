@@ -76,7 +76,7 @@ def _set_mark(
                 .where(asset_curation.c.asset_id.in_(chunk))
                 .values({column: value})
             )
-        touch(session, outcome.changed, now)
+        touch(session, outcome.changed, now, name)
     return outcome
 
 

@@ -106,7 +106,7 @@ def add_tag(factory: sessionmaker[Session], text: str, asset_ids: Iterable[int])
                 .values([{"asset_id": i, "tag_id": tag_id, "tagged_at": now} for i in chunk])
                 .on_conflict_do_nothing(index_elements=["asset_id", "tag_id"])
             )
-        touch(session, outcome.changed, now)
+        touch(session, outcome.changed, now, "tags")
     return outcome
 
 
@@ -132,7 +132,7 @@ def remove_tag(factory: sessionmaker[Session], text: str, asset_ids: Iterable[in
                     asset_tags.c.tag_id == tag_id, asset_tags.c.asset_id.in_(chunk)
                 )
             )
-        touch(session, outcome.changed, now)
+        touch(session, outcome.changed, now, "tags")
     return outcome
 
 

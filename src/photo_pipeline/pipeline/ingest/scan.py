@@ -151,10 +151,13 @@ def scan(ctx: JobContext) -> None:
     fingerprint = RenderSettings.from_params(render["settings"]).fingerprint() if render else ""
     renditions = Renditions(ctx.session_factory)
     orphans: list[str] = []  # files of committed batches that no row names any more
+    read: set[str] = set()  # the contents read: their curation in XMP is read back
 
     def keep(_key: str, inspected: Inspected) -> None:
         report, outcome = inspected.report, inspected.rendered
         found.append(report)
+        if report.content_hash is not None and not report.error:
+            read.add(report.content_hash)
         if outcome is not None and report.content_hash is not None:
             if report.content_hash in rendered:
                 discard(outcome.staged)  # a copy of a photo of this batch
@@ -207,6 +210,24 @@ def scan(ctx: JobContext) -> None:
         catalog.mark_scanned(
             source["id"] for source in ctx.params["sources"] if source.get("paths") is None
         )
+        _read_back_curation(ctx, read)
+
+
+def _read_back_curation(ctx: JobContext, contents: set[str]) -> None:
+    """What another program changed in the sidecars of the files read (or a new
+    photo's own rating and keywords) comes into the catalogue (``pipeline.xmp``), and
+    what the catalogue changed more recently is queued for writing."""
+    if not contents:
+        return
+    from photo_pipeline.jobs import JobService
+    from photo_pipeline.pipeline.xmp import readback, request_write
+
+    counts = readback.readback(
+        ctx.session_factory, readback.assets_of_hashes(ctx.session_factory, contents)
+    )
+    if counts["taken"]:
+        ctx.log.info("curation read back from XMP: %s fields", counts["taken"])
+    request_write(JobService(ctx.session_factory))
 
 
 def _with_asset_ids(session: Session, by_hash: dict[str, RenderOutcome]) -> list[RenderOutcome]:

@@ -35,6 +35,7 @@ from photo_pipeline.pipeline.library.catalog.listings import with_first_files
 from photo_pipeline.pipeline.library.catalog.search_index import matching
 from photo_pipeline.pipeline.library.ordering import BadCursor, Order
 from photo_pipeline.pipeline.library.shown import with_shown_fields
+from photo_pipeline.pipeline.xmp.status import sidecar_status
 
 __all__ = ["AssetFilter", "BadCursor", "Browser", "InvalidKeepers", "UnknownGroup"]
 
@@ -239,6 +240,7 @@ class Browser:
             )
             found["motion"] = _motion_part(session, found["motion_asset_id"])
             found.update(curation_fields(session, [asset_id])[asset_id])
+            found["xmp"] = sidecar_status(session, asset_id)
         return with_shown_fields(found)
 
     def rendition_versions(self, asset_ids: list[int]) -> dict[int, dict[str, str]]:

@@ -48,6 +48,23 @@ const ACTION_WORDS = {
   tag: "Tag", untag: "Remove tag", add_to_album: "Add to album", remove_from_album: "Remove from album",
 };
 
+/** Where the photo's curation is kept besides the catalogue: its XMP sidecar (written,
+ * or read from it), or nowhere else when its folder is read-only. */
+function xmpNote(asset) {
+  const xmp = asset.xmp;
+  if (!xmp) return h("p.muted.small.xmp-status", { dataset: { state: "none" } }, "Not in an XMP sidecar yet");
+  const name = xmp.sidecar ? ` (${xmp.sidecar})` : "";
+  const words = {
+    pending: "Being written to its XMP sidecar",
+    written: `Written to its XMP sidecar${name}`,
+    read: `Read from its XMP sidecar${name}`,
+    embedded: "Rating and keywords read from the photo itself",
+    read_only: "Kept in the catalogue only: the photo's folder is read-only",
+    failed: `Its XMP sidecar could not be written${xmp.message ? `: ${xmp.message}` : ""}`,
+  }[xmp.state] || xmp.said;
+  return h("p.muted.small.xmp-status", { dataset: { state: xmp.state } }, words);
+}
+
 export const stars = (n) => "★".repeat(n || 0) + "☆".repeat(MAX_RATING - (n || 0));
 
 /** A tile's marks: the heart toggle (its own button beside the tile's) and, for its
@@ -109,7 +126,8 @@ export function curationPanel(asset, { onCurated }) {
       h("div.curation-marks", {}, heart, rating, reject),
       h("p.muted.small.curation-keys", {}, "Keys: 1–5 rate, 0 unrated, f favourite, x reject"),
       tagsEditor(asset, act),
-      albumsEditor(asset, act));
+      albumsEditor(asset, act),
+      xmpNote(asset));
   }
   draw();
   return {

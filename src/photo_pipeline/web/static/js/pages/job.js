@@ -326,20 +326,24 @@ async function fetchAncestors(job, depth = 4) {
   await Promise.all(fetched.filter(Boolean).map((p) => fetchAncestors(p, depth - 1)));
 }
 
-/** Undo of a finished dedupe job: its quarantined files go back where they were. */
+// The finished jobs the page offers to undo, with the job type that undoes each.
+const UNDO_TYPES = { dedupe: "dedupe_undo", xmp_write: "xmp_write_undo" };
+
+/** Undo of a finished dedupe job (its quarantined files go back where they were) or
+ * xmp_write job (the sidecars it wrote are put back as they were). */
 function undoActions(job) {
-  if (job.type !== "dedupe" || !FINISHED.has(job.state)) return [];
+  const undoType = UNDO_TYPES[job.type];
+  if (!undoType || !FINISHED.has(job.state)) return [];
   const holder = h("span.undo-action");
   const button = h("button.button.small", {
-    type: "button", "aria-label": `Undo dedupe ${shortId(job.id)}`,
+    type: "button", "aria-label": `Undo ${job.type} ${shortId(job.id)}`,
     onclick: async () => {
       button.disabled = true;
       try {
-        // Asking again returns the same undo job: one per dedupe.
-        const undo = store.put(await post("/api/jobs", { type: "dedupe_undo", params: { job_id: job.id } }));
-        fill(holder, h("a.undo-link", { href: `/jobs/${undo.id}`, dataset: { link: "" } }, `Undo: dedupe_undo ${shortId(undo.id)}`));
+        const undo = store.put(await post("/api/jobs", { type: undoType, params: { job_id: job.id } }));
+        fill(holder, h("a.undo-link", { href: `/jobs/${undo.id}`, dataset: { link: "" } }, `Undo: ${undoType} ${shortId(undo.id)}`));
       } catch (error) {
-        showProblem(error, { context: `Undo dedupe ${shortId(job.id)}` });
+        showProblem(error, { context: `Undo ${job.type} ${shortId(job.id)}` });
         button.disabled = false;
       }
     },
