@@ -40,6 +40,9 @@ class Settings:
     # PHOTO_PIPELINE_DEFAULT_SCHEDULES=0: a new library gets no default schedules
     # (pipeline.scheduled: a nightly rescan, a weekly rolling verify).
     default_schedules: bool = True
+    # PHOTO_PIPELINE_FACES: auto (an import queues a faces job when this machine has
+    # the models), on (always: a worker elsewhere has them), off.
+    faces: str = "auto"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -68,6 +71,7 @@ class Settings:
             near_distance=int(_seconds(env, "PHOTO_PIPELINE_NEAR_DISTANCE", 12)),
             default_schedules=(env.get("PHOTO_PIPELINE_DEFAULT_SCHEDULES") or "1").strip().lower()
             not in ("0", "false", "no", "off"),
+            faces=_faces_setting(env.get("PHOTO_PIPELINE_FACES") or "auto"),
         )
 
 
@@ -93,4 +97,11 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number, got {raw!r}") from None
     if not value >= 0:
         raise ValueError(f"{name} must be >= 0, got {raw!r}")
+    return value
+
+
+def _faces_setting(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("auto", "on", "off"):
+        raise ValueError(f"PHOTO_PIPELINE_FACES must be auto, on or off, got {text!r}")
     return value

@@ -29,3 +29,13 @@ UNDOABLE = ("organize", "timeshift", "dedupe")
 
 for _job_type, _module in PROVIDERS.items():
     registry.defer(_job_type, _module)
+
+
+def _faces_missing() -> str | None:
+    from photo_pipeline.media.faces import missing_models
+
+    return missing_models()
+
+
+# Faces run only where dlib and its models are installed (a second host, say).
+registry.defer("faces", f"{_PIPELINE}.faces.job", missing=_faces_missing)

@@ -1,0 +1,238 @@
+"""Faces grouped into people, incrementally: each face no person holds yet joins the
+person whose nearest exemplar is within :data:`JOIN_DISTANCE`; the faces still waiting
+(the newest :data:`POOL` of them) are clustered (dlib's Chinese whispers at the same
+distance), and each cluster of :data:`MIN_PEOPLE_FACES` or more becomes a new, unnamed
+person. The rest wait for the next run.
+
+What it costs is bounded: a face is compared with at most :data:`EXEMPLARS` faces of
+each person (its user-placed ones first), never with every face, and the clustering
+sees at most :data:`POOL` faces — no pass over all pairs of a library's faces.
+
+Only faces that no one placed are touched (``assigned`` NULL): a face the user moved,
+took out of a person or called no face, a person's name, a merge, are never undone;
+a face the grouping placed stays where it is. ``regroup(reset=True)`` puts back in the
+pool only the faces the grouping placed in people nobody named.
+
+JOIN_DISTANCE: on the test images (tests/integration/faces) the largest distance
+between two faces of one person was 0.44 and the smallest between two people 0.63.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import and_, delete, exists, func, insert, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from photo_pipeline.db import read_session, write_session
+from photo_pipeline.db.engine import changed_rows
+from photo_pipeline.db.errors import transactional
+from photo_pipeline.db.schema import faces, people
+from photo_pipeline.jobs.service import utc_now
+from photo_pipeline.media.faces import EMBEDDING_SIZE
+
+JOIN_DISTANCE = 0.5
+EXEMPLARS = 8
+POOL = 4000
+MIN_PEOPLE_FACES = 2
+AUTO = "auto"
+USER = "user"
+_CHUNK = 2000
+
+Matrix = np.ndarray[Any, np.dtype[np.float32]]
+
+
+@dataclass(frozen=True)
+class Grouped:
+    placed: int  # faces that joined a person
+    new_people: int
+    waiting: int  # faces no person holds after the run
+    examined: int  # faces looked at
+
+
+def as_vector(blob: bytes) -> Matrix:
+    return np.frombuffer(blob, dtype=np.float32, count=EMBEDDING_SIZE)
+
+
+def nearest(queries: Matrix, exemplars: Matrix) -> tuple[np.ndarray[Any, Any], Matrix]:
+    """For each query row, the index of its nearest exemplar row and the Euclidean
+    distance to it (exemplars must not be empty)."""
+    squared = (
+        (queries * queries).sum(axis=1)[:, None]
+        - 2.0 * queries @ exemplars.T
+        + (exemplars * exemplars).sum(axis=1)[None, :]
+    )
+    best = squared.argmin(axis=1)
+    distance = np.sqrt(np.maximum(squared[np.arange(len(queries)), best], 0.0))
+    return best, distance.astype(np.float32)
+
+
+def cluster(vectors: Matrix, distance: float = JOIN_DISTANCE) -> list[int]:
+    """A label per row: Chinese whispers over the graph of rows within ``distance``."""
+    if len(vectors) < 2:
+        return [0] * len(vectors)
+    import dlib
+
+    labels: list[int] = dlib.chinese_whispers_clustering(
+        [dlib.vector(row.astype(float).tolist()) for row in vectors], distance
+    )
+    return labels
+
+
+def _exemplars(session: Session) -> tuple[Matrix, list[int]]:
+    """Up to EXEMPLARS faces per person (user-placed first, then the oldest)."""
+    ranked = (
+        select(
+            faces.c.person_id,
+            faces.c.embedding,
+            func.row_number()
+            .over(
+                partition_by=faces.c.person_id,
+                order_by=((faces.c.assigned == USER).desc(), faces.c.id),
+            )
+            .label("rank"),
+        )
+        .where(faces.c.person_id.is_not(None), faces.c.not_face.is_(False))
+        .subquery()
+    )
+    rows = session.execute(
+        select(ranked.c.person_id, ranked.c.embedding).where(ranked.c.rank <= EXEMPLARS)
+    ).all()
+    if not rows:
+        return np.zeros((0, EMBEDDING_SIZE), dtype=np.float32), []
+    return np.stack([as_vector(row.embedding) for row in rows]), [row.person_id for row in rows]
+
+
+def _waiting(session: Session, after: int, limit: int) -> list[Any]:
+    return list(
+        session.execute(
+            select(faces.c.id, faces.c.embedding)
+            .where(
+                faces.c.person_id.is_(None),
+                faces.c.assigned.is_(None),
+                faces.c.not_face.is_(False),
+                faces.c.id > after,
+            )
+            .order_by(faces.c.id)
+            .limit(limit)
+        ).all()
+    )
+
+
+def group_faces(factory: sessionmaker[Session]) -> Grouped:
+    """Place the faces no one placed yet; make people of the look-alikes left."""
+    with read_session(factory) as session:
+        exemplars, owners = _exemplars(session)
+    placed = examined = 0
+    left: list[tuple[int, Matrix]] = []
+    after = 0
+    while True:
+        with read_session(factory) as session:
+            rows = _waiting(session, after, _CHUNK)
+        if not rows:
+            break
+        after = rows[-1].id
+        examined += len(rows)
+        vectors = np.stack([as_vector(row.embedding) for row in rows])
+        joins: dict[int, list[int]] = {}
+        if len(exemplars):
+            best, distance = nearest(vectors, exemplars)
+            for row, index, far in zip(rows, best, distance, strict=True):
+                if far <= JOIN_DISTANCE:
+                    joins.setdefault(owners[index], []).append(row.id)
+        joined = {face_id for ids in joins.values() for face_id in ids}
+        placed += _place(factory, joins)
+        left.extend(
+            (row.id, vector)
+            for row, vector in zip(rows, vectors, strict=True)
+            if row.id not in joined
+        )
+        left = left[-POOL:]  # the newest wait in the pool; older ones wait for a person
+    new_people = 0
+    if len(left) >= MIN_PEOPLE_FACES:
+        labels = cluster(np.stack([vector for _id, vector in left]))
+        members: dict[int, list[int]] = {}
+        for (face_id, _vector), label in zip(left, labels, strict=True):
+            members.setdefault(label, []).append(face_id)
+        for ids in members.values():
+            if len(ids) >= MIN_PEOPLE_FACES and _new_person(factory, ids):
+                new_people += 1
+                placed += len(ids)
+    with read_session(factory) as session:
+        waiting = session.scalar(
+            select(func.count())
+            .select_from(faces)
+            .where(faces.c.person_id.is_(None), faces.c.not_face.is_(False))
+        )
+    return Grouped(placed, new_people, int(waiting or 0), examined)
+
+
+def _still_waiting(ids: list[int]) -> Any:
+    return and_(faces.c.id.in_(ids), faces.c.person_id.is_(None), faces.c.assigned.is_(None))
+
+
+@transactional
+def _place(factory: sessionmaker[Session], joins: dict[int, list[int]]) -> int:
+    """Faces join people; a face placed meanwhile (by the user, another run) stays."""
+    count = 0
+    with write_session(factory) as session:
+        for person_id, ids in joins.items():
+            alive = session.scalar(select(exists().where(people.c.id == person_id)))
+            if not alive:
+                continue  # merged away meanwhile: the faces wait for the next run
+            count += changed_rows(
+                session,
+                update(faces).where(_still_waiting(ids)).values(person_id=person_id, assigned=AUTO),
+            )
+    return count
+
+
+@transactional
+def _new_person(factory: sessionmaker[Session], ids: list[int]) -> bool:
+    now = utc_now()
+    with write_session(factory) as session:
+        person_id = session.execute(
+            insert(people).values(created_at=now, updated_at=now).returning(people.c.id)
+        ).scalar_one()
+        moved = changed_rows(
+            session,
+            update(faces).where(_still_waiting(ids)).values(person_id=person_id, assigned=AUTO),
+        )
+        if moved < MIN_PEOPLE_FACES:  # the others were placed meanwhile: no person
+            session.execute(
+                update(faces)
+                .where(faces.c.person_id == person_id)
+                .values(person_id=None, assigned=None)
+            )
+            session.execute(delete(people).where(people.c.id == person_id))
+            return False
+    return True
+
+
+@transactional
+def reset_unnamed(factory: sessionmaker[Session]) -> int:
+    """Put back in the pool the faces the grouping placed in unnamed people, and drop
+    the people left empty: what ``regroup --reset`` clusters again. Names and every
+    user decision stay."""
+    with write_session(factory) as session:
+        unnamed = select(people.c.id).where(people.c.name.is_(None)).scalar_subquery()
+        freed = changed_rows(
+            session,
+            update(faces)
+            .where(faces.c.assigned == AUTO, faces.c.person_id.in_(unnamed))
+            .values(person_id=None, assigned=None),
+        )
+        drop_empty_people(session)
+    return int(freed)
+
+
+def drop_empty_people(session: Session) -> None:
+    """Unnamed people no face belongs to any more are gone; a named one stays."""
+    session.execute(
+        delete(people).where(
+            people.c.name.is_(None),
+            ~exists().where(faces.c.person_id == people.c.id),
+        )
+    )
