@@ -80,7 +80,11 @@ def test_without_the_models_an_import_runs_and_says_once_why_no_faces(
 
     def run(*args: str) -> subprocess.CompletedProcess:
         base = environment(db_url, home)
-        merged = {**base, "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], base["PYTHONPATH"]])}
+        merged = {
+            **base,
+            "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], base["PYTHONPATH"]]),
+            "PHOTO_PIPELINE_FACES": "auto",  # the product's default
+        }
         return subprocess.run(
             [sys.executable, "-m", "photo_pipeline", *args],
             env=merged,
