@@ -8,7 +8,7 @@ from PIL import Image, ImageFilter
 
 from photo_pipeline.media.faces import FaceFinder, missing_models
 from photo_pipeline.pipeline.faces.grouping import JOIN_DISTANCE
-from tests.integration.faces.conftest import OBAMA
+from tests.support.face_photos import OBAMA
 
 
 def _rgb(path, width=None):

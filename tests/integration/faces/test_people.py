@@ -17,7 +17,7 @@ from photo_pipeline.pipeline.faces.job import enqueue_faces
 from photo_pipeline.pipeline.library.browse import AssetFilter, Browser
 from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.library.search import parse
-from tests.integration.faces.conftest import OBAMA, people_folder
+from tests.support.face_photos import OBAMA, people_folder
 from tests.support.import_jobs import import_and_run, run_worker_retrying_at_once, settings_for
 
 PREVIEW = 1280  # t1.jpg's own width: its six faces are 90-130 px

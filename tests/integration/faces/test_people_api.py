@@ -13,7 +13,7 @@ from PIL import Image
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
 from photo_pipeline.pipeline.ingest.imports import import_folders
-from tests.integration.faces.conftest import OBAMA
+from tests.support.face_photos import OBAMA
 
 
 @pytest.fixture

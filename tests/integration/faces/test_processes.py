@@ -16,8 +16,8 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import face_scans, faces, jobs
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline.faces.job import enqueue_faces
-from tests.integration.faces.conftest import people_folder
 from tests.support.cli_processes import WorkerProcess, environment, run_command, wait_until
+from tests.support.face_photos import people_folder
 from tests.support.import_jobs import import_and_run, settings_for
 
 
