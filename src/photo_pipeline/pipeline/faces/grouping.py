@@ -1,8 +1,8 @@
 """Faces grouped into people, incrementally: each face no person holds yet joins the
 person whose nearest exemplar is within :data:`JOIN_DISTANCE`; the faces still waiting
-(the newest :data:`POOL` of them) are clustered (dlib's Chinese whispers at the same
-distance), and each cluster of :data:`MIN_PEOPLE_FACES` or more becomes a new, unnamed
-person. The rest wait for the next run.
+are clustered (dlib's Chinese whispers at the same distance), a chunk at a time with a
+pool of the newest :data:`POOL` left from the chunks before, and each cluster of
+:data:`MIN_PEOPLE_FACES` or more becomes a new, unnamed person. The rest wait.
 
 What it costs is bounded: a face is compared with at most :data:`EXEMPLARS` faces of
 each person (its user-placed ones first), never with every face, and the clustering
@@ -10,8 +10,8 @@ sees at most :data:`POOL` faces — no pass over all pairs of a library's faces.
 
 Only faces that no one placed are touched (``assigned`` NULL): a face the user moved,
 took out of a person or called no face, a person's name, a merge, are never undone;
-a face the grouping placed stays where it is. ``regroup(reset=True)`` puts back in the
-pool only the faces the grouping placed in people nobody named.
+a face the grouping placed stays where it is. :func:`reset_unnamed` (``faces --regroup``)
+puts back in the pool only the faces the grouping placed in people nobody named.
 
 JOIN_DISTANCE: on the test images (tests/integration/faces) the largest distance
 between two faces of one person was 0.44 and the smallest between two people 0.63.
@@ -122,11 +122,15 @@ def _waiting(session: Session, after: int, limit: int) -> list[Any]:
 
 
 def group_faces(factory: sessionmaker[Session]) -> Grouped:
-    """Place the faces no one placed yet; make people of the look-alikes left."""
+    """Place the faces no one placed yet; make people of the look-alikes left. The
+    waiting faces are taken a chunk at a time: each chunk is compared with the people's
+    exemplars, then what it left is clustered with the pool carried from the chunks
+    before (at most POOL faces), so that the people a chunk makes are there for the
+    next: the cost is linear in the faces, times the people and the pool's size."""
     with read_session(factory) as session:
         exemplars, owners = _exemplars(session)
-    placed = examined = 0
-    left: list[tuple[int, Matrix]] = []
+    placed = examined = new_people = 0
+    pool: list[tuple[int, Matrix]] = []
     after = 0
     while True:
         with read_session(factory) as session:
@@ -144,22 +148,24 @@ def group_faces(factory: sessionmaker[Session]) -> Grouped:
                     joins.setdefault(owners[index], []).append(row.id)
         joined = {face_id for ids in joins.values() for face_id in ids}
         placed += _place(factory, joins)
-        left.extend(
+        pool.extend(
             (row.id, vector)
             for row, vector in zip(rows, vectors, strict=True)
             if row.id not in joined
         )
-        left = left[-POOL:]  # the newest wait in the pool; older ones wait for a person
-    new_people = 0
-    if len(left) >= MIN_PEOPLE_FACES:
-        labels = cluster(np.stack([vector for _id, vector in left]))
-        members: dict[int, list[int]] = {}
-        for (face_id, _vector), label in zip(left, labels, strict=True):
-            members.setdefault(label, []).append(face_id)
-        for ids in members.values():
-            if len(ids) >= MIN_PEOPLE_FACES and _new_person(factory, ids):
-                new_people += 1
-                placed += len(ids)
+        made = _people_of(factory, pool)
+        if made:
+            taken = {face_id for ids in made.values() for face_id in ids}
+            vector_of = dict(pool)
+            new_people += len(made)
+            placed += len(taken)
+            fresh = [
+                (person, vector_of[f]) for person, ids in made.items() for f in ids[:EXEMPLARS]
+            ]
+            exemplars = np.concatenate([exemplars, np.stack([v for _p, v in fresh])])
+            owners = owners + [person for person, _v in fresh]
+            pool = [(face_id, vector) for face_id, vector in pool if face_id not in taken]
+        pool = pool[-POOL:]  # the newest wait in the pool; older ones wait for a person
     with read_session(factory) as session:
         waiting = session.scalar(
             select(func.count())
@@ -167,6 +173,25 @@ def group_faces(factory: sessionmaker[Session]) -> Grouped:
             .where(faces.c.person_id.is_(None), faces.c.not_face.is_(False))
         )
     return Grouped(placed, new_people, int(waiting or 0), examined)
+
+
+def _people_of(
+    factory: sessionmaker[Session], pool: list[tuple[int, Matrix]]
+) -> dict[int, list[int]]:
+    """The new people the pool's clusters make: person id -> their face ids."""
+    if len(pool) < MIN_PEOPLE_FACES:
+        return {}
+    labels = cluster(np.stack([vector for _id, vector in pool]))
+    members: dict[int, list[int]] = {}
+    for (face_id, _vector), label in zip(pool, labels, strict=True):
+        members.setdefault(label, []).append(face_id)
+    made: dict[int, list[int]] = {}
+    for ids in members.values():
+        if len(ids) >= MIN_PEOPLE_FACES:
+            person = _new_person(factory, ids)
+            if person is not None:
+                made[person] = ids
+    return made
 
 
 def _still_waiting(ids: list[int]) -> Any:
@@ -190,7 +215,8 @@ def _place(factory: sessionmaker[Session], joins: dict[int, list[int]]) -> int:
 
 
 @transactional
-def _new_person(factory: sessionmaker[Session], ids: list[int]) -> bool:
+def _new_person(factory: sessionmaker[Session], ids: list[int]) -> int | None:
+    """A new person of the faces (None: some were placed meanwhile, so none)."""
     now = utc_now()
     with write_session(factory) as session:
         person_id = session.execute(
@@ -207,8 +233,8 @@ def _new_person(factory: sessionmaker[Session], ids: list[int]) -> bool:
                 .values(person_id=None, assigned=None)
             )
             session.execute(delete(people).where(people.c.id == person_id))
-            return False
-    return True
+            return None
+    return int(person_id)
 
 
 @transactional
