@@ -40,6 +40,7 @@ MIN_PEOPLE_FACES = 2
 AUTO = "auto"
 USER = "user"
 _CHUNK = 2000
+_BLOCK = 256
 
 Matrix = np.ndarray[Any, np.dtype[np.float32]]
 
@@ -58,15 +59,20 @@ def as_vector(blob: bytes) -> Matrix:
 
 def nearest(queries: Matrix, exemplars: Matrix) -> tuple[np.ndarray[Any, Any], Matrix]:
     """For each query row, the index of its nearest exemplar row and the Euclidean
-    distance to it (exemplars must not be empty)."""
-    squared = (
-        (queries * queries).sum(axis=1)[:, None]
-        - 2.0 * queries @ exemplars.T
-        + (exemplars * exemplars).sum(axis=1)[None, :]
-    )
-    best = squared.argmin(axis=1)
-    distance = np.sqrt(np.maximum(squared[np.arange(len(queries)), best], 0.0))
-    return best, distance.astype(np.float32)
+    distance to it (exemplars must not be empty). Queries go a block at a time, so the
+    distance matrix in memory stays small (256 rows × the exemplars)."""
+    norms = (exemplars * exemplars).sum(axis=1)[None, :]
+    best = np.empty(len(queries), dtype=np.int64)
+    distance = np.empty(len(queries), dtype=np.float32)
+    for start in range(0, len(queries), _BLOCK):
+        block = queries[start : start + _BLOCK]
+        squared = (block * block).sum(axis=1)[:, None] - 2.0 * block @ exemplars.T + norms
+        found = squared.argmin(axis=1)
+        best[start : start + len(block)] = found
+        distance[start : start + len(block)] = np.sqrt(
+            np.maximum(squared[np.arange(len(block)), found], 0.0)
+        )
+    return best, distance
 
 
 def cluster(vectors: Matrix, distance: float = JOIN_DISTANCE) -> list[int]:
