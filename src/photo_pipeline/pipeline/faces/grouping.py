@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, delete, exists, func, insert, select, update
+from sqlalchemy import bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -191,56 +191,75 @@ def _people_of(
     members: dict[int, list[int]] = {}
     for (face_id, _vector), label in zip(pool, labels, strict=True):
         members.setdefault(label, []).append(face_id)
-    made: dict[int, list[int]] = {}
-    for ids in members.values():
-        if len(ids) >= MIN_PEOPLE_FACES:
-            person = _new_person(factory, ids)
-            if person is not None:
-                made[person] = ids
-    return made
+    groups = [ids for ids in members.values() if len(ids) >= MIN_PEOPLE_FACES]
+    return _new_people(factory, groups) if groups else {}
 
 
-def _still_waiting(ids: list[int]) -> Any:
-    return and_(faces.c.id.in_(ids), faces.c.person_id.is_(None), faces.c.assigned.is_(None))
+# One statement for many faces (executemany): a face placed meanwhile is not matched.
+_JOIN = (
+    update(faces)
+    .where(
+        faces.c.id == bindparam("face_id"),
+        faces.c.person_id.is_(None),
+        faces.c.assigned.is_(None),
+    )
+    .values(person_id=bindparam("person"), assigned=AUTO)
+)
 
 
 @transactional
 def _place(factory: sessionmaker[Session], joins: dict[int, list[int]]) -> int:
-    """Faces join people; a face placed meanwhile (by the user, another run) stays."""
-    count = 0
+    """Faces join people; a face placed meanwhile (by the user, another run) stays, and
+    a person merged away meanwhile takes none (they wait for the next run)."""
+    if not joins:
+        return 0
     with write_session(factory) as session:
-        for person_id, ids in joins.items():
-            alive = session.scalar(select(exists().where(people.c.id == person_id)))
-            if not alive:
-                continue  # merged away meanwhile: the faces wait for the next run
-            count += changed_rows(
-                session,
-                update(faces).where(_still_waiting(ids)).values(person_id=person_id, assigned=AUTO),
-            )
-    return count
+        alive = set(session.scalars(select(people.c.id).where(people.c.id.in_(list(joins)))))
+        rows = [
+            {"face_id": face_id, "person": person}
+            for person, ids in joins.items()
+            if person in alive
+            for face_id in ids
+        ]
+        return changed_rows(session, _JOIN, rows) if rows else 0
 
 
 @transactional
-def _new_person(factory: sessionmaker[Session], ids: list[int]) -> int | None:
-    """A new person of the faces (None: some were placed meanwhile, so none)."""
+def _new_people(factory: sessionmaker[Session], groups: list[list[int]]) -> dict[int, list[int]]:
+    """A new person of each group of faces; a group some of whose faces were placed
+    meanwhile, leaving fewer than MIN_PEOPLE_FACES, makes none."""
     now = utc_now()
     with write_session(factory) as session:
-        person_id = session.execute(
-            insert(people).values(created_at=now, updated_at=now).returning(people.c.id)
-        ).scalar_one()
-        moved = changed_rows(
-            session,
-            update(faces).where(_still_waiting(ids)).values(person_id=person_id, assigned=AUTO),
+        made = [
+            int(person)
+            for person in session.scalars(
+                insert(people).returning(people.c.id, sort_by_parameter_order=True),
+                [{"created_at": now, "updated_at": now} for _ in groups],
+            ).all()
+        ]
+        session.execute(
+            _JOIN,
+            [
+                {"face_id": face_id, "person": person}
+                for person, ids in zip(made, groups, strict=True)
+                for face_id in ids
+            ],
         )
-        if moved < MIN_PEOPLE_FACES:  # the others were placed meanwhile: no person
+        counted = session.execute(
+            select(faces.c.person_id, func.count())
+            .where(faces.c.person_id.in_(made))
+            .group_by(faces.c.person_id)
+        ).all()
+        held = {int(row[0]): int(row[1]) for row in counted}
+        short = {person for person in made if held.get(person, 0) < MIN_PEOPLE_FACES}
+        if short:
             session.execute(
                 update(faces)
-                .where(faces.c.person_id == person_id)
+                .where(faces.c.person_id.in_(short))
                 .values(person_id=None, assigned=None)
             )
-            session.execute(delete(people).where(people.c.id == person_id))
-            return None
-    return int(person_id)
+            session.execute(delete(people).where(people.c.id.in_(short)))
+    return {person: ids for person, ids in zip(made, groups, strict=True) if person not in short}
 
 
 @transactional
