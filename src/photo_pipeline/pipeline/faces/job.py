@@ -78,6 +78,7 @@ def find_faces(ctx: JobContext) -> None:
         ctx.add_items(keys[start : start + _ADD_CHUNK])
 
     found: list[dict[str, Any]] = []
+    counts = {"faces": 0, "too_small": 0, "blurred": 0}
 
     def keep(_key: str, result: tuple[int, dict[str, Any] | None, Any]) -> None:
         _asset_id, scan, error = result
@@ -85,6 +86,9 @@ def find_faces(ctx: JobContext) -> None:
             raise ItemError(*error)
         assert scan is not None  # a preview that was read has its scan
         found.append(scan)
+        counts["faces"] += len(scan["faces"])
+        counts["too_small"] += scan["too_small"]
+        counts["blurred"] += scan["blurred"]
 
     def record() -> RowWriter | None:
         if not found:
@@ -100,6 +104,12 @@ def find_faces(ctx: JobContext) -> None:
     ctx.flush()
     if ctx.should_stop:
         return
+    ctx.log.info(
+        "faces found: %d kept, %d skipped as too small, %d as too blurred",
+        counts["faces"],
+        counts["too_small"],
+        counts["blurred"],
+    )
     done = group_faces(factory)
     ctx.log.info(
         "faces grouped: %d placed with people, %d new people, %d waiting (%d examined)",
