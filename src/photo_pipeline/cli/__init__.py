@@ -15,6 +15,7 @@ from photo_pipeline.cli import (  # noqa: F401  (registers the commands)
     jobs,
     library,
     organize,
+    people,
     places,
     render,
     schedule,

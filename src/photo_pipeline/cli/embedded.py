@@ -47,6 +47,13 @@ class EmbeddedWorker(Worker):
                 f"this process has no handler for {', '.join(unknown)}: start "
                 "`photo-pipeline worker` with the module that provides it",
             )
+        unmet = [reason for t in sorted(job_types) if (reason := registry.missing(t))]
+        if unmet:
+            raise JobError(
+                "no_handler",
+                f"this process cannot run every job waited for: {'; '.join(unmet)}; "
+                "start `photo-pipeline worker` where it can",
+            )
         # Not burst: a job waiting out a retry backoff must still be run; the waiter
         # stops the worker once every job is finished.
         config = WorkerConfig(concurrency=os.cpu_count() or 1, poll_seconds=0.2)

@@ -163,6 +163,9 @@ def assets(
     rejected: Annotated[
         bool | None, typer.Option("--rejected/--not-rejected", help="Rejected, or the others.")
     ] = None,
+    person: Annotated[
+        str | None, typer.Option(help="With a face of this person (name or id, `people`).")
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1_000_000)] = 1000,
     as_json: JsonOption = False,
 ) -> None:
@@ -179,12 +182,19 @@ def assets(
         "type": kind,
         "sort": sort.value,
         "curation": curation_filter(album, tag, rating, favorite, rejected),
+        "person": None if person is None else _person_id(person),
     }
     if as_json:
         listing = _catalog().iter_assets(**where, limit=limit)
         _stream_json(_with_media_fields(row) for row in listing)
         return
     print_asset_table(_catalog().assets(**where, limit=limit))
+
+
+def _person_id(ref: str) -> int:
+    from photo_pipeline.cli.people import person_or_exit
+
+    return person_or_exit(ref)
 
 
 def print_asset_table(listed: Iterable[dict[str, Any]]) -> None:

@@ -855,3 +855,72 @@ map_cells = Table(
     Column("sample_id", BigInteger),  # one of them, for a thumbnail (see migration 0025)
     PrimaryKeyConstraint("level", "cell"),
 )
+
+# ── faces and people (pipeline.faces) ──────────────────────────────────────────
+
+# A person: faces grouped by the faces job, named (or not yet) by the user. ``key`` is
+# the casefolded name, unique among named people (NULLs are many on both databases).
+people = Table(
+    "people",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("name", String(200)),
+    Column("key", String(200)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("key"),
+)
+
+# A face found in an asset's preview: box and landmarks in fractions of the image (any
+# rendition), the 128-float embedding (float32 bytes), the detector's score and the
+# chip's sharpness. ``assigned``: how it came to its person — "auto" (the grouping,
+# which may place it), "user" (a decision the grouping never undoes), NULL with no
+# person. ``not_face``: the user said it is none (kept, so a later scan does not bring
+# it back).
+faces = Table(
+    "faces",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("ordinal", SmallInteger, nullable=False),  # its place in the asset, from 0
+    Column("box_left", Float, nullable=False),
+    Column("box_top", Float, nullable=False),
+    Column("box_width", Float, nullable=False),
+    Column("box_height", Float, nullable=False),
+    Column("landmarks", JSON, nullable=False),  # [[x, y] * 5]
+    Column("embedding", LargeBinary, nullable=False),
+    Column("score", Float, nullable=False),
+    Column("sharpness", Float, nullable=False),
+    Column(
+        "person_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("people.id", ondelete="SET NULL"),
+    ),
+    Column("assigned", String(8)),
+    Column("not_face", Boolean, nullable=False, server_default=false()),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("asset_id", "ordinal"),
+    Index("ix_faces_person_id", "person_id"),
+)
+
+# Which assets the faces job looked at, and what it skipped there: an asset with a row
+# is not scanned again (its faces, and what the user decided about them, stay).
+face_scans = Table(
+    "face_scans",
+    metadata,
+    Column(
+        "asset_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("assets.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("faces", Integer, nullable=False),
+    Column("too_small", Integer, nullable=False),
+    Column("blurred", Integer, nullable=False),
+    Column("scanned_at", UTCDateTime, nullable=False),
+)

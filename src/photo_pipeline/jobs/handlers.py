@@ -30,6 +30,8 @@ class HandlerRegistry:
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
         self._providers: dict[str, str] = {}  # job type -> module registering it (defer)
+        # job type -> what says why it cannot run on this machine (None: it can)
+        self._requirements: dict[str, Callable[[], str | None]] = {}
 
     def register(self, job_type: str, handler: Handler) -> Handler:
         check.job_type(job_type)
@@ -46,12 +48,28 @@ class HandlerRegistry:
 
         return decorate
 
-    def defer(self, job_type: str, module: str) -> None:
+    def defer(
+        self, job_type: str, module: str, *, missing: Callable[[], str | None] | None = None
+    ) -> None:
         """Name the module whose import registers ``job_type``'s handler: it is
         imported when a job of that type first runs, so a worker serves every type
-        without loading what each needs (organize's worker, no image decoders)."""
+        without loading what each needs (organize's worker, no image decoders).
+        ``missing()``, when given, says in a sentence why the type cannot run on this
+        machine (a package not installed), or None when it can: a worker that is not
+        told its types leaves such jobs to one that can run them."""
         check.job_type(job_type)
         self._providers[job_type] = module
+        if missing is not None:
+            self._requirements[job_type] = missing
+
+    def missing(self, job_type: str) -> str | None:
+        """Why ``job_type`` cannot run here (None: it can, or nothing is required)."""
+        requirement = self._requirements.get(job_type)
+        return None if requirement is None else requirement()
+
+    def runnable_types(self) -> list[str]:
+        """The job types this machine can run: every one whose requirements are met."""
+        return [t for t in self.job_types() if self.missing(t) is None]
 
     def get(self, job_type: str) -> Handler:
         if job_type not in self._handlers and job_type in self._providers:

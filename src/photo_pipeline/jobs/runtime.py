@@ -52,7 +52,7 @@ BURST_HORIZON = timedelta(seconds=60)
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    job_types: tuple[str, ...] = ()  # empty: every type the handler registry knows
+    job_types: tuple[str, ...] = ()  # empty: every type the handler registry can run here
     concurrency: int = 1  # items in parallel, in one executor all jobs share
     jobs: int = 1  # jobs run at once, each with its own lease, heartbeat and cancel
     # "thread": measured as fast as processes for Pillow work (it releases the GIL) and
@@ -87,11 +87,14 @@ class Worker:
         unknown = [t for t in config.job_types if t not in handlers]
         if unknown:
             raise ValueError(f"no handler for job types {unknown}; known: {handlers.job_types()}")
+        unmet = [reason for t in config.job_types if (reason := handlers.missing(t))]
+        if unmet:
+            raise ValueError("; ".join(unmet))
         self.id = worker_id or new_worker_id()
         self.config = config
         self._service = service
         self._registry = registry
-        self._types = list(config.job_types or handlers.job_types())
+        self._types = list(config.job_types or handlers.runnable_types())
         self._shutdown = threading.Event()
         self._wake = threading.Event()
         self._done = threading.Event()

@@ -34,3 +34,13 @@ ignore_lease_breaks()  # before any job thread can take a lease
 
 for _job_type, _module in PROVIDERS.items():
     registry.defer(_job_type, _module)
+
+
+def _faces_missing() -> str | None:
+    from photo_pipeline.media.faces import missing_models
+
+    return missing_models()
+
+
+# Faces run only where dlib and its models are installed (a second host, say).
+registry.defer("faces", f"{_PIPELINE}.faces.job", missing=_faces_missing)

@@ -25,7 +25,7 @@ from photo_pipeline.pipeline.library.locks import LIBRARY_LOCK
 
 # How each job type builds its item keys.
 _SOURCE_FILE = frozenset({"scan", "verify"})  # source id:path in the source
-_ASSET = frozenset({"render", "similar", "places", "timeshift", "timeshift_undo"})
+_ASSET = frozenset({"render", "similar", "faces", "places", "timeshift", "timeshift_undo"})
 _ENTRY = frozenset({"organize", "organize.undo", "dedupe", "dedupe_undo", "dedupe_purge"})
 _SCAN_LOCK = "scan:"
 _LOOKUP_CHUNK = 500

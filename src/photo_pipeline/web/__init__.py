@@ -25,6 +25,8 @@ PAGES = (
     "/library",
     "/albums",
     "/albums/{album_id}",
+    "/people",
+    "/people/{person_id}",
     "/places",
     "/duplicates",
     "/organize",

@@ -139,6 +139,25 @@ def folders_to_scan(catalog: Catalog, folders: list[Path]) -> list[Path]:
     return list(chosen)
 
 
+def _faces_after(
+    service: JobService, settings: Settings, render_id: str, key: str | None
+) -> Enqueued | None:
+    """The faces job after the render, when the library wants one (``queued_on_import``);
+    the similar job stays the chain's last, so that waiting for an import does not wait
+    for a faces worker on another machine."""
+    from photo_pipeline.pipeline.faces.job import enqueue_faces, queued_on_import
+
+    if not queued_on_import(settings.faces):
+        return None
+    return enqueue_faces(
+        service,
+        settings.home,
+        prerequisites=[render_id],
+        idempotency_key=None if key is None else f"{key}#faces",
+        join_equivalent=True,
+    )
+
+
 def _import(
     service: JobService,
     catalog: Catalog,
@@ -224,6 +243,9 @@ def _import(
             join_equivalent=True,
         )
         jobs.append(renders)
+        faces = _faces_after(service, follow_up, renders.job["id"], key)
+        if faces is not None:
+            jobs.append(faces)
         jobs.append(
             similar.enqueue_similar(
                 service,

@@ -21,6 +21,7 @@ from photo_pipeline.db.schema import (
     duplicate_decisions,
     files,
     near_duplicates,
+    people,
     renditions,
     sources,
 )
@@ -28,11 +29,12 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.media.places import NULL_ISLAND_DEGREES
 from photo_pipeline.pipeline.curation.filters import CurationFilter, curation_fields, with_curation
+from photo_pipeline.pipeline.faces.people import with_people, with_person
 from photo_pipeline.pipeline.files.paths import display
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog import PRESENT, listing_session, type_matches
 from photo_pipeline.pipeline.library.catalog.listings import with_first_files
-from photo_pipeline.pipeline.library.catalog.search_index import matching
+from photo_pipeline.pipeline.library.catalog.search_index import matching, words
 from photo_pipeline.pipeline.library.ordering import BadCursor, Order
 from photo_pipeline.pipeline.library.shown import with_shown_fields
 from photo_pipeline.pipeline.xmp.status import sidecar_status
@@ -64,6 +66,7 @@ class AssetFilter:
     )  # album, tag, rating, favourite, rejected
     # Search words (catalog.search_index.words): each a prefix of a word of the asset's
     words: tuple[str, ...] = ()
+    person: int | None = None  # a person's id (pipeline.faces.people.find_person)
 
 
 # Asset and group ids are 64-bit integers in the database.
@@ -170,7 +173,7 @@ class Browser:
             query = query.where(order.after(order.decode(cursor)))
         with listing_session(self._session_factory) as session:
             if where.words:
-                query = query.where(matching(session, where.words))
+                query = query.where(_words_match(session, where.words))
             rows = [dict(r._mapping) for r in session.execute(query)]
             more = len(rows) > limit
             rows = with_curation(session, with_first_files(session, rows[:limit]))
@@ -191,7 +194,7 @@ class Browser:
         )
         with listing_session(self._session_factory) as session:
             if where.words:
-                counted = counted.where(matching(session, where.words))
+                counted = counted.where(_words_match(session, where.words))
             # Two statements: SQLite reads min() or max() from the end of the primary
             # key only when the query asks for just one of them.
             lowest = session.scalar(select(func.min(assets.c.id)))
@@ -376,11 +379,36 @@ def _filtered(
     return _filtered_but_dates(query, where)
 
 
+def people_named(session: Session, word: str) -> list[int]:
+    """The people a search word names: a prefix of a word of their name (few rows:
+    people, not faces)."""
+    named = session.execute(select(people.c.id, people.c.name).where(people.c.name.is_not(None)))
+    return [row.id for row in named if any(part.startswith(word) for part in words(row.name))]
+
+
+def _words_match(session: Session, search_words: tuple[str, ...]) -> ColumnElement[bool]:
+    """Each search word a prefix of a word of the asset's document, or of the name of a
+    person whose face is in it ("ann" finds the photos of Ann Lee)."""
+    plain: list[str] = []
+    conditions: list[ColumnElement[bool]] = []
+    for word in search_words:
+        named = people_named(session, word)
+        if named:
+            conditions.append(or_(matching(session, [word]), with_people(named)))
+        else:
+            plain.append(word)
+    if plain:
+        conditions.append(matching(session, plain))
+    return and_(*conditions)
+
+
 def _filtered_but_dates(
     query: Select[*tuple[Any, ...]], where: AssetFilter
 ) -> Select[*tuple[Any, ...]]:
     for condition in where.curation.conditions():
         query = query.where(condition)
+    if where.person is not None:
+        query = query.where(with_person(where.person))
     if where.camera:
         pattern = f"%{where.camera.lower()}%"
         query = query.where(

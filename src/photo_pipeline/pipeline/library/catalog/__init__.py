@@ -188,6 +188,7 @@ class Catalog:
         limit: int = 1000,
         sort: str = "taken-utc",
         curation: CurationFilter | None = None,
+        person: int | None = None,
     ) -> list[dict[str, Any]]:
         """Assets with at least one present file, oldest capture first (by the UTC
         instant when known, floating photos by their wall clock: ``taken_order``).
@@ -204,6 +205,7 @@ class Catalog:
                 limit=limit,
                 sort=sort,
                 curation=curation,
+                person=person,
             )
         )
 
@@ -218,6 +220,7 @@ class Catalog:
         page_size: int = 1000,
         sort: str = "taken-utc",
         curation: CurationFilter | None = None,
+        person: int | None = None,
     ) -> Iterator[dict[str, Any]]:
         """``assets`` one keyset page at a time (a bounded read per page, whatever
         the library's size), in the order ``sort`` names (``library.ordering``)."""
@@ -231,6 +234,7 @@ class Catalog:
             page_size=page_size,
             sort=sort,
             curation=curation,
+            person=person,
         )
 
     def files(self, *, states: Iterable[str] | None = None) -> list[dict[str, Any]]:

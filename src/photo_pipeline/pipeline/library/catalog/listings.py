@@ -70,6 +70,7 @@ def iter_assets(
     page_size: int = 1000,
     sort: str = "taken-utc",
     curation: CurationFilter | None = None,
+    person: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """``assets`` one keyset page at a time (a bounded read per page, whatever
     the library's size), in the order ``sort`` names (``library.ordering``), each row
@@ -98,6 +99,10 @@ def iter_assets(
         query = query.where(condition)
     if place:
         query = query.where(place_matches(place))
+    if person is not None:
+        from photo_pipeline.pipeline.faces.people import with_person
+
+        query = query.where(with_person(person))
     if since:
         query = query.where(assets.c.taken_local >= since)
     if camera:

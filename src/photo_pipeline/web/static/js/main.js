@@ -10,6 +10,7 @@ import * as job from "./pages/job.js";
 import * as jobs from "./pages/jobs.js";
 import * as library from "./pages/library.js";
 import * as organize from "./pages/organize.js";
+import * as people from "./pages/people.js";
 import * as places from "./pages/places.js";
 import * as schedules from "./pages/schedules.js";
 
@@ -18,6 +19,7 @@ const ROUTES = [
   [/^\/jobs\/([^/]+)\/?$/, job, "jobs"],
   [/^\/library\/?$/, library, "library"],
   [/^\/albums(?:\/([0-9]+))?\/?$/, albums, "albums"],
+  [/^\/people(?:\/([0-9]+))?\/?$/, people, "people"],
   [/^\/places\/?$/, places, "places"],
   [/^\/duplicates\/?$/, duplicates, "duplicates"],
   [/^\/organize\/?$/, organize, "organize"],
