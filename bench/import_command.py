@@ -155,6 +155,7 @@ def measure(count: int, rounds: int) -> list[Any]:
         spread([count / run["loop"] for run in floors]),
         spread(vs_floor),
         spread(vs_loop),
+        spread([b["cpu"] / o["cpu"] for b, o in zip(floors, commands, strict=True)]),
         "" if target is None else f">= {target:.2f}",
         met,
         spread([run["rss_mb"] for run in commands], ".0f"),
@@ -174,12 +175,16 @@ def body(args: Namespace) -> int:
     h.heading("summary: medians (min–max) of the rounds")
     h.table(
         ["photos", "command photos/s", "floor photos/s", "floor loop photos/s",
-         "command / floor", "command / loop", "target", "met", "peak RSS MB"],
+         "command / floor", "command / loop", "CPU: floor / command", "target", "met",
+         "peak RSS MB"],
         rows,
     )  # fmt: skip
     h.note(
         "command / floor: each round's command against that round's floor, both whole "
-        "processes (the target); command / loop: against the floor's loop alone"
+        "processes (the target); command / loop: against the floor's loop alone; CPU: the "
+        "floor's CPU seconds (its process tree) over the command's, the figure a loaded "
+        "machine sways least (a side with more busy threads gets more of a loaded "
+        "machine's cores, which moves the wall ratios)"
     )
     return 0
 
