@@ -243,7 +243,7 @@ def redis_error() -> str | None:
 
 # ── the section ────────────────────────────────────────────────────────────────
 def peers_section(backends: list[str], sizes: Sizes) -> None:
-    n, rounds = sizes.jobs, max(sizes.rounds, 5)
+    n, rounds = sizes.jobs, sizes.rounds
     h.heading(
         f"1b. the real Worker against each peer's worker: {n:,} no-op jobs, "
         f"1 and 4 processes, {rounds} rounds in turns"
