@@ -18,14 +18,14 @@ class Sizes:
     item_batch: int
     queues: tuple[int, int]  # short and long queue for the claim latency
     claims: int  # timed claims per queue size
-    rounds: int  # throughput runs per configuration (the best is shown)
+    rounds: int  # throughput runs per configuration (the median is shown)
     enqueue: int  # jobs enqueued in batches
     wakeups: int  # wake-up latency samples
 
 
 FULL = Sizes(
     jobs=2000, items_total=20_000, items_single=2_000, item_batch=500,
-    queues=(1_000, 100_000), claims=200, rounds=2, enqueue=50_000, wakeups=50,
+    queues=(1_000, 100_000), claims=200, rounds=5, enqueue=50_000, wakeups=50,
 )  # fmt: skip
 QUICK = Sizes(
     jobs=200, items_total=2_000, items_single=200, item_batch=500,

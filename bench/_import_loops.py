@@ -10,14 +10,21 @@ A module of its own so that a spawned process pool can import its functions by n
   around it (no database, no jobs, no atomic writes):
   read the bytes and BLAKE3-hash them, read the EXIF, decode once (shrink-on-load
   for JPEG: Pillow ``draft``; a full decode for HEIC: libheif cannot scale), encode a
-  1440-px JPEG preview and a 256-px WebP thumbnail.
+  1440-px JPEG preview and a 256-px WebP thumbnail;
+* the floor as a command: ``python -m bench._import_loops KIND FOLDER`` runs the bare
+  loop over the folder's photos in a two-process pool of its own and prints, as JSON,
+  the seconds its pool took to start and the loop's (``bench.import_command`` times
+  the whole process).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
+import sys
+import time
 from pathlib import Path
 
 PREVIEW, THUMBNAIL, QUALITY = 1440, 256, 80
@@ -58,8 +65,6 @@ def write_heic(target: str, index: int) -> None:
 def ready(delay: float) -> int:
     """A task that makes a pool process start and import its libraries (``delay``
     keeps it busy, so that each process of a fresh pool takes one)."""
-    import time
-
     import blake3  # noqa: F401
     import pillow_heif  # noqa: F401
     from PIL import Image  # noqa: F401
@@ -108,8 +113,6 @@ def bare_jpeg(path: str) -> int:
 def timed(kind: str, path: str) -> float:
     """One bare photo of ``kind`` ("jpeg" or "heic"); returns the CPU seconds it took
     (of this pool process, which runs one photo at a time)."""
-    import time
-
     started = time.process_time()
     (bare_jpeg if kind == "jpeg" else bare_heic)(path)
     return time.process_time() - started
@@ -124,3 +127,28 @@ def bare_heic(path: str) -> int:
     heif = pillow_heif.open_heif(io.BytesIO(data))
     heif.info.get("exif")
     return _encode_both(heif.to_pillow())
+
+
+# ── the floor as a command ─────────────────────────────────────────────────────
+PROCESSES = 2
+
+
+def main(argv: list[str]) -> int:
+    """The bare loop over every photo of a folder, as a process of its own: a
+    two-process pool (spawned, as the worker's would be) started, then the loop."""
+    from bench import _harness as h
+
+    kind, folder = argv
+    started = time.perf_counter()
+    paths = sorted(str(p) for p in Path(folder).iterdir() if not p.name.startswith("."))
+    with h.spawn_pool(PROCESSES) as pool:
+        h.start_pool(pool, PROCESSES, 0.0, ready)
+        looped = time.perf_counter()
+        cpu = sum(pool.map(timed, [kind] * len(paths), paths))
+        ended = time.perf_counter()
+    print(json.dumps({"start": looped - started, "loop": ended - looped, "cpu": cpu}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

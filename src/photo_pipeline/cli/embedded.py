@@ -32,33 +32,40 @@ def needs_embedded_worker(lib: Library, job_types: set[str]) -> bool:
     return not job_types <= served
 
 
+def refuse_unknown(job_types: set[str]) -> None:
+    """``no_handler`` unless this process can run every one of ``job_types``."""
+    import photo_pipeline.pipeline.job_types  # noqa: F401  (runs them here: registers them)
+
+    unknown = sorted(t for t in job_types if t not in registry)
+    if unknown:
+        raise JobError(
+            "no_handler",
+            f"this process has no handler for {', '.join(unknown)}: start "
+            "`photo-pipeline worker` with the module that provides it",
+        )
+    unmet = [reason for t in sorted(job_types) if (reason := registry.missing(t))]
+    if unmet:
+        raise JobError(
+            "no_handler",
+            f"this process cannot run every job waited for: {'; '.join(unmet)}; "
+            "start `photo-pipeline worker` where it can",
+        )
+
+
 class EmbeddedWorker(Worker):
     """A worker on a thread of its own that serves every photo job type, and sets
-    ``job_ended`` each time a job it ran has its final state written: the waiter
-    looks at once instead of at its next refresh."""
+    ``job_ended`` (the waiter's event, when given) each time a job it ran has its
+    final state written: the waiter looks at once instead of at its next refresh."""
 
-    def __init__(self, lib: Library, job_types: set[str]) -> None:
-        import photo_pipeline.pipeline.job_types  # noqa: F401  (runs them here: registers them)
-
-        unknown = sorted(t for t in job_types if t not in registry)
-        if unknown:
-            raise JobError(
-                "no_handler",
-                f"this process has no handler for {', '.join(unknown)}: start "
-                "`photo-pipeline worker` with the module that provides it",
-            )
-        unmet = [reason for t in sorted(job_types) if (reason := registry.missing(t))]
-        if unmet:
-            raise JobError(
-                "no_handler",
-                f"this process cannot run every job waited for: {'; '.join(unmet)}; "
-                "start `photo-pipeline worker` where it can",
-            )
+    def __init__(
+        self, lib: Library, job_types: set[str], job_ended: threading.Event | None = None
+    ) -> None:
+        refuse_unknown(job_types)
         # Not burst: a job waiting out a retry backoff must still be run; the waiter
         # stops the worker once every job is finished.
         config = WorkerConfig(concurrency=os.cpu_count() or 1, poll_seconds=0.2)
         super().__init__(lib.service, lib.workers, registry, config)
-        self.job_ended = threading.Event()
+        self.job_ended = threading.Event() if job_ended is None else job_ended
         self.failure: list[BaseException] = []
         self._thread = threading.Thread(
             target=self._run_reporting, name="embedded-worker", daemon=True

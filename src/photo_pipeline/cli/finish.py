@@ -3,7 +3,8 @@ did, and exit with the code that says how it went (README, "Command line")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -19,6 +20,7 @@ from photo_pipeline.cli.common import (
 from photo_pipeline.cli.shown import shown
 
 if TYPE_CHECKING:
+    from photo_pipeline.cli.progress import Waiting
     from photo_pipeline.jobs import JobService
 
 Show = Callable[[list[dict[str, Any]]], None]
@@ -45,9 +47,11 @@ def finish_jobs(
     what: str = "items",
     show: Show | None = None,
     embedded: bool | None = None,
+    ready: Waiting | None = None,
 ) -> list[dict[str, Any]]:
     """With ``wait``, run ``jobs`` to their end (progress bars; an in-process worker
-    when no live one serves them; ``embedded`` forces it either way). Then print
+    when no live one serves them; ``embedded`` forces it either way; ``ready``: the
+    wait begun before they were queued, ``early_wait``). Then print
     them (``show``, else JSON or one summary line per job) and, when waited for,
     exit with their ``outcome``. Returns the jobs as last seen."""
     # The waiting machinery loads the coordinator: here, not when a command is listed.
@@ -56,7 +60,11 @@ def finish_jobs(
     lib = library()
     if wait:
         jobs = wait_for_jobs(
-            lib, [job["id"] for job in jobs], embedded=embedded, show_progress=not as_json
+            lib,
+            [job["id"] for job in jobs],
+            embedded=embedded,
+            show_progress=not as_json,
+            ready=ready,
         )
     if as_json and show is None:
         print_json(jobs)
@@ -77,6 +85,26 @@ def finish_jobs(
         if code != EXIT_OK:
             raise typer.Exit(code)
     return jobs
+
+
+@contextmanager
+def early_wait(wait: bool, job_types: set[str]) -> Iterator[Waiting | None]:
+    """With ``wait``, the wait begun before the command queues its jobs (of
+    ``job_types``): the embedded worker, when one is needed, is up and claims the
+    first job as it commits, while the command queues the rest. Stopped if the
+    command fails before handing it to ``finish_jobs``."""
+    if not wait:
+        yield None
+        return
+    from photo_pipeline.cli.progress import ride_out, start_waiting
+
+    lib = library()
+    ready = ride_out(lambda: start_waiting(lib, job_types, embedded=None))
+    try:
+        yield ready
+    except BaseException:
+        ready.stop()
+        raise
 
 
 def finish_job(

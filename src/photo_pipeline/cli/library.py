@@ -22,7 +22,7 @@ from photo_pipeline.cli.common import (
     library,
     print_json,
 )
-from photo_pipeline.cli.finish import finish_jobs, summarise
+from photo_pipeline.cli.finish import early_wait, finish_jobs, summarise
 from photo_pipeline.cli.shown import counted, shown
 from photo_pipeline.pipeline.files import paths
 
@@ -61,24 +61,26 @@ def import_(
 ) -> None:
     """Register folders and catalogue their photos: scan (hash, metadata, exact
     duplicates), then render (thumbnails, previews), then similar (near duplicates)."""
-    from photo_pipeline.pipeline.ingest.imports import import_folders
+    from photo_pipeline.pipeline.ingest.imports import IMPORT_CHAIN, import_folders
 
     lib = library()
-    jobs = import_folders(
-        lib.service,
-        _catalog(),
-        folders,
-        max_pixels=lib.settings.max_pixels,
-        follow_up=lib.settings,  # render and similar after the scans
-        reread=reread,
-        watch=watch,
-    )
+    with early_wait(wait, set(IMPORT_CHAIN)) as ready:
+        jobs = import_folders(
+            lib.service,
+            _catalog(),
+            folders,
+            max_pixels=lib.settings.max_pixels,
+            follow_up=lib.settings,  # render and similar after the scans
+            reread=reread,
+            watch=watch,
+        )
     finish_jobs(
         jobs,
         wait=wait,
         as_json=as_json,
         what="items done",
         show=lambda final: _show_import(final, as_json),
+        ready=ready,
     )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from photo_pipeline.cli.common import console, err_console, loaded_code_frozen
 from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs.errors import InvalidArgument, JobNotFound
+from photo_pipeline.jobs.events import EventFeed
 from photo_pipeline.jobs.service import JobService
 from photo_pipeline.jobs.states import FINISHED_STATES
 from photo_pipeline.pipeline.library import Library
@@ -55,7 +56,12 @@ def full_job_id(service: JobService, job_id: str) -> str:
 
 
 def wait_for_jobs(
-    lib: Library, job_ids: list[str], *, embedded: bool | None, show_progress: bool
+    lib: Library,
+    job_ids: list[str],
+    *,
+    embedded: bool | None,
+    show_progress: bool,
+    ready: Waiting | None = None,
 ) -> list[dict[str, Any]]:
     """Block until every job is finished; return their final snapshots. Database
     outages meanwhile are waited out: the jobs are queued, so nothing is lost.
@@ -63,31 +69,63 @@ def wait_for_jobs(
     ``embedded``: True runs a worker in this process, False never does, None (auto)
     does when no live worker serves the jobs' types, looked at again every
     ``WORKER_CHECK_SECONDS`` while it waits: the worker that served them may have
-    been another ``--wait``'s, which stops with its own command."""
+    been another ``--wait``'s, which stops with its own command. ``ready``: the
+    ``Waiting`` started (``start_waiting``) before the jobs were queued, whose worker
+    may already be running them; it is stopped here."""
     service = lib.service
     firsts = ride_out(lambda: [existing_job(service, job_id) for job_id in job_ids])
     job_ids = [job["id"] for job in firsts]
     types = {job["job_type"] for job in firsts}
-    ours = _EmbeddedWhenNeeded(lib, types, embedded)
+    ours = ready if ready is not None else Waiting(lib, types, embedded)
     with loaded_code_frozen():
         try:
+            ours.cover(types)
             return _watch(service, job_ids, ours, show_progress)
         finally:
             ours.stop()
 
 
-class _EmbeddedWhenNeeded:
-    """This process's embedded worker, started when (and once) it is needed."""
+def start_waiting(lib: Library, job_types: set[str], *, embedded: bool | None) -> Waiting:
+    """A wait begun before its jobs are queued: the embedded worker (when one is
+    needed for ``job_types``) is started now, so that it claims the first job the
+    moment it commits (an enqueue in this process wakes it) instead of after the
+    command has queued the rest, read them back and started it. Hand it to
+    ``wait_for_jobs``, which stops it; ``stop`` it if the jobs are never queued."""
+    return Waiting(lib, job_types, embedded)
+
+
+class Waiting:
+    """What a wait listens to: this process's embedded worker, started when (and
+    once) it is needed, which sets ``changed`` as each job it ran ends; on
+    PostgreSQL also the event feed's notifications (``jobs.events``), which set it
+    after every commit that wrote job events, whoever's worker made it."""
 
     def __init__(self, lib: Library, types: set[str], embedded: bool | None) -> None:
-        self._lib, self._types, self._automatic = lib, types, embedded is None
+        self._lib, self._types, self._automatic = lib, set(types), embedded is None
         self.worker: EmbeddedWorker | None = None
-        self.job_ended = threading.Event()  # the worker's, once there is one
+        self.changed = threading.Event()
+        self.feed = EventFeed(lib.service.session_factory)
+        self._stop_listening = threading.Event()
+        self.listening = threading.Event()
         self._checked = -WORKER_CHECK_SECONDS
         if embedded:
             self._start()
         elif self._automatic:
             ride_out(self.check)
+
+    def cover(self, types: set[str]) -> None:
+        """The jobs waited for are of ``types`` (a wait begun before its jobs were
+        queued was told the types it expected): an embedded worker runs every type
+        with a handler; without one, whether one is needed is looked at again."""
+        from photo_pipeline.cli.embedded import refuse_unknown
+
+        if self.worker is not None:
+            refuse_unknown(types)
+        elif not types <= self._types:
+            self._types |= types
+            self._checked = -WORKER_CHECK_SECONDS
+            if self._automatic:
+                ride_out(self.check)
 
     def check(self) -> None:
         """Start the worker if nobody serves the jobs now (at most every
@@ -103,28 +141,51 @@ class _EmbeddedWhenNeeded:
         if needs_embedded_worker(self._lib, self._types):
             self._start()
 
+    def listen(self) -> None:
+        """PostgreSQL: follow the event feed's notifications on a thread (until
+        ``stop``), reconnecting after an outage; meanwhile the wait polls."""
+        if not self.feed.is_postgresql or self.listening.is_set():
+            return
+        self.listening.set()
+
+        def follow() -> None:
+            while not self._stop_listening.is_set():
+                try:
+                    self.feed.listen(self.changed.set, self._stop_listening)
+                except Exception:  # the database went away: polled meanwhile
+                    self._stop_listening.wait(REFRESH_SECONDS)
+
+        threading.Thread(target=follow, name="wait-events", daemon=True).start()
+
     def _start(self) -> None:
         from photo_pipeline.cli.embedded import EmbeddedWorker
 
-        self.worker = EmbeddedWorker(self._lib, self._types)
-        self.job_ended = self.worker.job_ended
+        self.worker = EmbeddedWorker(self._lib, self._types, job_ended=self.changed)
         self.worker.start()
 
     def stop(self) -> None:
+        self._stop_listening.set()
         if self.worker is not None:
             self.worker.stop()
 
 
 def _watch(
-    service: JobService, job_ids: list[str], ours: _EmbeddedWhenNeeded, show_progress: bool
+    service: JobService, job_ids: list[str], ours: Waiting, show_progress: bool
 ) -> list[dict[str, Any]]:
-    """Look at the jobs every ``REFRESH_SECONDS``, and at once when the embedded
-    worker ends one, until all are finished; draw their bars if shown."""
+    """Look at the jobs when something may have changed, until all are finished;
+    draw their bars if shown (redrawn every ``REFRESH_SECONDS``).
+
+    Event-driven: the jobs are read again when the embedded worker ends one, when
+    (PostgreSQL) a commit wrote job events, or when the event feed's cursor moved
+    (looked at every ``REFRESH_SECONDS``: one query, and the only news from another
+    process on SQLite). Every state change writes an event, so a cursor that did not
+    move means nothing to read."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from photo_pipeline.cli.bars import ItemCountColumn
     from photo_pipeline.cli.job_words import outcome_markup
 
+    ours.listen()
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -139,16 +200,26 @@ def _watch(
             for job_id in job_ids
         }
         outage = _Outage()
+        seen: int | None = None  # the feed's cursor when the jobs were last read
+        woken = True
         while True:
-            job_ended = ours.job_ended
-            job_ended.clear()  # before looking: a job ending meanwhile is not missed
+            ours.changed.clear()  # before looking: a job ending meanwhile is not missed
             try:
                 ours.check()
+                cursor = ours.feed.last_seq() if not woken else None
+                if not woken and not show_progress and cursor == seen:
+                    if ours.worker is not None and ours.worker.failure:
+                        raise ours.worker.failure[0]
+                    woken = ours.changed.wait(REFRESH_SECONDS)
+                    continue
+                # Read after the cursor: an event after it is seen next time.
+                seen = ours.feed.last_seq() if cursor is None else cursor
                 finals = [_job(service, job_id) for job_id in job_ids]
                 # Without bars, only the states matter.
                 progress_of = service.progress_of(job_ids) if show_progress else {}
             except DatabaseUnavailable as exc:
                 outage.wait(exc)
+                woken = True
                 continue
             outage.over()
             for job in finals:
@@ -174,7 +245,7 @@ def _watch(
                 return finals
             if ours.worker is not None and ours.worker.failure:
                 raise ours.worker.failure[0]
-            job_ended.wait(REFRESH_SECONDS)  # display refresh, not synchronisation
+            woken = ours.changed.wait(REFRESH_SECONDS)
 
 
 def _job(service: JobService, job_id: str) -> dict[str, Any]:

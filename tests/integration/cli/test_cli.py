@@ -184,6 +184,60 @@ def test_a_wait_runs_its_job_once_the_worker_it_counted_on_stops(
     assert [final["state"] for final in finals] == ["succeeded"]
 
 
+def test_a_wait_begun_before_its_job_is_queued_runs_it(cli, service, tmp_path):
+    """`import --wait` starts its worker before it queues the scan: the worker,
+    idle, takes the job enqueued after it (woken in this process), and the wait
+    that gets it stops the worker."""
+    from photo_pipeline.cli import progress
+
+    importlib.import_module("tests.support.worker_handlers")  # registers test.record
+    lib = library()
+    ready = progress.start_waiting(lib, {"test.record"}, embedded=None)
+    assert ready.worker is not None  # nobody else serves test.record
+    job = service.enqueue("test.record", items=["a"], params={"log": str(tmp_path / "run.log")})
+    finals = progress.wait_for_jobs(
+        lib, [job["id"]], embedded=None, show_progress=False, ready=ready
+    )
+    assert [final["state"] for final in finals] == ["succeeded"]
+    assert [w["state"] for w in lib.workers.list(include_finished=True)] == ["stopped"]
+
+
+def test_an_early_wait_is_stopped_when_the_command_fails_before_queuing(cli, service):
+    from photo_pipeline.cli.finish import early_wait
+
+    with pytest.raises(RuntimeError), early_wait(True, {"scan"}) as ready:
+        assert ready is not None and ready.worker is not None
+        raise RuntimeError("a folder that is not one")
+    assert [w["state"] for w in library().workers.list(include_finished=True)] == ["stopped"]
+
+
+def test_a_wait_sees_a_job_another_worker_ends_through_the_event_feed(cli, service, tmp_path):
+    """No embedded worker (another serves the type): the wait is told by nobody in
+    this process, and finds the end through the feed's moved cursor."""
+    import threading
+
+    from photo_pipeline.cli import progress
+
+    lib = library()
+    lib.workers.register("elsewhere", ["t"])  # live: the wait counts on it
+    job = service.enqueue("t")
+    finals: list[dict] = []
+    waiting = threading.Thread(
+        target=lambda: finals.extend(
+            progress.wait_for_jobs(lib, [job["id"]], embedded=None, show_progress=False)
+        ),
+        daemon=True,
+    )
+    waiting.start()
+    claimed = service.claim(["t"], "elsewhere")
+    assert claimed is not None
+    service.transition(job["id"], "succeeded", fencing_token=claimed["fencing_token"])
+    waiting.join(timeout=120)
+    assert not waiting.is_alive(), "the wait never saw the job end"
+    assert [final["state"] for final in finals] == ["succeeded"]
+    lib.workers.stop("elsewhere")
+
+
 def test_wait_without_a_handler_is_refused(cli, service):
     job = service.enqueue("unknown.type")
     code, _, err = cli("job", "wait", job["id"], "--embedded")

@@ -255,3 +255,16 @@ def test_a_stored_asset_whose_files_went_missing_unnoticed_is_not_paired(session
         pairs = session.execute(select(near_pairs).where(near_pairs.c.other_id == 1001)).all()
     assert [row.asset_id for row in pairs if row.asset_id == 500] == []
     assert stored_groups(session_factory) == computed_groups(session_factory)
+
+
+def test_a_library_with_fewer_than_two_hashes_is_not_paired_until_it_has_two(session_factory):
+    assert regroup(session_factory, 12).mode == "nothing to pair"  # empty
+    add_assets(session_factory, [0x0F0F_0F0F_0F0F_0F0F], first=1, when=NOW)
+    lonely = regroup(session_factory, 12)
+    assert (lonely.mode, lonely.hashes) == ("nothing to pair", 1)
+    with session_factory.begin() as session:
+        assert session.execute(select(near_index)).one_or_none() is None
+    add_assets(session_factory, [0x0F0F_0F0F_0F0F_0F0E], first=2, when=NOW + timedelta(hours=1))
+    paired = regroup(session_factory, 12)
+    assert (paired.mode, paired.groups) == ("full", 1)
+    assert stored_groups(session_factory) == computed_groups(session_factory)

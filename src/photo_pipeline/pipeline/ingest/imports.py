@@ -18,6 +18,11 @@ from photo_pipeline.pipeline.files import spots
 from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.library.home import of_the_home
 
+# The job types an import queues (scan.JOB_TYPE, render.JOB_TYPE, similar.JOB_TYPE),
+# named here so that a wait can start its worker before those modules (and the
+# decoders they load) are imported.
+IMPORT_CHAIN = ("scan", "render", "similar")
+
 
 class NotAFolder(PhotoPipelineError):
     code = "not_a_folder"

@@ -4,6 +4,8 @@ The pairs (``near_pairs``), the groups (``near_duplicates``) and each paired has
 chunks (``near_chunks``) are kept between runs, with the state they were found in
 (``near_index``: ceiling, radius, hashes, chunk layout, when). A run then does one of:
 
+* **nothing to pair**: never paired, and fewer than two hashes in the library: one
+  short read, nothing stored (a first run with two or more pairs in full).
 * **unchanged**: no asset was updated since the last run: one index range read.
 * **incremental**: the assets updated since then whose hash (or whether it counts:
   it needs a present file) changed are paired with the library by looking up their
@@ -84,6 +86,12 @@ def regroup(
     # be ended by PostgreSQL's idle-in-transaction timeout.
     with read_session(factory) as session:
         state = session.execute(select(near_index)).one_or_none()
+        if state is None and not full:
+            hashed = _hashed_count(session)
+            if hashed < 2:
+                # Never paired and nothing to pair yet (an import of one photo): no
+                # index is stored, so the first run with two hashes pairs in full.
+                return Regrouped("nothing to pair", hashes=hashed)
     if full or state is None or state.max_distance != max_distance or state.chunk_bits is None:
         return _regroup_all(factory, max_distance, started)
     with read_session(factory) as session:
@@ -100,6 +108,12 @@ def regroup(
     if not changed:
         return Regrouped("unchanged", hashes=state.hashes, radius=state.radius)
     return _regroup_changed(factory, state, changed, started)
+
+
+def _hashed_count(session: Session) -> int:
+    """Assets with a hash, up to 2 (all a caller needs to know)."""
+    query = select(assets.c.id).where(assets.c.phash.is_not(None)).limit(2)
+    return len(session.scalars(query).all())
 
 
 def find_groups(factory: sessionmaker[Session], max_distance: int) -> list[list[dict[str, Any]]]:
