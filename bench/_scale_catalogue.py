@@ -224,8 +224,8 @@ def build(url: str, size: int, seed: int, jobs: bool = True) -> tuple[list[int],
 
 def search_rows(url: str, after: int = 0, chunk: int = 10_000):
     """The search words of every asset after ``after``, as the catalogue's writes give
-    them (``catalog.search_index.document``), read back from the loaded rows."""
-    from photo_pipeline.pipeline.library.catalog.search_index import document
+    them (``pipeline.search_index.document``), read back from the loaded rows."""
+    from photo_pipeline.pipeline.search_index import document
 
     engine = create_engine(url)
     columns = "id, make, model, lens, city, district, region, country, country_code"
