@@ -121,6 +121,11 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
         "/api/search one file name": ("/api/search", {"q": "00004242"}),
         "/api/search june 2020 paris photo": ("/api/search", {"q": "june 2020 paris photo"}),
         "/api/search no match": ("/api/search", {"q": "zanzibar"}),
+        # A tag's level and an album's name (bench._scale_catalogue.curate), alone and
+        # with a place.
+        "/api/search holiday (tag)": ("/api/search", {"q": "holiday"}),
+        "/api/search summer walks (album)": ("/api/search", {"q": "summer walks"}),
+        "/api/search holiday paris": ("/api/search", {"q": "holiday paris"}),
         "/api/assets/{id}": ("/api/assets/1", {}),
         "/api/duplicates?kind=near": ("/api/duplicates", {"kind": "near", "limit": 50}),
         "/api/duplicates near page 3": (
@@ -144,8 +149,11 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
     }
 
 
-def api_calls(urls: dict[int, str], homes: dict[int, Path], repeat: int):
-    """Each listing's median per size, the sizes called in turns."""
+def api_calls(
+    urls: dict[int, str], homes: dict[int, Path], repeat: int, only: tuple[str, ...] = ()
+):
+    """Each listing's median per size, the sizes called in turns (``only``: the calls
+    whose names start so, when given)."""
     opened = {size: api_client(url, homes[size]) for size, url in urls.items()}
     requests = {size: api_requests(client) for size, (client, _) in opened.items()}
 
@@ -160,6 +168,8 @@ def api_calls(urls: dict[int, str], homes: dict[int, Path], repeat: int):
     medians: dict[int, dict[str, float]] = {size: {} for size in urls}
     first = next(iter(urls))
     for name in requests[first]:
+        if only and not name.startswith(only):
+            continue
         timed = {
             size: call(opened[size][0], *requests[size][name]) for size in urls
         }  # fmt: skip

@@ -1,6 +1,6 @@
 """The synthetic library bench.scale measures: bulk-loaded catalogue rows (assets, files,
-jobs) and 64-bit pHashes with planted near-duplicate clusters, in a fresh database per
-size (``bench._databases.fresh_database``); never real files."""
+jobs, a tag and an album) and 64-bit pHashes with planted near-duplicate clusters, in a
+fresh database per size (``bench._databases.fresh_database``); never real files."""
 
 from __future__ import annotations
 
@@ -217,15 +217,44 @@ def build(url: str, size: int, seed: int, jobs: bool = True) -> tuple[list[int],
     bulk_load(url, "files", FILE_COLUMNS, file_rows(size, seed=seed))
     if jobs:
         bulk_load(url, "jobs", JOB_COLUMNS, job_rows(max(size // 10, 100)))
+    curate(url, size)
     bulk_load(url, "asset_search", "asset_id, document", search_rows(url))
     fix_sequences(url)
     return hashes, cluster
 
 
+# Curation the search finds by name: a tag on every TAG_EVERY-th asset, an album of
+# every ALBUM_EVERY-th (about 1% and 0.5% of the library: many matches at 1M).
+TAG, TAG_EVERY = "Trips|Holiday", 100
+ALBUM, ALBUM_EVERY = "Summer walks", 200
+
+
+def curate(url: str, size: int) -> None:
+    now = micros(datetime.now(UTC))
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO tags (id, path, key, created_at) VALUES (1, :path, :key, :now)"),
+            {"path": TAG, "key": TAG.casefold(), "now": now},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO albums (id, name, key, created_at, updated_at)"
+                " VALUES (1, :name, :key, :now, :now)"
+            ),
+            {"name": ALBUM, "key": ALBUM.casefold(), "now": now},
+        )
+    engine.dispose()
+    tagged = ((a, 1, now) for a in range(TAG_EVERY, size + 1, TAG_EVERY))
+    bulk_load(url, "asset_tags", "asset_id, tag_id, tagged_at", tagged)
+    members = ((1, a, now) for a in range(ALBUM_EVERY // 2, size + 1, ALBUM_EVERY))
+    bulk_load(url, "album_assets", "album_id, asset_id, added_at", members)
+
+
 def search_rows(url: str, after: int = 0, chunk: int = 10_000):
     """The search words of every asset after ``after``, as the catalogue's writes give
-    them (``catalog.search_index.document``), read back from the loaded rows."""
-    from photo_pipeline.pipeline.library.catalog.search_index import document
+    them (``pipeline.search_index.document``), read back from the loaded rows."""
+    from photo_pipeline.pipeline.search_index import document
 
     engine = create_engine(url)
     columns = "id, make, model, lens, city, district, region, country, country_code"
@@ -246,8 +275,20 @@ def search_rows(url: str, after: int = 0, chunk: int = 10_000):
                 {"low": rows[0].id, "high": rows[-1].id},
             ):
                 names.setdefault(asset_id, []).append(path.rpartition("/")[2])
+            labels: dict[int, list[str]] = {}
+            for asset_id, label in conn.execute(
+                text(
+                    "SELECT l.asset_id, t.path FROM asset_tags AS l JOIN tags AS t"
+                    " ON t.id = l.tag_id WHERE l.asset_id BETWEEN :low AND :high UNION ALL"
+                    " SELECT m.asset_id, a.name FROM album_assets AS m JOIN albums AS a"
+                    " ON a.id = m.album_id WHERE m.asset_id BETWEEN :low AND :high"
+                ),
+                {"low": rows[0].id, "high": rows[-1].id},
+            ):
+                labels.setdefault(asset_id, []).append(label)
             for row in rows:
-                yield (row.id, document(row, names.get(row.id, ())))
+                found = sorted(labels.get(row.id, ()))
+                yield (row.id, document(row, names.get(row.id, ()), found))
             after = rows[-1].id
     engine.dispose()
 

@@ -33,7 +33,8 @@ Per database it:
    within 12 bits, chains included) on the same hashes.
 
 ``--similar-only`` runs steps 1, 2 and 4 (no jobs, no API calls): a million-asset
-catalogue builds in about a minute per database.
+catalogue builds in about a minute per database. ``--calls /api/search,/api/map`` runs
+steps 1 and 3 for the API calls whose names start so (no `similar`, no render).
 
 It prints one table per database: each call's median per size and the ratio of the
 largest size to the smallest (the target for paged calls: at most 1.5). PostgreSQL
@@ -69,6 +70,7 @@ def one_database(
     *,
     similar_only: bool = False,
     baseline: str | None = None,
+    calls: tuple[str, ...] = (),
 ) -> dict[int, dict[str, object]]:
     """Every size built (and grouped by `similar`) first; then the API calls and the
     no-op render, the sizes in turns; then `similar`'s section, size by size."""
@@ -80,7 +82,9 @@ def one_database(
             started = time.perf_counter()
             planted[size] = build(url, size, seed=size, jobs=not similar_only)
             results[size]["build s"] = time.perf_counter() - started
-            if not similar_only:
+            if calls:
+                analyze(url)
+            elif not similar_only:
                 # Listed with the full regroup's groups, before anything is added, and
                 # their statistics (autovacuum gathers them within a minute or so; until
                 # then PostgreSQL hashes every group for a page of near groups).
@@ -89,8 +93,10 @@ def one_database(
             print(f"{kind} {size}: built, load {os.getloadavg()[0]:.2f}", flush=True)
         if not similar_only:
             homes = {size: workdir / f"home-{kind}-{size}" for size in sizes}
-            for size, times in api_calls(urls, homes, repeat).items():
+            for size, times in api_calls(urls, homes, repeat, calls).items():
                 results[size].update(times)
+            if calls:
+                return results
             for size, times in noop_render(urls, homes, repeat).items():
                 results[size].update(times)
             print(f"{kind}: calls timed, load {os.getloadavg()[0]:.2f}", flush=True)
@@ -119,6 +125,7 @@ def body(args: Namespace) -> None:
                 Path(tmp),
                 similar_only=args.similar_only,
                 baseline=args.baseline,
+                calls=tuple(c for c in args.calls.split(",") if c),
             )
             print_table(kind, sizes, results)
 
@@ -159,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rescan", type=int, default=0, help="files for a no-change rescan")
     parser.add_argument("--similar-only", action="store_true", help="no jobs, no API calls")
     parser.add_argument("--baseline", metavar="SRC", help="run `similar` with this code too")
+    parser.add_argument("--calls", default="", help="only the API calls starting so (a,b)")
     return h.run(parser, body, argv, child=child)
 
 

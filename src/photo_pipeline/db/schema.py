@@ -378,7 +378,7 @@ assets = Table(
     ),
 )
 
-# The search index's words of each asset (pipeline.library.catalog.search_index keeps them). The
+# The search index's words of each asset (pipeline.search_index keeps them). The
 # index itself is the database's own, made by migration 0024: on SQLite an FTS5 table
 # (asset_search_fts) with this as its external content, on PostgreSQL a GIN index on
 # to_tsvector('simple', document).

@@ -9,9 +9,23 @@ from __future__ import annotations
 import random
 
 import pytest
-from sqlalchemy import bindparam, delete, func, insert, literal_column, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    bindparam,
+    column,
+    delete,
+    func,
+    insert,
+    literal_column,
+    select,
+    text,
+    update,
+    values,
+)
 
 from photo_pipeline.db import create_database_engine
+from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.migrate import upgrade
 from photo_pipeline.db.schema import assets, map_cells
 from photo_pipeline.pipeline.library.map import (
@@ -51,21 +65,36 @@ def positions(rng: random.Random, n: int) -> list[tuple[float, float]]:
 
 
 def place(factory, ids: list[int], spots: list[tuple[float, float]]) -> None:
-    rows = [
-        {"asset": i, "lat": lat, "lon": lon, "cell": map_cell(lat, lon)}
-        for i, (lat, lon) in zip(ids, spots, strict=True)
-    ]
+    """On PostgreSQL in UPDATE statements of 500 rows each (UPDATE ... FROM VALUES: the
+    statement triggers sum many moves at once); on SQLite a row a statement (its
+    VALUES takes no column names)."""
+    rows = [(i, lat, lon, map_cell(lat, lon)) for i, (lat, lon) in zip(ids, spots, strict=True)]
     with factory.begin() as session:
-        session.execute(
-            update(assets)
-            .where(assets.c.id == bindparam("asset"))
-            .values(
-                gps_latitude=bindparam("lat"),
-                gps_longitude=bindparam("lon"),
-                map_cell=bindparam("cell"),
-            ),
-            rows,
-        )
+        if not is_postgresql(session):
+            session.execute(
+                update(assets)
+                .where(assets.c.id == bindparam("asset"))
+                .values(
+                    gps_latitude=bindparam("lat"),
+                    gps_longitude=bindparam("lon"),
+                    map_cell=bindparam("cell"),
+                ),
+                [dict(zip(("asset", "lat", "lon", "cell"), row, strict=True)) for row in rows],
+            )
+            return
+        for start in range(0, len(rows), 500):
+            given = values(
+                column("asset", BigInteger),
+                column("lat", Float),
+                column("lon", Float),
+                column("cell", BigInteger),
+                name="given",
+            ).data(rows[start : start + 500])
+            session.execute(
+                update(assets)
+                .where(assets.c.id == given.c.asset)
+                .values(gps_latitude=given.c.lat, gps_longitude=given.c.lon, map_cell=given.c.cell)
+            )
 
 
 @pytest.fixture

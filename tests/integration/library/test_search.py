@@ -2,7 +2,7 @@
 of file names, cameras, lenses and places (filled by the places lookup of the import)
 found by prefix, date words and kinds read into the listing's filters, hostile text
 that never errors, and an index that stays current after an import, a re-read, a
-timeshift and a place change."""
+timeshift, a place change and a tag or album put on, renamed or taken off."""
 
 from __future__ import annotations
 
@@ -11,11 +11,19 @@ from sqlalchemy import select, text, update
 
 from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import assets
+from photo_pipeline.pipeline import search_index
+from photo_pipeline.pipeline.curation.albums import (
+    add_to_album,
+    create_album,
+    delete_album,
+    remove_from_album,
+    update_album,
+)
 from photo_pipeline.pipeline.curation.marks import set_favorite, set_rating
+from photo_pipeline.pipeline.curation.tags import add_tag, remove_tag
 from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.pipeline.ingest.places import start_backfill
 from photo_pipeline.pipeline.library.browse import _filtered
-from photo_pipeline.pipeline.library.catalog import search_index
 from photo_pipeline.pipeline.library.search import parse
 from photo_pipeline.pipeline.timeshift.job import start_timeshift
 from tests.factories import photos
@@ -97,6 +105,40 @@ def test_words_dates_and_kinds_find_exactly_the_planted_assets(api, tmp_path, fe
         first = http.get("/api/search", params={"q": "paris 2019"}).json()
         assert first["total"] == 2 and first["total_exact"] is True
         assert {"thumbnail_url", "taken_local", "place", "camera"} <= set(first["assets"][0])
+
+
+@pytest.mark.parametrize("few", [search_index.FEW, 0], ids=["by-ids", "probed"])
+def test_tags_and_albums_are_search_words(api, tmp_path, few, monkeypatch):
+    """A tag's levels and an album's name find its assets, with the other words; a tag
+    taken off, an album renamed, emptied or removed is found by its words no more."""
+    monkeypatch.setattr(search_index, "FEW", few)
+    ids = {p.rsplit("/", 1)[-1]: a for p, a in plant(api, tmp_path / "photos").items()}
+    sessions = api.library.sessions
+    with api.client() as http:
+        assert names(http, "honeymoon") == set()
+        add_tag(sessions, "Trips|Honeymoon", [ids["louvre.jpg"], ids["DSC_0042.jpg"]])
+        assert names(http, "honeymoon") == {"louvre.jpg", "DSC_0042.jpg"}
+        assert names(http, "trips") == {"louvre.jpg", "DSC_0042.jpg"}  # a parent level
+        assert names(http, "honeym paris") == {"louvre.jpg"}  # a prefix, with a place
+        assert names(http, "honeymoon 2019 tokyo") == {"DSC_0042.jpg"}
+        album, _ = create_album(sessions, "Été à Paris")
+        add_to_album(sessions, album["id"], [ids["eiffel.jpg"], ids["louvre-2018.jpg"]])
+        assert names(http, "ete") == {"eiffel.jpg", "louvre-2018.jpg"}  # accents folded
+        assert names(http, "été 2019") == {"eiffel.jpg"}
+        assert names(http, "paris 2019") == PARIS_2019  # the album adds no one
+        # taken off, renamed, emptied, removed: the words go with them
+        remove_tag(sessions, "Trips|Honeymoon", [ids["DSC_0042.jpg"]])
+        assert names(http, "honeymoon") == {"louvre.jpg"}
+        update_album(sessions, album["id"], name="Summer walks")
+        assert names(http, "ete") == set()
+        assert names(http, "summer walks") == {"eiffel.jpg", "louvre-2018.jpg"}
+        remove_from_album(sessions, album["id"], [ids["louvre-2018.jpg"]])
+        assert names(http, "summer") == {"eiffel.jpg"}
+        delete_album(sessions, album["id"])
+        assert names(http, "summer") == set()
+        # a file's other words survive the curation rewrites
+        assert names(http, "nikon d850") == {"DSC_0042.jpg"}
+        assert names(http, "paris 2019") == PARIS_2019
 
 
 def test_hostile_text_never_errors(api, tmp_path):
@@ -255,3 +297,36 @@ def test_the_migration_indexes_an_existing_library(api, tmp_path):
     with api.client() as http:
         assert names(http, "paris 2019") == PARIS_2019
         assert names(http, "nikon d850") == {"DSC_0042.jpg"}
+
+
+def test_the_migration_adds_the_words_of_tags_and_albums(api, tmp_path):
+    """A library curated before 0028 finds its tags and albums once upgraded: the
+    migration writes the documents the curation writers would."""
+    from photo_pipeline.db.migrate import downgrade, upgrade
+    from photo_pipeline.db.schema import asset_search
+
+    ids = {p.rsplit("/", 1)[-1]: a for p, a in plant(api, tmp_path / "photos").items()}
+    lib = api.library
+    with lib.sessions() as session:
+        before = {r.asset_id: r.document for r in session.execute(select(asset_search))}
+    add_tag(lib.sessions, "Trips|Honeymoon", [ids["louvre.jpg"]])
+    album, _ = create_album(lib.sessions, "Été à Paris")
+    add_to_album(lib.sessions, album["id"], [ids["louvre.jpg"], ids["eiffel.jpg"]])
+    with lib.sessions() as session:
+        written = {r.asset_id: r.document for r in session.execute(select(asset_search))}
+    assert written != before
+    engine = lib.sessions.kw["bind"]
+    downgrade(engine, "0027")
+    with lib.sessions.begin() as session:  # the documents as curation wrote them before
+        for asset_id, document in before.items():
+            session.execute(
+                update(asset_search)
+                .where(asset_search.c.asset_id == asset_id)
+                .values(document=document)
+            )
+    upgrade(engine)
+    with lib.sessions() as session:
+        upgraded = {r.asset_id: r.document for r in session.execute(select(asset_search))}
+    assert upgraded == written
+    with api.client() as http:
+        assert names(http, "honeymoon ete") == {"louvre.jpg"}

@@ -10,8 +10,8 @@ import pytest
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.pipeline.curation.filters import RatingRange
 from photo_pipeline.pipeline.library.browse import AssetFilter
-from photo_pipeline.pipeline.library.catalog.search_index import words
 from photo_pipeline.pipeline.library.search import BadSearch, parse
+from photo_pipeline.pipeline.search_index import words
 
 
 @pytest.mark.parametrize(

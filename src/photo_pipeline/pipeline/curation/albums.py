@@ -17,6 +17,7 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import album_assets, albums, assets
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
+from photo_pipeline.pipeline import search_index
 from photo_pipeline.pipeline.curation.assets import checked_ids, chunks
 from photo_pipeline.pipeline.curation.changes import touch
 from photo_pipeline.pipeline.curation.marks import Changed
@@ -138,6 +139,7 @@ def update_album(
     with write_session(factory) as session:
         album_id = _locked(session, ref)
         values: dict[str, Any] = {}
+        renamed: list[int] = []
         if name is not None:
             spelled, key = normalise_name(name)
             other = session.scalar(select(albums.c.id).where(albums.c.key == key))
@@ -146,8 +148,10 @@ def update_album(
             current = session.scalar(select(albums.c.name).where(albums.c.id == album_id))
             if current != spelled:
                 values.update(name=spelled, key=key)
-                # The album's name is part of each member's curation (its XMP).
-                touch(session, _members(session, album_id), now, "albums")
+                # The album's name is part of each member's curation (its XMP) and
+                # of its search words (refreshed once the new name is written).
+                renamed = _members(session, album_id)
+                touch(session, renamed, now, "albums")
         if cover_asset_id is not None:
             member = session.scalar(
                 select(album_assets.c.asset_id).where(
@@ -161,6 +165,7 @@ def update_album(
         if values:
             values["updated_at"] = now
             session.execute(update(albums).where(albums.c.id == album_id).values(values))
+            search_index.refresh(session, renamed)
         return _summaries(session, [album_id])[0]
 
 
@@ -171,9 +176,11 @@ def delete_album(factory: sessionmaker[Session], ref: int | str) -> dict[str, An
     with write_session(factory) as session:
         album_id = _locked(session, ref)
         gone = _summaries(session, [album_id])[0]
-        touch(session, _members(session, album_id), now, "albums")
+        members = _members(session, album_id)
+        touch(session, members, now, "albums")
         session.execute(delete(album_assets).where(album_assets.c.album_id == album_id))
         session.execute(delete(albums).where(albums.c.id == album_id))
+        search_index.refresh(session, members)
     return gone
 
 
@@ -199,6 +206,7 @@ def add_to_album(
         if outcome.changed:
             session.execute(update(albums).where(albums.c.id == album_id).values(updated_at=now))
         touch(session, outcome.changed, now, "albums")
+        search_index.refresh(session, outcome.changed)  # album names are search words
         return _summaries(session, [album_id])[0], outcome
 
 
@@ -230,6 +238,7 @@ def remove_from_album(
         if outcome.changed:
             session.execute(update(albums).where(albums.c.id == album_id).values(updated_at=now))
         touch(session, outcome.changed, now, "albums")
+        search_index.refresh(session, outcome.changed)  # album names are search words
         return _summaries(session, [album_id])[0], outcome
 
 

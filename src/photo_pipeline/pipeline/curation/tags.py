@@ -20,6 +20,7 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import asset_tags, assets, tags
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
+from photo_pipeline.pipeline import search_index
 from photo_pipeline.pipeline.curation.assets import checked_ids, chunks
 from photo_pipeline.pipeline.curation.changes import touch
 from photo_pipeline.pipeline.curation.marks import Changed
@@ -107,6 +108,7 @@ def add_tag(factory: sessionmaker[Session], text: str, asset_ids: Iterable[int])
                 .on_conflict_do_nothing(index_elements=["asset_id", "tag_id"])
             )
         touch(session, outcome.changed, now, "tags")
+        search_index.refresh(session, outcome.changed)  # a tag's levels are search words
     return outcome
 
 
@@ -133,6 +135,7 @@ def remove_tag(factory: sessionmaker[Session], text: str, asset_ids: Iterable[in
                 )
             )
         touch(session, outcome.changed, now, "tags")
+        search_index.refresh(session, outcome.changed)  # a tag's levels are search words
     return outcome
 
 

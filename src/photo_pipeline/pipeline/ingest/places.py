@@ -28,7 +28,8 @@ from photo_pipeline.media.places import (
     warm_up_in_background,
     zone_at,
 )
-from photo_pipeline.pipeline.library.catalog import FileReport, search_index
+from photo_pipeline.pipeline import search_index
+from photo_pipeline.pipeline.library.catalog import FileReport
 
 JOB_TYPE = "places"
 LOCK = "places"  # one backfill at a time; it never races timeshift (see _store)

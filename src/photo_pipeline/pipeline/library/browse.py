@@ -34,9 +34,9 @@ from photo_pipeline.pipeline.files.paths import display
 from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.catalog import PRESENT, listing_session, type_matches
 from photo_pipeline.pipeline.library.catalog.listings import with_first_files
-from photo_pipeline.pipeline.library.catalog.search_index import matching, words
 from photo_pipeline.pipeline.library.ordering import BadCursor, Order
 from photo_pipeline.pipeline.library.shown import with_shown_fields
+from photo_pipeline.pipeline.search_index import matching, words
 from photo_pipeline.pipeline.xmp.status import sidecar_status
 
 __all__ = ["AssetFilter", "BadCursor", "Browser", "InvalidKeepers", "UnknownGroup"]
@@ -64,7 +64,7 @@ class AssetFilter:
     curation: CurationFilter = field(
         default_factory=CurationFilter
     )  # album, tag, rating, favourite, rejected
-    # Search words (catalog.search_index.words): each a prefix of a word of the asset's
+    # Search words (pipeline.search_index.words): each a prefix of a word of the asset's
     words: tuple[str, ...] = ()
     person: int | None = None  # a person's id (pipeline.faces.people.find_person)
 

@@ -29,9 +29,9 @@ from sqlalchemy import ColumnElement, ScalarSelect, and_, exists, select, update
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.schema import assets, files
+from photo_pipeline.pipeline.file_states import PRESENT
 from photo_pipeline.pipeline.files import paths
 
-PRESENT = "present"  # catalog.PRESENT (catalog imports this module)
 MAX_APART = timedelta(seconds=2)
 STILL_FORMATS = frozenset({"heif", "jpeg"})
 MOTION_FORMATS = frozenset({"mov", "mp4"})

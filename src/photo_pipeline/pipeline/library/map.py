@@ -7,6 +7,12 @@ whatever the library's size); deeper, they are counted from ``assets`` over the 
 ranges of ``ix_assets_map_cell_id`` that cover the view (such a view holds few assets).
 Either way a cluster counts every asset of its cell, and the view holds the cells it
 touches. A cell of one asset is that asset, not a cluster.
+
+``map_cells`` is kept by triggers on ``assets``, so every writer keeps it: on SQLite
+row triggers (migration 0025), on PostgreSQL statement triggers with transition tables
+(0028: a statement's positions summed per cell and applied in one upsert, so a bulk
+load is one summary write). Writers still queue on the cells they share, the level-0
+row first, until their commits.
 """
 
 from __future__ import annotations

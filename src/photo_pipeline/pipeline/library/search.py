@@ -7,8 +7,9 @@
 - kinds: ``photo``/``photos``, ``video``/``videos``, ``live``;
 - curation: ``favorite`` (``fav``, ``heart``) and ``rating:>=4`` (``rating:5``,
   ``stars:2-4``, as ``assets --rating`` reads a range: ``curation.filters``);
-- every other word is text: each of its words (``catalog.search_index.words``) must
-  be a prefix of a word of the asset's file names, camera, lens or place.
+- every other word is text: each of its words (``pipeline.search_index.words``) must
+  be a prefix of a word of the asset's file names, camera, lens, place, tags or
+  albums.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import date
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.pipeline.curation.filters import RatingRange, parse_rating_range
 from photo_pipeline.pipeline.library.browse import AssetFilter
-from photo_pipeline.pipeline.library.catalog.search_index import MAX_WORDS, words
+from photo_pipeline.pipeline.search_index import MAX_WORDS, words
 
 MAX_LENGTH = 200
 

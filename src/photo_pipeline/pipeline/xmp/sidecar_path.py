@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 from photo_pipeline.db.schema import files, sources
 from photo_pipeline.media.sidecar import sidecar_names
 from photo_pipeline.pipeline.curation.assets import chunks
+from photo_pipeline.pipeline.file_states import PRESENT
 from photo_pipeline.pipeline.files import paths
-from photo_pipeline.pipeline.library.catalog.states import PRESENT
 
 
 @dataclass(frozen=True)

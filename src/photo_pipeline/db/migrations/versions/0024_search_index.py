@@ -1,4 +1,4 @@
-"""asset_search: the words each asset is searched by (pipeline.library.catalog.search_index),
+"""asset_search: the words each asset is searched by (pipeline.search_index),
 and the database's own index of them: on SQLite the FTS5 table asset_search_fts (its
 external content is asset_search, kept in step by triggers; prefix indexes for 2, 3
 and 4 letters), on PostgreSQL a GIN index on to_tsvector('simple', document).

@@ -27,6 +27,14 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import files, sources
 from photo_pipeline.jobs.service import Clock, utc_now
 from photo_pipeline.pipeline.curation.filters import CurationFilter
+from photo_pipeline.pipeline.file_states import (
+    FAILED,
+    IGNORED,
+    MISSING,
+    PRESENT,
+    QUARANTINED,
+    SIDECAR,
+)
 from photo_pipeline.pipeline.library.catalog import listings, placed
 from photo_pipeline.pipeline.library.catalog.listings import (
     ASSET_TYPES,
@@ -35,14 +43,6 @@ from photo_pipeline.pipeline.library.catalog.listings import (
     type_matches,
 )
 from photo_pipeline.pipeline.library.catalog.record import FileReport, record_reports
-from photo_pipeline.pipeline.library.catalog.states import (
-    FAILED,
-    IGNORED,
-    MISSING,
-    PRESENT,
-    QUARANTINED,
-    SIDECAR,
-)
 
 
 class KnownFile(NamedTuple):

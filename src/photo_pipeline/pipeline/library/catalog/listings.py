@@ -15,9 +15,9 @@ from photo_pipeline.db import read_session
 from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.pipeline.curation.filters import CurationFilter, with_curation
+from photo_pipeline.pipeline.file_states import PRESENT
 from photo_pipeline.pipeline.files import paths
 from photo_pipeline.pipeline.library import live_photos
-from photo_pipeline.pipeline.library.catalog.states import PRESENT
 from photo_pipeline.pipeline.library.ordering import Order
 from photo_pipeline.pipeline.library.shown import with_shown_fields
 

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.schema import assets, files
-from photo_pipeline.pipeline.library.catalog import search_index
-from photo_pipeline.pipeline.library.catalog.states import PRESENT, QUARANTINED
+from photo_pipeline.pipeline import search_index
+from photo_pipeline.pipeline.file_states import PRESENT, QUARANTINED
 
 
 def record_organized(session: Session, rows: list[dict[str, Any]], now: datetime) -> None:

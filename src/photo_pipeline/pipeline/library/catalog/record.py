@@ -14,15 +14,15 @@ from photo_pipeline.db.dialect import insert_for
 from photo_pipeline.db.schema import assets, files, timeshift_entries
 from photo_pipeline.db.text import storable
 from photo_pipeline.media.places import ZoneAndPlace, sort_instant
-from photo_pipeline.pipeline.library import live_photos
-from photo_pipeline.pipeline.library.catalog import search_index
-from photo_pipeline.pipeline.library.catalog.states import (
+from photo_pipeline.pipeline import search_index
+from photo_pipeline.pipeline.file_states import (
     FAILED,
     IGNORED,
     MISSING,
     PRESENT,
     SIDECAR,
 )
+from photo_pipeline.pipeline.library import live_photos
 from photo_pipeline.pipeline.library.map_grid import map_cell
 
 if TYPE_CHECKING:  # the decoders load on first use, not with the catalogue

@@ -4,9 +4,9 @@ condition that an asset matches a search, in the shape each database answers fas
 The document is the asset's words, folded here in Python (case and accents dropped,
 split at anything not a letter or digit) so that SQLite and PostgreSQL see the same
 plain words: its present files' names, camera make and model as the file says them
-and as people read them (``media.camera_names``), lens, and place (city, district,
-region, country and its code). Albums, tags and people join as more words of the
-same document when the catalogue has them.
+and as people read them (``media.camera_names``), lens, place (city, district,
+region, country and its code), and the names of its tags (every level of
+``Places|France``) and albums.
 
 - SQLite: an FTS5 table with ``asset_search`` as its external content (migration
   0024), kept in step by triggers on ``asset_search``, with prefix indexes;
@@ -18,8 +18,12 @@ more are checked one by one along the listing's own index, by ``asset_search``'s
 so a page costs about the same in a large library as in a small one.
 
 ``refresh`` rewrites the documents of assets whose words may have changed; the
-catalogue's writers call it in their transaction (``catalog.record``: a file read
-or gone; ``catalog.placed``: organize moved one; ``ingest.places``: a place found).
+writers call it in their transaction (``catalog.record``: a file read or gone;
+``catalog.placed``: organize moved one; ``ingest.places``: a place found;
+``curation.tags`` and ``curation.albums``: a tag put on or taken off, an album's
+members, name or removal). This module sits beside the catalogue, not in it, and
+imports neither it nor curation, so both can call it: the catalogue's listings read
+curation's filters, and curation writes documents.
 """
 
 from __future__ import annotations
@@ -34,10 +38,18 @@ from sqlalchemy import ColumnElement, delete, literal, select, text
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import is_postgresql
-from photo_pipeline.db.schema import asset_search, assets, files
+from photo_pipeline.db.schema import (
+    album_assets,
+    albums,
+    asset_search,
+    asset_tags,
+    assets,
+    files,
+    tags,
+)
 from photo_pipeline.media.camera_names import display_make, display_model
+from photo_pipeline.pipeline.file_states import PRESENT
 from photo_pipeline.pipeline.files.paths import display
-from photo_pipeline.pipeline.library.catalog.states import PRESENT
 
 # A search reads at most this many words: each is one more term of the index's query.
 MAX_WORDS = 16
@@ -53,8 +65,9 @@ def words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFC", bare))
 
 
-def document(asset: Any, file_names: Iterable[str]) -> str:
-    """The searchable words of one asset row (its columns by name) and its files' names."""
+def document(asset: Any, file_names: Iterable[str], labels: Iterable[str] = ()) -> str:
+    """The searchable words of one asset row (its columns by name), its files' names
+    and its ``labels`` (its tags' paths and albums' names)."""
     parts: list[str | None] = [
         *file_names,
         asset.make,
@@ -67,6 +80,7 @@ def document(asset: Any, file_names: Iterable[str]) -> str:
         asset.region,
         asset.country,
         asset.country_code,
+        *labels,
     ]
     seen: dict[str, None] = {}
     for part in parts:
@@ -101,13 +115,30 @@ def refresh(session: Session, asset_ids: Iterable[int | None]) -> None:
             .order_by(files.c.id)
         ):
             names.setdefault(asset_id, []).append(PurePosixPath(display(path)).name)
+        labels: dict[int, list[str]] = {}
+        for asset_id, label in session.execute(
+            select(asset_tags.c.asset_id, tags.c.path)
+            .join(tags, tags.c.id == asset_tags.c.tag_id)
+            .where(asset_tags.c.asset_id.in_(chunk))
+            .union_all(
+                select(album_assets.c.asset_id, albums.c.name)
+                .join(albums, albums.c.id == album_assets.c.album_id)
+                .where(album_assets.c.asset_id.in_(chunk))
+            )
+        ):
+            labels.setdefault(asset_id, []).append(label)
         rows = session.execute(select(*_DOCUMENT_COLUMNS).where(assets.c.id.in_(chunk))).all()
         session.execute(delete(asset_search).where(asset_search.c.asset_id.in_(chunk)))
         if rows:
             session.execute(
                 asset_search.insert(),
                 [
-                    {"asset_id": row.id, "document": document(row, names.get(row.id, ()))}
+                    {
+                        "asset_id": row.id,
+                        "document": document(
+                            row, names.get(row.id, ()), sorted(labels.get(row.id, ()))
+                        ),
+                    }
                     for row in rows
                 ],
             )
