@@ -40,7 +40,7 @@ def search_assets(
     asset_type: Annotated[Literal["photo", "video", "live"] | None, Query(alias="type")] = None,
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    sort: Literal["taken", "taken-utc", "added"] = "taken-utc",
+    sort: Literal["taken", "taken-desc", "taken-utc", "added"] = "taken-utc",
 ) -> AssetPage:
     """Assets matching a search (and the ``/api/assets`` filters given with it), paged
     as ``/api/assets`` pages: pass ``next_cursor`` with the same ``q``. 422

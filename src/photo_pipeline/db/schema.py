@@ -793,3 +793,16 @@ map_cells = Table(
     Column("sample_id", BigInteger),  # one of them, for a thumbnail (see migration 0025)
     PrimaryKeyConstraint("level", "cell"),
 )
+
+
+# The timeline's summary: per capture day (local calendar, taken_local's first ten
+# characters) how many assets the library shows on it (motion halves of Live Photos
+# left out). Kept by triggers on assets that migration 0027 creates
+# (pipeline.library.timeline).
+timeline_days = Table(
+    "timeline_days",
+    metadata,
+    Column("day", String(10), nullable=False),
+    Column("count", BigInteger, nullable=False),
+    PrimaryKeyConstraint("day"),
+)

@@ -347,7 +347,7 @@ def _filtered(
     query = query.where(live_photos.shown())
     if where.type is not None:
         query = query.where(type_matches(where.type))
-    if sort == "taken":
+    if sort in ("taken", "taken-desc"):
         # Sorted by the wall clock: the days are a range of the order's own index.
         if where.taken_from is not None:
             query = query.where(assets.c.taken_local >= where.taken_from.isoformat())
@@ -372,6 +372,18 @@ def _filtered(
                 assets.c.taken_order < datetime.combine(end, time(), UTC) + _OFFSET_MARGIN
             )
     return _filtered_but_dates(query, where)
+
+
+def listed(
+    query: Select[*tuple[Any, ...]], where: AssetFilter, session: Session
+) -> Select[*tuple[Any, ...]]:
+    """``query`` narrowed to the assets the listing shows with ``where`` (its filters,
+    search words and a present file), its date range read on the local wall clock (a
+    range of ``ix_assets_taken_local_id``)."""
+    query = _filtered(query, where, sort="taken").where(_has_present_file())
+    if where.words:
+        query = query.where(matching(session, where.words))
+    return query
 
 
 def _filtered_but_dates(
