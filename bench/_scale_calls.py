@@ -137,6 +137,19 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
             "/api/map",
             {"bbox": "2.31,48.835,2.39,48.865", "zoom": 14},
         ),
+        # The timeline (pipeline.library.timeline): every day from the timeline_days
+        # summary; filtered, counted from the matches; one month's bucket, newest first.
+        "/api/timeline": ("/api/timeline", {}),
+        "/api/timeline order=oldest": ("/api/timeline", {"order": "oldest"}),
+        "/api/timeline camera=canon (counted)": ("/api/timeline", {"camera": "canon"}),
+        "/api/timeline one month (counted)": (
+            "/api/timeline",
+            {"taken_from": "2020-06-01", "taken_to": "2020-06-30"},
+        ),
+        "/api/assets sort=taken-desc one month": (
+            "/api/assets",
+            {"sort": "taken-desc", "taken_from": "2020-06-01", "taken_to": "2020-06-30"},
+        ),
         "/api/places": ("/api/places", {}),
         "/api/jobs": ("/api/jobs", {}),
         "/api/jobs?type=verify": ("/api/jobs", {"type": "verify"}),
@@ -144,8 +157,9 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
     }
 
 
-def api_calls(urls: dict[int, str], homes: dict[int, Path], repeat: int):
-    """Each listing's median per size, the sizes called in turns."""
+def api_calls(urls: dict[int, str], homes: dict[int, Path], repeat: int, only: str | None = None):
+    """Each listing's median per size, the sizes called in turns (``only``: the calls
+    whose name holds it)."""
     opened = {size: api_client(url, homes[size]) for size, url in urls.items()}
     requests = {size: api_requests(client) for size, (client, _) in opened.items()}
 
@@ -160,6 +174,8 @@ def api_calls(urls: dict[int, str], homes: dict[int, Path], repeat: int):
     medians: dict[int, dict[str, float]] = {size: {} for size in urls}
     first = next(iter(urls))
     for name in requests[first]:
+        if only is not None and only not in name:
+            continue
         timed = {
             size: call(opened[size][0], *requests[size][name]) for size in urls
         }  # fmt: skip

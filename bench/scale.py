@@ -32,6 +32,9 @@ Per database it:
    cluster). At 10k and 100k it scores the old grouping too (connected components
    within 12 bits, chains included) on the same hashes.
 
+``--only TEXT`` runs steps 1 and 3 for the API calls whose name holds TEXT (e.g.
+``--only timeline``): no `similar`, no render.
+
 ``--similar-only`` runs steps 1, 2 and 4 (no jobs, no API calls): a million-asset
 catalogue builds in about a minute per database.
 
@@ -69,6 +72,7 @@ def one_database(
     *,
     similar_only: bool = False,
     baseline: str | None = None,
+    only: str | None = None,
 ) -> dict[int, dict[str, object]]:
     """Every size built (and grouped by `similar`) first; then the API calls and the
     no-op render, the sizes in turns; then `similar`'s section, size by size."""
@@ -80,7 +84,7 @@ def one_database(
             started = time.perf_counter()
             planted[size] = build(url, size, seed=size, jobs=not similar_only)
             results[size]["build s"] = time.perf_counter() - started
-            if not similar_only:
+            if not similar_only and only is None:
                 # Listed with the full regroup's groups, before anything is added, and
                 # their statistics (autovacuum gathers them within a minute or so; until
                 # then PostgreSQL hashes every group for a page of near groups).
@@ -89,12 +93,13 @@ def one_database(
             print(f"{kind} {size}: built, load {os.getloadavg()[0]:.2f}", flush=True)
         if not similar_only:
             homes = {size: workdir / f"home-{kind}-{size}" for size in sizes}
-            for size, times in api_calls(urls, homes, repeat).items():
+            for size, times in api_calls(urls, homes, repeat, only).items():
                 results[size].update(times)
-            for size, times in noop_render(urls, homes, repeat).items():
-                results[size].update(times)
+            if only is None:
+                for size, times in noop_render(urls, homes, repeat).items():
+                    results[size].update(times)
             print(f"{kind}: calls timed, load {os.getloadavg()[0]:.2f}", flush=True)
-        for size in sizes:
+        for size in sizes if only is None else ():
             hashes, cluster = planted.pop(size)
             results[size].update(similar_section(urls[size], size, hashes, cluster, baseline))
             print(f"{kind} {size}: done, load {os.getloadavg()[0]:.2f}", flush=True)
@@ -119,6 +124,7 @@ def body(args: Namespace) -> None:
                 Path(tmp),
                 similar_only=args.similar_only,
                 baseline=args.baseline,
+                only=args.only,
             )
             print_table(kind, sizes, results)
 
@@ -158,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--rescan", type=int, default=0, help="files for a no-change rescan")
     parser.add_argument("--similar-only", action="store_true", help="no jobs, no API calls")
+    parser.add_argument("--only", metavar="TEXT", help="only the API calls whose name holds it")
     parser.add_argument("--baseline", metavar="SRC", help="run `similar` with this code too")
     return h.run(parser, body, argv, child=child)
 
