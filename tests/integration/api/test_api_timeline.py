@@ -125,6 +125,17 @@ def test_search_words_count_what_the_search_finds(api):
     assert {d["day"]: d["count"] for d in body["days"]} == days_of(found["assets"])
 
 
+def test_search_words_and_curation_filters_narrow_each_other(api):
+    with api.client() as http:
+        marked = http.post("/api/curation", json={"ids": [40, 41, 60], "action": "favorite"})
+        assert marked.status_code == 200, marked.text
+        params = {"q": "february 2015", "favorite": "true"}
+        found = http.get("/api/search", params={**params, "limit": 500}).json()["assets"]
+        body = timeline(http, **params)
+    assert sorted(a["id"] for a in found) == [40, 41]  # 60 is in March
+    assert {d["day"]: d["count"] for d in body["days"]} == days_of(found)
+
+
 @pytest.mark.parametrize(
     ("params", "status", "code"),
     [
