@@ -13,7 +13,6 @@
 
 import { get } from "./api.js";
 import { fill, h } from "./dom.js";
-import { plural } from "./format.js";
 import { listingPath } from "./search.js";
 
 const GAP = 4; // px between photos
@@ -471,7 +470,6 @@ export function timelineView({ filters, pageSize, tile, onStatus }) {
       removeEventListener("scroll", schedule);
       cancelAnimationFrame(frame);
     },
-    describe: () => (total ? plural(total, "photo") : ""),
   };
 }
 
