@@ -142,6 +142,19 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
             "/api/map",
             {"bbox": "2.31,48.835,2.39,48.865", "zoom": 14},
         ),
+        # The timeline (pipeline.library.timeline): every day from the timeline_days
+        # summary; filtered, counted from the matches; one month's bucket, newest first.
+        "/api/timeline": ("/api/timeline", {}),
+        "/api/timeline order=oldest": ("/api/timeline", {"order": "oldest"}),
+        "/api/timeline camera=canon (counted)": ("/api/timeline", {"camera": "canon"}),
+        "/api/timeline one month (counted)": (
+            "/api/timeline",
+            {"taken_from": "2020-06-01", "taken_to": "2020-06-30"},
+        ),
+        "/api/assets sort=taken-desc one month": (
+            "/api/assets",
+            {"sort": "taken-desc", "taken_from": "2020-06-01", "taken_to": "2020-06-30"},
+        ),
         "/api/places": ("/api/places", {}),
         "/api/jobs": ("/api/jobs", {}),
         "/api/jobs?type=verify": ("/api/jobs", {"type": "verify"}),

@@ -58,7 +58,7 @@ def curation_of(server, asset_id: int) -> dict:
 
 def test_rate_by_keyboard_then_curate_a_selection_into_an_album(five_photos, page, shots):
     server = five_photos
-    sign_in(page, server, "/library?sort=taken")
+    sign_in(page, server, "/library?order=oldest")
     tiles = page.locator(".gallery .tile")
     expect(tiles).to_have_count(5)
     ids = [int(tiles.nth(i).get_attribute("data-asset-id")) for i in range(5)]
@@ -142,17 +142,20 @@ def test_rate_by_keyboard_then_curate_a_selection_into_an_album(five_photos, pag
 
 def test_a_drag_in_select_mode_chooses_every_photo_it_crosses(five_photos, page, shots):
     server = five_photos
-    sign_in(page, server, "/library?sort=taken")
+    sign_in(page, server, "/library?order=oldest")
     tiles = page.locator(".gallery .tile")
     expect(tiles).to_have_count(5)
     ids = [int(tiles.nth(i).get_attribute("data-asset-id")) for i in range(5)]
     page.get_by_role("button", name="Select", exact=True).click()
+    # A day each, one under another: the drag runs down four of them, all on screen.
+    page.set_viewport_size({"width": 1360, "height": 1800})
     start, end = tiles.nth(0).bounding_box(), tiles.nth(3).bounding_box()
     page.mouse.move(start["x"] + 40, start["y"] + 40)
     page.mouse.down()
-    for step in range(1, 11):  # across tiles 1 and 2 to 3
-        x = start["x"] + 40 + (end["x"] - start["x"]) * step / 10
-        page.mouse.move(x, start["y"] + 40)
+    for step in range(1, 21):  # across tiles 1 and 2 to 3 (a day each, one under another)
+        x = start["x"] + 40 + (end["x"] - start["x"]) * step / 20
+        y = start["y"] + 40 + (end["y"] - start["y"]) * step / 20
+        page.mouse.move(x, y)
     page.mouse.up()
     expect(page.get_by_role("status").filter(has_text="selected")).to_have_text("4 photos selected")
     page.locator(".selection-curation").get_by_role("button", name="♥ Favourite").click()

@@ -76,7 +76,7 @@ def test_tiles_name_the_district_and_the_camera_as_people_name_it(roll_server, p
     expect(berlin.locator(".undated-badge")).to_have_count(0)
 
 
-def test_the_order_can_follow_the_local_time_shown(roll_server, page):
+def test_the_timeline_follows_the_local_time_shown_either_way(roll_server, page):
     ids = ids_by_name(roll_server)
     sign_in(page, roll_server, "/library")
     tiles = page.locator(".gallery .tile")
@@ -85,10 +85,11 @@ def test_the_order_can_follow_the_local_time_shown(roll_server, page):
     def order() -> list[int]:
         return [int(t.get_attribute("data-asset-id")) for t in tiles.all()]
 
-    # By instant (the default) Tokyo's 10:00 comes first; by the clocks shown, Berlin's 08:00.
+    # By the clocks shown, newest first: Tokyo's 10:00 before Berlin's 08:00 (though
+    # Berlin's came later as an instant); oldest first, the other way round.
     assert order().index(ids["tokyo.jpg"]) < order().index(ids["berlin.jpg"])
-    page.get_by_label("Order").select_option("taken")
-    expect(page).to_have_url(re.compile(r"sort=taken"))
+    page.get_by_label("Order").select_option("oldest")
+    expect(page).to_have_url(re.compile(r"order=oldest"))
     berlin_first = f".gallery .tile:nth-child(2)[data-asset-id='{ids['berlin.jpg']}']"
     expect(page.locator(berlin_first)).to_have_count(1)
     assert order().index(ids["berlin.jpg"]) < order().index(ids["tokyo.jpg"])

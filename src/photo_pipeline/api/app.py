@@ -28,6 +28,7 @@ from photo_pipeline.api import (
     sources,
     starters,  # noqa: F401  (registers the API's job types)
     streams,
+    timeline,
     uploads,
 )
 from photo_pipeline.api.auth import AuthenticateFirst, TokenAuth, load_or_create_token
@@ -134,6 +135,7 @@ def create_app(
     app.include_router(schedules.router, dependencies=bearer)
     app.include_router(uploads.router, dependencies=bearer)
     app.include_router(search.router, dependencies=bearer)
+    app.include_router(timeline.router, dependencies=bearer)
 
     @app.get("/api/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:

@@ -7,6 +7,7 @@ import os
 import re
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 import anyio
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -234,7 +235,7 @@ def _urls(asset_id: int, versions: dict[str, str]) -> dict[str, str | None]:
     }
 
 
-def _curation_filter(
+def curation_filter(
     request: Request,
     album: int | None,
     tag: str | None,
@@ -285,11 +286,12 @@ def list_assets(
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     sort: Annotated[
-        Literal["taken", "taken-utc", "added"],
+        Literal["taken", "taken-desc", "taken-utc", "added"],
         Query(
             description="taken-utc: by the instant (the UTC time when known); taken: by "
-            "the local time shown; added: newest in the catalogue first. A cursor pages "
-            "the order it was given for."
+            "the local time shown (taken-desc: newest first, the timeline's order); "
+            "added: newest in the catalogue first. A cursor pages the order it was "
+            "given for."
         ),
     ] = "taken-utc",
 ) -> AssetPage:
@@ -304,7 +306,7 @@ def list_assets(
         duplicates,
         place,
         asset_type,
-        _curation_filter(request, album, tag, rating, favorite, rejected),
+        curation_filter(request, album, tag, rating, favorite, rejected),
         person=None if person is None else find_person(api_state(request).library.sessions, person),
     )
     return asset_page_response(request, where, cursor=cursor, limit=limit, sort=sort)
@@ -478,14 +480,33 @@ class _WindowResponse(Response):
             os.close(self._fd)
 
 
-def _serve_original(request: Request, asset_id: int, part: str) -> Response:
+def _serve_original(request: Request, asset_id: int, part: str, download: bool) -> Response:
     lib = api_state(request).library
     opened = open_original(lib.sessions, asset_id, part)
     # private: the original is the user's; Range requests answered with 206
     headers = {"Cache-Control": "private, no-cache", "Accept-Ranges": "bytes"}
+    if download:
+        # A Motion Photo's clip is a video inside the JPEG: saved as the MP4 it is.
+        name = f"{os.path.splitext(opened.name)[0]}.mp4" if opened.window else opened.name
+        headers["Content-Disposition"] = _attachment(name)
     if opened.window:
         return _WindowResponse(opened, headers, request.headers.get("range"))
     return _OpenedFileResponse(opened, headers)
+
+
+def _attachment(name: str) -> str:
+    """A Content-Disposition that saves the file under its own name (RFC 6266: an ASCII
+    fallback, and the name itself percent-encoded as UTF-8)."""
+    fallback = "".join(
+        c if c.isascii() and c.isprintable() and c not in '"\\;%' else "_" for c in name
+    )
+    encoded = quote(name, safe="", errors="replace")
+    return f"attachment; filename=\"{fallback or 'original'}\"; filename*=UTF-8''{encoded}"
+
+
+_DOWNLOAD = Annotated[
+    bool, Query(description="Sent as an attachment under the file's name (a download).")
+]
 
 
 _ORIGINAL_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -504,11 +525,12 @@ _ORIGINAL_RESPONSES: dict[int | str, dict[str, Any]] = {
     responses=_ORIGINAL_RESPONSES,
     response_class=Response,
 )
-def get_original(asset_id: AssetId, request: Request) -> Response:
+def get_original(asset_id: AssetId, request: Request, download: _DOWNLOAD = False) -> Response:
     """The asset's original file, byte for byte, with its own Content-Type; Range
     requests (``bytes=0-99``, ``bytes=-500``) get 206 Partial Content, an
-    unsatisfiable range 416. For video playback and downloads."""
-    return _serve_original(request, asset_id, "original")
+    unsatisfiable range 416. For video playback and downloads (``download=true``: as
+    an attachment with the file's name)."""
+    return _serve_original(request, asset_id, "original", download)
 
 
 @media_router.get(
@@ -516,10 +538,10 @@ def get_original(asset_id: AssetId, request: Request) -> Response:
     responses=_ORIGINAL_RESPONSES,
     response_class=Response,
 )
-def get_motion(asset_id: AssetId, request: Request) -> Response:
+def get_motion(asset_id: AssetId, request: Request, download: _DOWNLOAD = False) -> Response:
     """A Live Photo's motion part (its MOV), or the clip inside a Motion Photo, as
     ``original`` serves files; 404 for an asset without one."""
-    return _serve_original(request, asset_id, "motion")
+    return _serve_original(request, asset_id, "motion", download)
 
 
 @media_router.get(

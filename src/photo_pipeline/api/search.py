@@ -9,7 +9,13 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from photo_pipeline.api.library import AssetPage, Day, asset_page_response, day_of
+from photo_pipeline.api.library import (
+    AssetPage,
+    Day,
+    asset_page_response,
+    curation_filter,
+    day_of,
+)
 from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES
 from photo_pipeline.pipeline.library.browse import AssetFilter
@@ -38,9 +44,14 @@ def search_assets(
     duplicates: Literal["exact", "near"] | None = None,
     place: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
     asset_type: Annotated[Literal["photo", "video", "live"] | None, Query(alias="type")] = None,
+    album: Annotated[int | None, Query(ge=1, le=2**62, description="In this album.")] = None,
+    tag: Annotated[str | None, Query(max_length=500, pattern=PLAIN_TEXT)] = None,
+    rating: Annotated[str | None, Query(max_length=16)] = None,
+    favorite: bool | None = None,
+    rejected: bool | None = None,
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    sort: Literal["taken", "taken-utc", "added"] = "taken-utc",
+    sort: Literal["taken", "taken-desc", "taken-utc", "added"] = "taken-utc",
 ) -> AssetPage:
     """Assets matching a search (and the ``/api/assets`` filters given with it), paged
     as ``/api/assets`` pages: pass ``next_cursor`` with the same ``q``. 422
@@ -55,6 +66,8 @@ def search_assets(
         duplicates,
         place,
         asset_type,
+        # The library's curation filters beside the words (the timeline counts them).
+        curation_filter(request, album, tag, rating, favorite, rejected),
     )
     where = parse(q, listing)
     return asset_page_response(request, where, cursor=cursor, limit=limit, sort=sort)

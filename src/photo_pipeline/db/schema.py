@@ -924,3 +924,15 @@ face_scans = Table(
     Column("blurred", Integer, nullable=False),
     Column("scanned_at", UTCDateTime, nullable=False),
 )
+
+# The timeline's summary: per capture day (local calendar, taken_local's first ten
+# characters) how many assets the library shows on it (motion halves of Live Photos
+# left out). Kept by triggers on assets that migration 0029 creates
+# (pipeline.library.timeline).
+timeline_days = Table(
+    "timeline_days",
+    metadata,
+    Column("day", String(10), nullable=False),
+    Column("count", BigInteger, nullable=False),
+    PrimaryKeyConstraint("day"),
+)

@@ -171,3 +171,23 @@ def test_a_source_folder_swapped_for_a_link_outside_is_never_opened(served, tmp_
         answer = http.get(listed["video"]["original_url"])
         assert answer.status_code == 404
         assert opens.seen() == [], "the server opened a file outside the roots"
+
+
+def test_download_sends_each_part_as_an_attachment_with_its_name(served):
+    api, listed, files = served
+    live, motion_photo = listed["photo"], listed["motion_photo"]
+    with api.client() as http:
+        still = http.get(live["original_url"], params={"download": "true"})
+        motion = http.get(live["motion_url"], params={"download": "true"})
+        clip = http.get(motion_photo["motion_url"], params={"download": "true"})
+        played = http.get(live["original_url"])
+    assert still.content == files["still"].read_bytes()
+    assert motion.content == files["motion"].read_bytes()
+    name = files["still"].name
+    assert still.headers["content-disposition"] == (
+        f"attachment; filename=\"{name}\"; filename*=UTF-8''{name}"
+    )
+    assert files["motion"].name in motion.headers["content-disposition"]
+    # A Motion Photo's clip is saved as the MP4 it is, not under the JPEG's name.
+    assert "PXL_20230801_120000000.MP.mp4" in clip.headers["content-disposition"]
+    assert "content-disposition" not in played.headers  # played, not downloaded

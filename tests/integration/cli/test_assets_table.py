@@ -79,7 +79,7 @@ def test_the_json_keeps_raw_names_beside_the_shown_ones(cli, imported):
     assert rows["IMG_0300.jpg"]["undated"] is True
 
 
-@pytest.mark.parametrize("sort", ["taken", "taken-utc", "added"])
+@pytest.mark.parametrize("sort", ["taken", "taken-desc", "taken-utc", "added"])
 def test_every_order_pages_by_keyset_to_the_same_listing(cli, imported, session_factory, sort):
     from photo_pipeline.pipeline.library.ordering import BadCursor, Order
 
@@ -89,5 +89,7 @@ def test_every_order_pages_by_keyset_to_the_same_listing(cli, imported, session_
     assert paged == whole and len(whole) == 3
     if sort == "added":
         assert whole == sorted(whole, reverse=True)  # newest first
+    if sort == "taken-desc":  # the timeline's order: "taken" backwards
+        assert whole == [row["id"] for row in catalog.iter_assets(sort="taken")][::-1]
     with pytest.raises(BadCursor):  # a cursor of one order is refused by another
         Order("taken").decode(Order("added").encode({"id": 1}))

@@ -352,7 +352,7 @@ def _filtered(
     query = query.where(live_photos.shown())
     if where.type is not None:
         query = query.where(type_matches(where.type))
-    if sort == "taken":
+    if sort in ("taken", "taken-desc"):
         # Sorted by the wall clock: the days are a range of the order's own index.
         if where.taken_from is not None:
             query = query.where(assets.c.taken_local >= where.taken_from.isoformat())
@@ -400,6 +400,18 @@ def _words_match(session: Session, search_words: tuple[str, ...]) -> ColumnEleme
     if plain:
         conditions.append(matching(session, plain))
     return and_(*conditions)
+
+
+def listed(
+    query: Select[*tuple[Any, ...]], where: AssetFilter, session: Session
+) -> Select[*tuple[Any, ...]]:
+    """``query`` narrowed to the assets the listing shows with ``where`` (its filters,
+    search words and a present file), its date range read on the local wall clock (a
+    range of ``ix_assets_taken_local_id``)."""
+    query = _filtered(query, where, sort="taken").where(_has_present_file())
+    if where.words:
+        query = query.where(_words_match(session, where.words))
+    return query
 
 
 def _filtered_but_dates(

@@ -3,6 +3,8 @@ cursor (so a deep page costs what the first does):
 
 - ``taken``: by the local wall clock the camera showed (``taken_local``, then id), the
   time the listings show; index ``ix_assets_taken_local_id``;
+- ``taken-desc``: the same, newest first (the timeline's order): that index walked
+  backwards;
 - ``taken-utc``: by the instant (``taken_order``: UTC when known, floating times read
   as UTC, then id); index ``ix_assets_taken_order_id``. Photos taken in several zones
   interleave by when they happened, so their local times can look out of order;
@@ -23,7 +25,7 @@ from sqlalchemy import ColumnElement, tuple_
 from photo_pipeline.db.schema import assets
 from photo_pipeline.errors import PhotoPipelineError
 
-SORTS = ("taken", "taken-utc", "added")
+SORTS = ("taken", "taken-desc", "taken-utc", "added")
 _MAX_ID = 2**63 - 1
 
 
@@ -52,13 +54,15 @@ class Order:
         """The ORDER BY clauses."""
         if self.name == "taken":
             return [assets.c.taken_local, assets.c.id]
+        if self.name == "taken-desc":
+            return [assets.c.taken_local.desc(), assets.c.id.desc()]
         if self.name == "taken-utc":
             return [assets.c.taken_order, assets.c.id]
         return [assets.c.id.desc()]
 
     def key(self, row: dict[str, Any]) -> tuple[Any, ...]:
         """The keyset of ``row`` (which holds the columns the order reads)."""
-        if self.name == "taken":
+        if self.name in ("taken", "taken-desc"):
             return (row["taken_local"], row["id"])
         if self.name == "taken-utc":
             return (row["taken_order"], row["id"])
@@ -69,6 +73,8 @@ class Order:
         later: ColumnElement[bool]
         if self.name == "taken":
             later = tuple_(assets.c.taken_local, assets.c.id) > key
+        elif self.name == "taken-desc":
+            later = tuple_(assets.c.taken_local, assets.c.id) < key
         elif self.name == "taken-utc":
             later = tuple_(assets.c.taken_order, assets.c.id) > key
         else:
@@ -100,7 +106,7 @@ class Order:
                 return when, _asset_id(asset_id)
             if raw[0] != self.name:
                 raise ValueError
-            if self.name == "taken":
+            if self.name in ("taken", "taken-desc"):
                 _, local, asset_id = raw
                 if not isinstance(local, str) or len(local) > 32:
                     raise ValueError

@@ -1,55 +1,43 @@
-// Library: a virtualised thumbnail grid paged by cursor as you scroll (only the
-// rows near the viewport are in the DOM), filters, and an asset view with the
-// preview and metadata. Videos carry a badge with their length and play in the asset
-// view (H.264/HEVC in MP4/MOV; others show the poster and a download link); a Live
-// Photo carries a "Live" badge and plays its motion part on hover or click. A photo
-// dated only by its file's mtime carries an "Undated" badge; Select mode chooses
-// photos for "Set date" (library_dates.js) and for curation (../curation.js: heart,
-// rating, reject, tags, albums; shift-click or a drag chooses a range). The viewer
-// rates by keys.
+// Library: the timeline (../timeline.js: justified rows grouped by day, newest first,
+// virtualised, with a date scrubber), filters and search, and an asset view with the
+// preview and metadata (arrow keys or a swipe step through the photos; download the
+// original, and a Live Photo's motion part). Videos carry a badge with their length
+// and play in the asset view (H.264/HEVC in MP4/MOV; others show the poster and a
+// download link); a Live Photo carries a "Live" badge and plays its motion part on
+// hover or click. A photo dated only by its file's mtime carries an "Undated" badge;
+// Select mode chooses photos for "Set date" (library_dates.js) and for curation
+// (../curation.js: heart, rating, reject, tags, albums; click, shift-click for a
+// range, or a drag across photos). The viewer rates by keys.
 
 import { accessToken, get, withAccessToken } from "../api.js";
-import { emptyState, inlineProblem, joinPath, pageHeader, pathView, spinner } from "../components.js";
+import { emptyState, inlineProblem, joinPath, pageHeader, pathView, showProblem, spinner } from "../components.js";
 import { debounce, fill, h } from "../dom.js";
-import { bytes, clipLength, count, localTime, plural, takenSource, when } from "../format.js";
+import { bytes, clipLength, localTime, plural, takenSource, when } from "../format.js";
 import { dateSelection } from "./library_dates.js";
 import { CURATION_FILTERS, curationFilterInputs, curationPanel, selectionActions, tileMarks } from "../curation.js";
 import { uploadPanel } from "../upload.js";
-import { listingPath, searchBox } from "../search.js";
+import { searchBox } from "../search.js";
+import { timelineView } from "../timeline.js";
 
-const PAGE = 120;
-const MIN_TILE = 170; // px, as .gallery's grid-template-columns in app.css
-const GAP = 14; // px, .gallery's gap
-const CAPTION_GUESS = 56; // px, until a rendered tile is measured
-const FILTERS = ["q", "taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type", "sort", ...CURATION_FILTERS];
+const PAGE = 200;
+const SWIPE = 50; // px of a horizontal swipe that steps the viewer
+const FILTERS = ["q", "taken_from", "taken_to", "camera", "has_gps", "duplicates", "place", "type", "order", ...CURATION_FILTERS];
 
 export function render(main, _params, query) {
   const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || ""]));
   const pageSize = Math.min(500, Math.max(1, Number(query.get("limit")) || PAGE));
-  const grid = h("ul.gallery", { "aria-label": "Photos" });
   const status = h("p.gallery-status.muted", { role: "status", "aria-live": "polite" });
-  // The holder is as tall as every loaded row; the grid inside holds only the rows
-  // near the viewport, moved down to where they belong.
-  const holder = h("div.gallery-holder", {}, grid);
   const viewer = assetViewer(curated);
   const dates = dateSelection({
     actions: selectionActions({ ids: () => dates.ids(), onCurated: curated }),
     onChanged: () => reset(),
     onToggle: (id, chosen) => {
-      const item = grid.querySelector(`.tile[data-asset-id="${id}"]`);
+      const item = main.querySelector(`.gallery .tile[data-asset-id="${id}"]`);
       if (item) markChosen(item, chosen);
     },
   });
-  let cursor = null;
-  let done = false;
-  let loading = false;
-  let generation = 0;
-  const assets = [];
-  let columns = 1;
-  let rowHeight = 0; // a tile's height plus the gap, measured from a rendered tile
-  let shown = { first: 0, last: -1 }; // indexes of the assets whose tiles are in the grid
-  let frame = 0;
-  let lastChosen = null; // the index a shift-click chooses a range from
+  const timeline = timelineView({ filters, pageSize, tile, onStatus: showStatus });
+  let lastChosen = null; // the asset a shift-click chooses a range from
   let drag = null; // {from, moved}: a press in Select mode that chooses every tile it crosses
   let dragged = false; // the press ended on its own tile after crossing others: no toggle
 
@@ -65,99 +53,40 @@ export function render(main, _params, query) {
     reset();
   };
   fill(main,
-    pageHeader("Library", "Every unique photo, in the order it was taken."),
+    pageHeader("Library", "Every unique photo, by the day it was taken."),
     upload.root,
     searchBox(filters.q, (q) => applyFilters({ q })),
     filterForm(filters, applyFilters),
     h("div.gallery-bar", {}, status, dates.bar),
     dates.outcome,
-    holder,
+    timeline.root,
     viewer.dialog,
     dates.dialog);
 
-  async function loadPage() {
-    if (loading || done) return;
-    loading = true;
-    const ticket = generation;
-    if (!assets.length) fill(status, spinner("Loading photos…"));
-    try {
-      await accessToken(); // image URLs need it
-      const page = await get(listingPath(filters), { ...filters, cursor, limit: pageSize });
-      if (ticket !== generation) return;
-      cursor = page.next_cursor;
-      done = !cursor;
-      assets.push(...page.assets);
-      showStatus();
-    } catch (error) {
-      if (ticket === generation) fill(status, inlineProblem(error));
-      done = true;
-    } finally {
-      if (ticket === generation) loading = false;
+  function showStatus(answer) {
+    if (answer.error) {
+      if (!timeline.total) fill(status, inlineProblem(answer.error));
+      else showProblem(answer.error, { context: "Library" });
+      return;
     }
-    // At once, not next frame: the page grows before anyone scrolls to its new end.
-    if (ticket === generation) renderVisible(); // and it fetches on while the end is near
-  }
-
-  function showStatus() {
-    if (!assets.length) {
-      const filtered = Object.entries(filters).some(([name, value]) => name !== "sort" && value);
+    if (!answer.total) {
+      const filtered = Object.entries(filters).some(([name, value]) => name !== "order" && value);
       fill(status, emptyState(
         filtered ? "No photos match these filters" : "The library is empty",
         filtered ? "Clear a filter to see more." : "Import a folder on the Jobs page to fill it.",
       ));
       return;
     }
-    fill(status, done ? plural(assets.length, "photo") : `${plural(assets.length, "photo")} loaded · scroll for more`);
+    fill(status, plural(answer.total, "photo"));
   }
 
-  function schedule() {
-    if (!frame) frame = requestAnimationFrame(renderVisible);
+  async function reset() {
+    fill(status, spinner("Loading photos…"));
+    await accessToken(); // image URLs need it
+    timeline.reset();
   }
 
-  // Render the rows within a screen of the viewport; nodes already in the grid stay
-  // (a focused tile keeps its focus, a loaded image its pixels).
-  function renderVisible() {
-    cancelAnimationFrame(frame);
-    frame = 0;
-    const width = holder.clientWidth;
-    const nextColumns = Math.max(1, Math.floor((width + GAP) / (MIN_TILE + GAP)));
-    if (nextColumns !== columns) {
-      columns = nextColumns;
-      grid.style.gridTemplateColumns = `repeat(${columns}, minmax(0, 1fr))`;
-    }
-    const rowGuess = rowHeight || (width - GAP * (columns - 1)) / columns + CAPTION_GUESS + GAP;
-    const rows = Math.ceil(assets.length / columns);
-    holder.style.height = `${Math.max(0, rows * rowGuess - GAP)}px`;
-    const top = -holder.getBoundingClientRect().top;
-    const firstRow = Math.max(0, Math.floor((top - innerHeight) / rowGuess));
-    const lastRow = Math.min(rows - 1, Math.floor((top + 2 * innerHeight) / rowGuess));
-    const first = firstRow * columns;
-    const last = Math.min(assets.length - 1, (lastRow + 1) * columns - 1);
-    if (first !== shown.first || last !== shown.last) {
-      if (last < shown.first || first > shown.last) {
-        fill(grid);
-        shown = { first, last: first - 1 };
-      }
-      while (shown.first < first && grid.firstChild) { grid.firstChild.remove(); shown.first += 1; }
-      while (shown.last > last && grid.lastChild) { grid.lastChild.remove(); shown.last -= 1; }
-      const before = [];
-      for (let i = first; i < shown.first; i += 1) before.push(tile(assets[i], i));
-      grid.prepend(...before);
-      const after = [];
-      for (let i = shown.last + 1; i <= last; i += 1) after.push(tile(assets[i], i));
-      grid.append(...after);
-      shown = { first, last };
-    }
-    grid.style.top = `${firstRow * rowGuess}px`; // not a transform: it would paint differently
-    const measured = grid.firstElementChild ? grid.firstElementChild.getBoundingClientRect().height + GAP : 0;
-    if (measured && Math.abs(measured - rowHeight) > 0.01) {
-      rowHeight = measured;
-      schedule(); // place the rows again with the true height
-    }
-    if (!done && !loading && lastRow >= rows - 1 - Math.ceil(innerHeight / rowGuess)) loadPage();
-  }
-
-  function tile(asset, index) {
+  function tile(asset) {
     const src = withAccessToken(asset.thumbnail_url);
     const camera = cameraName(asset);
     const place = asset.place || "";
@@ -178,13 +107,13 @@ export function render(main, _params, query) {
     const dragging = {
       onpointerdown: (event) => {
         if (dates.active && event.button === 0 && !event.shiftKey && event.pointerType === "mouse") {
-          drag = { from: index, moved: false };
+          drag = { from: asset, moved: false };
         }
       },
       onpointerenter: () => {
-        if (!drag || !dates.active || drag.from === index && !drag.moved) return;
+        if (!drag || !dates.active || drag.from === asset && !drag.moved) return;
         drag.moved = true;
-        chooseRange(drag.from, index);
+        chooseRange(drag.from, asset);
       },
     };
     const item = h("li.tile", { dataset: { assetId: asset.id, kind: asset.kind || "photo", undated: asset.undated ? "true" : "false" }, ...hover, ...dragging },
@@ -192,14 +121,17 @@ export function render(main, _params, query) {
         type: "button",
         "aria-label": `Open ${what}: ${label}`,
         onclick: (event) => {
-          if (!dates.active) return viewer.open(assets, index);
+          if (!dates.active) {
+            const loaded = timeline.loaded();
+            return viewer.open(loaded, loaded.indexOf(asset));
+          }
           if (dragged) {
             dragged = false;
             return null;
           }
-          if (event.shiftKey && lastChosen !== null) chooseRange(lastChosen, index);
+          if (event.shiftKey && lastChosen !== null) chooseRange(lastChosen, asset);
           else dates.toggle(asset);
-          lastChosen = index;
+          lastChosen = asset;
           return null;
         },
       },
@@ -214,10 +146,14 @@ export function render(main, _params, query) {
     return item;
   }
 
-  // Choose every photo from one index to another (a shift-click, a drag).
+  // Choose every loaded photo from one to another in the timeline's order (a
+  // shift-click, a drag).
   function chooseRange(one, other) {
-    for (let i = Math.min(one, other); i <= Math.max(one, other); i += 1) {
-      if (!dates.has(assets[i].id)) dates.toggle(assets[i]);
+    const loaded = timeline.loaded();
+    const [a, b] = [loaded.indexOf(one), loaded.indexOf(other)];
+    if (a < 0 || b < 0) return;
+    for (let i = Math.min(a, b); i <= Math.max(a, b); i += 1) {
+      if (!dates.has(loaded[i].id)) dates.toggle(loaded[i]);
     }
     lastChosen = other;
   }
@@ -225,19 +161,15 @@ export function render(main, _params, query) {
   function endDrag(event) {
     // A click follows on the tile pressed only when the press also ends there.
     const ended = event.target.closest?.(".tile");
-    dragged = Boolean(drag?.moved && ended && Number(ended.dataset.assetId) === Number(assets[drag.from]?.id));
+    dragged = Boolean(drag?.moved && ended && Number(ended.dataset.assetId) === Number(drag.from.id));
     drag = null;
   }
 
   // A curation changed these assets (curation.js): apply it and draw their tiles again.
   function curated(ids, change) {
     const wanted = new Set(ids.map(Number));
-    assets.forEach((asset, index) => {
-      if (!wanted.has(Number(asset.id))) return;
-      change(asset);
-      const old = grid.querySelector(`.tile[data-asset-id="${asset.id}"]`);
-      if (old) old.replaceWith(tile(asset, index));
-    });
+    for (const asset of timeline.loaded()) if (wanted.has(Number(asset.id))) change(asset);
+    timeline.redraw(ids);
   }
 
   function markChosen(item, chosen) {
@@ -247,30 +179,12 @@ export function render(main, _params, query) {
     else button.removeAttribute("aria-pressed");
   }
 
-  function reset() {
-    generation += 1;
-    assets.length = 0;
-    cursor = null;
-    done = false;
-    loading = false;
-    fill(grid);
-    shown = { first: 0, last: -1 };
-    loadPage();
-  }
-
-  // The holder's width changes with the window and with a scrollbar appearing.
-  const resized = new ResizeObserver(schedule);
-  resized.observe(holder);
-  addEventListener("scroll", schedule, { passive: true });
   addEventListener("pointerup", endDrag);
-  loadPage();
+  reset();
   return () => {
     upload.leave();
-    removeEventListener("scroll", schedule);
     removeEventListener("pointerup", endDrag);
-    resized.disconnect();
-    cancelAnimationFrame(frame);
-    generation += 1;
+    timeline.leave();
     viewer.close();
     dates.stop();
   };
@@ -323,8 +237,8 @@ function filterForm(values, apply) {
     duplicates: select("duplicates", values.duplicates, [["", "All photos"], ["exact", "Exact duplicates"], ["near", "Near duplicates"]]),
     type: select("type", values.type, [["", "Photos and videos"], ["photo", "Photos"], ["video", "Videos"], ["live", "Live Photos"]]),
     ...Object.fromEntries(curationInputs.map(([name, , el]) => [name, el])),
-    // The API's ?sort= (library.ordering): the instant, the local clock shown, or newest added.
-    sort: select("sort", values.sort, [["", "When taken"], ["taken", "Local time shown"], ["added", "Newest added"]]),
+    // The timeline's order: by the local time shown (GET /api/timeline?order=).
+    order: select("order", values.order, [["", "Newest first"], ["oldest", "Oldest first"]]),
   };
   const read = () => Object.fromEntries(Object.entries(inputs).map(([k, el]) => [k, el.value.trim()]));
   const later = debounce(() => apply(read()), 350);
@@ -343,7 +257,7 @@ function filterForm(values, apply) {
   field("duplicates", "Duplicates", inputs.duplicates),
   field("type", "Type", inputs.type),
   ...curationInputs.map(([name, label, el]) => field(name, label, el)),
-  field("sort", "Order", inputs.sort),
+  field("order", "Order", inputs.order),
   h("div.field.filter-actions", {},
     h("button.button.ghost", {
       type: "button",
@@ -364,8 +278,9 @@ export function assetViewer(onCurated) {
   const prev = h("button.button.ghost.small", { type: "button", "aria-label": "Previous photo", onclick: () => step(-1) }, "← Previous");
   const next = h("button.button.ghost.small", { type: "button", "aria-label": "Next photo", onclick: () => step(1) }, "Next →");
   const closeButton = h("button.button.small", { type: "button", onclick: () => dialog.close() }, "Close");
+  const downloads = h("div.viewer-downloads");
   const dialog = h("dialog.viewer", { "aria-labelledby": "viewer-title" },
-    h("div.viewer-head", {}, title, h("div.viewer-nav", {}, prev, next, closeButton)),
+    h("div.viewer-head", {}, title, h("div.viewer-nav", {}, downloads, prev, next, closeButton)),
     body);
   let list = [];
   let index = 0;
@@ -380,6 +295,20 @@ export function assetViewer(onCurated) {
   dialog.addEventListener("click", (event) => {
     if (event.target === dialog) dialog.close(); // the backdrop
   });
+  // A swipe (touch, pen or mouse) across the photo steps to the next or previous one;
+  // .asset-preview leaves horizontal pans to this (touch-action: pan-y).
+  let swipe = null;
+  body.addEventListener("pointerdown", (event) => {
+    if (event.target.closest(".asset-preview") && event.isPrimary) swipe = { x: event.clientX, y: event.clientY };
+  });
+  body.addEventListener("pointerup", (event) => {
+    if (!swipe) return;
+    const dx = event.clientX - swipe.x;
+    const dy = event.clientY - swipe.y;
+    swipe = null;
+    if (Math.abs(dx) >= SWIPE && Math.abs(dx) > 2 * Math.abs(dy)) step(dx < 0 ? 1 : -1);
+  });
+  body.addEventListener("pointercancel", () => { swipe = null; });
 
   function step(delta) {
     const target = index + delta;
@@ -396,6 +325,7 @@ export function assetViewer(onCurated) {
     // A disabled button drops focus out of the dialog: keep it inside, for the arrows.
     if (document.activeElement?.disabled || !dialog.contains(document.activeElement)) closeButton.focus();
     title.textContent = localTime(summary.taken_local);
+    fill(downloads, ...downloadLinks(summary));
     fill(body, spinner());
     panel = null;
     try {
@@ -424,6 +354,19 @@ export function assetViewer(onCurated) {
       if (dialog.open) dialog.close();
     },
   };
+}
+
+/** Links that download the original (saved under its own name), and a Live Photo's
+ * motion part beside it. */
+function downloadLinks(asset) {
+  const link = (url, text, label) => {
+    const href = url ? withAccessToken(`${url}?download=true`) : null;
+    return href ? h("a.button.ghost.small.download", { href, download: "", "aria-label": label }, text) : null;
+  };
+  return [
+    link(asset.original_url, "↓ Original", "Download the original"),
+    asset.live ? link(asset.motion_url, "↓ Motion", "Download the motion part") : null,
+  ];
 }
 
 /** What the asset view shows: the preview, a video player, or a Live Photo whose
