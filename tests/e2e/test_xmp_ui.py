@@ -68,7 +68,7 @@ def open_first(page):
 def test_sidecars_written_read_back_after_a_rescan_and_undone(two_photos, page, shots):
     server, root = two_photos
     sidecar = root / "IMG_0000.xmp"
-    sign_in(page, server, "/library?sort=taken")
+    sign_in(page, server, "/library?order=oldest")
     expect(page.locator(".gallery .tile")).to_have_count(2)
     panel = open_first(page)
     page.keyboard.press("4")
@@ -105,7 +105,7 @@ def test_sidecars_written_read_back_after_a_rescan_and_undone(two_photos, page, 
     wait_until(lambda: sidecar.read_bytes() == edited, "the sidecar put back")
     wait_for_jobs(server)
     page.screenshot(path=shots / "xmp-undone.png")
-    page.goto(f"{server.base_url}/library?sort=taken")
+    page.goto(f"{server.base_url}/library?order=oldest")
     panel = open_first(page)
     expect(panel.get_by_role("radio", name="2 stars")).to_have_attribute("aria-checked", "true")
     assert sidecar_rating(sidecar) == 2
