@@ -56,7 +56,8 @@ export function render(main, _params, query) {
     pageHeader("Library", "Every unique photo, by the day it was taken."),
     upload.root,
     searchBox(filters.q, (q) => applyFilters({ q })),
-    filterForm(filters, applyFilters),
+    foldedOnPhones("Filters", filterForm(filters, applyFilters),
+      FILTERS.some((name) => name !== "q" && name !== "order" && filters[name])),
     h("div.gallery-bar", {}, status, dates.bar),
     dates.outcome,
     timeline.root,
@@ -223,6 +224,19 @@ function mediaBadge(asset) {
   }
   if (asset.live) return h("span.media-badge.live-badge", { "aria-hidden": "true" }, "Live");
   return null;
+}
+
+// Below this width the filters fold behind their summary, so that the first screen of a
+// phone shows photos, not fields.
+const PHONE = window.matchMedia("(max-width: 640px)");
+
+/** ``content`` in a disclosure that is open on wide screens (its summary hidden) and,
+ * on phones, closed unless ``active`` (a filter is set). */
+function foldedOnPhones(label, content, active) {
+  const fold = h("details.fold-on-phones", { open: active || !PHONE.matches },
+    h("summary.button.ghost", {}, active ? `${label} (on)` : label), content);
+  PHONE.addEventListener("change", () => { if (!PHONE.matches) fold.open = true; });
+  return fold;
 }
 
 function filterForm(values, apply) {
