@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import date, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
@@ -17,7 +17,7 @@ from starlette.datastructures import Headers
 from starlette.responses import MalformedRangeHeader, RangeNotSatisfiable
 from starlette.types import Receive, Scope, Send
 
-from photo_pipeline.api.models import PLAIN_TEXT
+from photo_pipeline.api.listing_filters import ListingFilter
 from photo_pipeline.api.problems import (
     PROBLEM_JSON,
     PROBLEM_RESPONSES,
@@ -26,9 +26,7 @@ from photo_pipeline.api.problems import (
     problem,
 )
 from photo_pipeline.api.state import api_state
-from photo_pipeline.pipeline.curation import CurationFilter, find_album, parse_rating_range
 from photo_pipeline.pipeline.dedupe.plan import annotate_exact_groups
-from photo_pipeline.pipeline.faces.people import find_person
 from photo_pipeline.pipeline.library.browse import (
     AssetFilter,
     Browser,
@@ -44,21 +42,6 @@ router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
 media_router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
 
 AssetId = Annotated[int, Path(ge=1, le=2**62)]
-Day = Annotated[
-    str | None,
-    Query(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", description="A capture day, YYYY-MM-DD."),
-]
-
-
-def day_of(name: str, value: str | None) -> date | None:
-    if value is None:
-        return None
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise ApiError(422, "invalid_request", f"{name}: {value!r} is not a date") from None
-
-
 KINDS = ("thumbnail", "preview")
 
 
@@ -235,54 +218,10 @@ def _urls(asset_id: int, versions: dict[str, str]) -> dict[str, str | None]:
     }
 
 
-def curation_filter(
-    request: Request,
-    album: int | None,
-    tag: str | None,
-    rating: str | None,
-    favorite: bool | None,
-    rejected: bool | None,
-) -> CurationFilter:
-    """The curation filters of a listing; 404 ``album_not_found``, 422 ``invalid_tag`` or
-    ``invalid_rating`` for one that names nothing."""
-    if album is not None:
-        find_album(api_state(request).library.sessions, album)
-    return CurationFilter(
-        album=album,
-        tag=tag,
-        rating=parse_rating_range(rating) if rating is not None else None,
-        favorite=favorite,
-        rejected=rejected,
-    )
-
-
 @router.get("/api/assets", response_model=AssetPage)
 def list_assets(
     request: Request,
-    taken_from: Day = None,
-    taken_to: Day = None,
-    camera: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
-    has_gps: bool | None = None,
-    duplicates: Literal["exact", "near"] | None = None,
-    place: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
-    asset_type: Annotated[
-        Literal["photo", "video", "live"] | None,
-        Query(alias="type", description="photo, video, or live (Live and Motion Photos)."),
-    ] = None,
-    album: Annotated[int | None, Query(ge=1, le=2**62, description="In this album.")] = None,
-    tag: Annotated[
-        str | None,
-        Query(max_length=500, pattern=PLAIN_TEXT, description="The tag or one below it."),
-    ] = None,
-    rating: Annotated[
-        str | None,
-        Query(max_length=16, description="4, >=4, >3, <=2, <2 or 2-4 (0: unrated)."),
-    ] = None,
-    favorite: bool | None = None,
-    rejected: bool | None = None,
-    person: Annotated[
-        int | None, Query(ge=1, le=2**62, description="With a face of this person.")
-    ] = None,
+    where: ListingFilter,
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     sort: Annotated[
@@ -298,17 +237,6 @@ def list_assets(
     """Assets in capture order (the UTC instant when known, or ``sort``) with filters;
     pass ``next_cursor`` as ``?cursor=`` for the next page. A Live Photo is one asset:
     its motion part is not listed on its own (``motion_url`` plays it)."""
-    where = AssetFilter(
-        day_of("taken_from", taken_from),
-        day_of("taken_to", taken_to),
-        camera,
-        has_gps,
-        duplicates,
-        place,
-        asset_type,
-        curation_filter(request, album, tag, rating, favorite, rejected),
-        person=None if person is None else find_person(api_state(request).library.sessions, person),
-    )
     return asset_page_response(request, where, cursor=cursor, limit=limit, sort=sort)
 
 

@@ -9,16 +9,10 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from photo_pipeline.api.library import (
-    AssetPage,
-    Day,
-    asset_page_response,
-    curation_filter,
-    day_of,
-)
+from photo_pipeline.api.library import AssetPage, asset_page_response
+from photo_pipeline.api.listing_filters import ListingFilter
 from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES
-from photo_pipeline.pipeline.library.browse import AssetFilter
 from photo_pipeline.pipeline.library.search import MAX_LENGTH, parse
 
 router = APIRouter(tags=["library"], responses=PROBLEM_RESPONSES)
@@ -37,18 +31,7 @@ def search_assets(
             '"14 june 2019") and kinds (photo, video, live), all of which must match.',
         ),
     ],
-    taken_from: Day = None,
-    taken_to: Day = None,
-    camera: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
-    has_gps: bool | None = None,
-    duplicates: Literal["exact", "near"] | None = None,
-    place: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
-    asset_type: Annotated[Literal["photo", "video", "live"] | None, Query(alias="type")] = None,
-    album: Annotated[int | None, Query(ge=1, le=2**62, description="In this album.")] = None,
-    tag: Annotated[str | None, Query(max_length=500, pattern=PLAIN_TEXT)] = None,
-    rating: Annotated[str | None, Query(max_length=16)] = None,
-    favorite: bool | None = None,
-    rejected: bool | None = None,
+    listing: ListingFilter,
     cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*={0,2}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     sort: Literal["taken", "taken-desc", "taken-utc", "added"] = "taken-utc",
@@ -58,16 +41,5 @@ def search_assets(
     ``invalid_rating`` for a ``rating:…`` that names no rating from 0 to 5; 422
     ``invalid_search`` for a search that cannot be read (two kinds at once, more than 16
     words)."""
-    listing = AssetFilter(
-        day_of("taken_from", taken_from),
-        day_of("taken_to", taken_to),
-        camera,
-        has_gps,
-        duplicates,
-        place,
-        asset_type,
-        # The library's curation filters beside the words (the timeline counts them).
-        curation_filter(request, album, tag, rating, favorite, rejected),
-    )
     where = parse(q, listing)
     return asset_page_response(request, where, cursor=cursor, limit=limit, sort=sort)

@@ -10,11 +10,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
-from photo_pipeline.api.library import Day, curation_filter, day_of
+from photo_pipeline.api.listing_filters import ListingFilter
 from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES
 from photo_pipeline.api.state import api_state
-from photo_pipeline.pipeline.library.browse import AssetFilter
 from photo_pipeline.pipeline.library.search import MAX_LENGTH, parse
 from photo_pipeline.pipeline.library.timeline import timeline
 
@@ -38,22 +37,11 @@ class Timeline(BaseModel):
 @router.get("/api/timeline", response_model=Timeline)
 def get_timeline(
     request: Request,
+    listing: ListingFilter,
     q: Annotated[
         str | None,
         Query(max_length=MAX_LENGTH, pattern=PLAIN_TEXT, description="Words, as /api/search."),
     ] = None,
-    taken_from: Day = None,
-    taken_to: Day = None,
-    camera: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
-    has_gps: bool | None = None,
-    duplicates: Literal["exact", "near"] | None = None,
-    place: Annotated[str | None, Query(max_length=200, pattern=PLAIN_TEXT)] = None,
-    asset_type: Annotated[Literal["photo", "video", "live"] | None, Query(alias="type")] = None,
-    album: Annotated[int | None, Query(ge=1, le=2**62, description="In this album.")] = None,
-    tag: Annotated[str | None, Query(max_length=500, pattern=PLAIN_TEXT)] = None,
-    rating: Annotated[str | None, Query(max_length=16)] = None,
-    favorite: bool | None = None,
-    rejected: bool | None = None,
     order: Annotated[
         Literal["newest", "oldest"], Query(description="newest (the default) or oldest first.")
     ] = "newest",
@@ -61,18 +49,7 @@ def get_timeline(
     """Every capture day with assets the filters match and how many, newest first (or
     ``order=oldest``); months and years are the sums of their days. 404
     ``album_not_found``, 422 ``invalid_rating`` / ``invalid_search`` as the listings."""
-    where = AssetFilter(
-        day_of("taken_from", taken_from),
-        day_of("taken_to", taken_to),
-        camera,
-        has_gps,
-        duplicates,
-        place,
-        asset_type,
-        curation_filter(request, album, tag, rating, favorite, rejected),
-    )
-    if q is not None and q.strip():
-        where = parse(q, where)
+    where = parse(q, listing) if q is not None and q.strip() else listing
     found = timeline(api_state(request).library.sessions, where, newest_first=order == "newest")
     return Timeline(
         days=[TimelineDay(day=day, count=count) for day, count in found.days],

@@ -145,6 +145,7 @@ def test_search_words_and_curation_filters_narrow_each_other(api):
         ({"album": "999"}, 404, "album_not_found"),
         ({"rating": "seven"}, 422, "invalid_rating"),
         ({"q": "photo video"}, 422, "invalid_search"),
+        ({"person": "999"}, 404, "person_not_found"),
     ],
 )
 def test_bad_input_is_a_problem(api, params, status, code):
@@ -153,6 +154,16 @@ def test_bad_input_is_a_problem(api, params, status, code):
     assert answer.status_code == status, answer.text
     assert answer.headers["content-type"].startswith("application/problem+json")
     assert answer.json()["code"] == code
+
+
+@pytest.mark.parametrize("path", ["/api/assets", "/api/search", "/api/timeline"])
+def test_every_listing_takes_the_same_filters(api, path):
+    """One set of filters for the three (api.listing_filters): a person no listing
+    knows is refused by each, not ignored by some."""
+    with api.client() as http:
+        answer = http.get(path, params={"q": "2015", "person": "999", "type": "photo"})
+    assert answer.status_code == 404, answer.text
+    assert answer.json()["code"] == "person_not_found"
 
 
 def test_the_listing_pages_newest_first(api):
