@@ -37,7 +37,13 @@ from photo_pipeline.db import open_database
 from photo_pipeline.db.dialect import engine_of
 from photo_pipeline.jobs import JobService, RetryPolicy
 from photo_pipeline.jobs.workers import WorkerRegistry
-from photo_pipeline.pipeline.library.home import MARKER, QUARANTINE, STORE, mark_home
+from photo_pipeline.pipeline.library.home import (
+    MARKER,
+    MARKING_LOCK,
+    QUARANTINE,
+    STORE,
+    mark_home,
+)
 
 if TYPE_CHECKING:
     from photo_pipeline.pipeline.library.catalog import Catalog
@@ -92,6 +98,7 @@ def make_home_private(home: Path) -> None:
     narrow_mode(home, PRIVATE_FOLDER_MODE)
     narrow_mode(home / API_TOKEN_FILE, PRIVATE_FILE_MODE)
     narrow_mode(home / MARKER, PRIVATE_FILE_MODE)
+    narrow_mode(home / MARKING_LOCK, PRIVATE_FILE_MODE)
     _narrow_tree(home / STORE, PRIVATE_FILE_MODE)
     _narrow_tree(home / QUARANTINE, None)
     # Made here, owner-only, before any dedupe: the job's os.makedirs of its own folder

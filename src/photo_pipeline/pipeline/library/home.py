@@ -28,7 +28,7 @@ from photo_pipeline.jobs import utc_now
 MARKER = ".photo-pipeline-library"
 # Held while a new library's id is committed and its marker written, so a worker
 # starting beside the first process never sees the id without the marker.
-_MARKING_LOCK = f"{MARKER}.lock"
+MARKING_LOCK = f"{MARKER}.lock"
 # The home's folders of the library's own files, which are never originals.
 STORE = "renditions"  # the rendition store (pipeline.renditions.store)
 QUARANTINE = "quarantine"  # dedupe's quarantine
@@ -70,7 +70,7 @@ def mark_home(session_factory: sessionmaker[Session], home: Path) -> None:
 def check_home(session_factory: sessionmaker[Session], home: Path) -> None:
     """Refuse (``HomeNotShared``) unless ``home`` carries this library's marker."""
     expected, found = _identities(session_factory, home)
-    if expected is not None and found is None and (home / _MARKING_LOCK).exists():
+    if expected is not None and found is None and (home / MARKING_LOCK).exists():
         # Being marked right now, by the process that made the library: wait for it.
         with _marking(home, fcntl.LOCK_SH):
             expected, found = _identities(session_factory, home)
@@ -104,7 +104,7 @@ def _marking(home: Path, how: int) -> Iterator[None]:
     to wait for that. Only the marking process creates the lock file, so a worker
     given a folder that is not the home leaves nothing in it."""
     flags = os.O_CLOEXEC | (os.O_RDWR | os.O_CREAT if how == fcntl.LOCK_EX else os.O_RDONLY)
-    fd = os.open(home / _MARKING_LOCK, flags, 0o600)
+    fd = os.open(home / MARKING_LOCK, flags, 0o600)
     try:
         fcntl.flock(fd, how)
         yield
