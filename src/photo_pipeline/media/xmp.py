@@ -153,6 +153,10 @@ def write_sidecar(
     other field kept: an edited copy in a temporary file beside it, checked, flushed,
     renamed over it, the folder flushed. ``album_ids`` names each album's URI. Raises
     XmpWriteError (nothing changed) or OSError."""
+    if not _sendable(path):
+        # exiftool takes its arguments as UTF-8 lines: such a name would fail the whole
+        # job (or name another file), so its item fails instead.
+        raise XmpWriteError(f"{path!r}: a name that is not UTF-8 or has a line break")
     pool = pool or shared_pool()
     temp = temp_of(path)
     remove_temp(temp)
@@ -247,6 +251,15 @@ def _escaped(text: str) -> str:
     for char in "|,{}[]":
         text = text.replace(char, "|" + char)
     return text
+
+
+def _sendable(path: str) -> bool:
+    """``path`` can be given to exiftool as one line of its argument file."""
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return False
+    return not any(c in path for c in "\n\r")
 
 
 def _argument_path(path: str) -> str:

@@ -84,3 +84,15 @@ def test_a_sidecar_exiftool_cannot_edit_is_left_as_it_was(tmp_path):
         write_sidecar(str(sidecar), XmpCuration(rating=3))
     assert sidecar.read_bytes() == b"not XMP at all"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["IMG_1.xmp"]
+
+
+@pytest.mark.parametrize("name", [b"caf\xe9.xmp", b"two\nlines.xmp"])
+def test_a_sidecar_name_exiftool_cannot_be_given_fails_alone(tmp_path, name):
+    """A Latin-1 name (from an old card) or a line break: refused with XmpWriteError,
+    which fails its item, not a UnicodeEncodeError that failed the whole job."""
+    import os
+
+    sidecar = os.path.join(os.fsdecode(tmp_path), os.fsdecode(name))
+    with pytest.raises(XmpWriteError, match="not UTF-8 or has a line break"):
+        write_sidecar(sidecar, XmpCuration(rating=3))
+    assert list(tmp_path.iterdir()) == []

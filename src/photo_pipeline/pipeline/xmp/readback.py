@@ -36,6 +36,7 @@ from photo_pipeline.db.schema import (
 )
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
+from photo_pipeline.media.errors import MediaError
 from photo_pipeline.media.exiftool import ExiftoolError
 from photo_pipeline.media.sidecar import MAX_SIDECAR_BYTES
 from photo_pipeline.media.xmp import XmpCuration, read_curation
@@ -97,12 +98,12 @@ def readback(factory: sessionmaker[Session], asset_ids: list[int]) -> dict[str, 
                 if sidecar.exists:
                     taken = _from_sidecar(factory, asset_id, sidecar.path, row, changed, allowed)
                 elif row is None:
-                    taken = _from_photo(factory, asset_id, photo, changed)
+                    taken = _from_photo(factory, asset_id, photo, changed, allowed)
                     if taken is not None:
                         photos_read[asset_id] = "embedded" if taken else "none"
                 else:
                     continue
-            except (OSError, ExiftoolError, roots.PathOutsideRoots) as exc:
+            except (OSError, ExiftoolError, MediaError, roots.PathOutsideRoots) as exc:
                 log.warning("%s: curation not read back (%s)", sidecar.path, exc)
                 continue
             if taken is not None:
@@ -130,8 +131,10 @@ def _from_sidecar(
         return None  # as last written or read
     if info.st_size > MAX_SIDECAR_BYTES:
         return None
-    roots.real_path_inside(path, allowed)
-    found = read_curation(path)
+    # Read through a pinned stand-in: confined on the descriptor, and an ASCII-safe
+    # name for exiftool (a name that is not UTF-8 cannot be sent to it as it is).
+    with roots.pinned(path, allowed) as opened:
+        found = read_curation(opened.path)
     if found is None:
         return None  # no exiftool
     edited = datetime.fromtimestamp(info.st_mtime_ns / 1e9, UTC)
@@ -157,8 +160,10 @@ def _from_photo(
     asset_id: int,
     photo: str,
     changed: dict[tuple[int, str], datetime],
+    allowed: tuple[str, ...],
 ) -> int | None:
-    found = read_curation(photo, embedded=True)
+    with roots.pinned(photo, allowed) as opened:
+        found = read_curation(opened.path, embedded=True)
     if found is None:
         return None
     now = found.fields()
