@@ -241,8 +241,11 @@ def test_sparse_4gb_file_fails_fast_with_bounded_memory(tmp_path) -> None:
     codes, peak_mib = done.stdout.rsplit(" ", 1)
     assert codes == "corrupt_file corrupt_file"
     # The file is 4 GiB; the peak includes the interpreter image each forked decode
-    # child inherits (measured 300-600 MiB with the suite running in parallel).
-    assert int(peak_mib) < 1024
+    # child inherits, and what a decode reads before its time limit ends it: measured
+    # 300-600 MiB with the suite running in parallel, once 1,124 MiB on a loaded CI
+    # machine (the slower the machine, the further it gets). Half the file is the bound
+    # that still says it was never read whole.
+    assert int(peak_mib) < 2048
 
 
 def test_a_hanging_decode_is_killed_at_its_time_limit(tmp_path, monkeypatch) -> None:
