@@ -4,7 +4,6 @@ asset chosen, or the first one added. Removing an album leaves its photos."""
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,10 +17,10 @@ from photo_pipeline.db.schema import album_assets, albums, assets
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
 from photo_pipeline.pipeline import search_index
+from photo_pipeline.pipeline.curation import names
 from photo_pipeline.pipeline.curation.assets import checked_ids, chunks
 from photo_pipeline.pipeline.curation.changes import touch
 from photo_pipeline.pipeline.curation.marks import Changed
-from photo_pipeline.pipeline.curation.names import has_unprintable, name_key
 
 MAX_NAME_LENGTH = 200
 _MAX_ID = 2**63 - 1
@@ -51,15 +50,9 @@ def normalise_name(text: str) -> tuple[str, str]:
     """An album's name as stored (space runs made one, NFC) and its casefolded key."""
     if not isinstance(text, str):
         raise InvalidAlbumName(detail="an album's name is text")
-    name = " ".join(unicodedata.normalize("NFC", text).split())
-    if not name:
-        raise InvalidAlbumName(detail="an album needs a name")
-    if has_unprintable(name):
-        raise InvalidAlbumName(detail=f"{text!r}: a name has no control or unassigned characters")
-    key = name_key(name)
-    if len(name) > MAX_NAME_LENGTH or len(key) > MAX_NAME_LENGTH:
-        raise InvalidAlbumName(detail=f"an album's name is at most {MAX_NAME_LENGTH} characters")
-    return name, key
+    return names.normalise_name(
+        text, InvalidAlbumName, "an album's", "an album needs a name", MAX_NAME_LENGTH
+    )
 
 
 def in_album(album_id: int) -> ColumnElement[bool]:

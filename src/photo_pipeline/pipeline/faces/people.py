@@ -6,7 +6,6 @@ the faces it holds the same way."""
 from __future__ import annotations
 
 import io
-import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import assets, face_scans, faces, people, renditions
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs.service import utc_now
-from photo_pipeline.pipeline.curation.names import has_unprintable, name_key
+from photo_pipeline.pipeline.curation import names
 from photo_pipeline.pipeline.faces.grouping import USER, drop_empty_people
 
 MAX_NAME_LENGTH = 200
@@ -50,15 +49,9 @@ class FaceNotFound(PhotoPipelineError):
 
 def normalise_name(text: str) -> tuple[str, str]:
     """A person's name as stored (space runs made one, NFC) and its casefolded key."""
-    name = " ".join(unicodedata.normalize("NFC", text).split())
-    if not name:
-        raise InvalidPersonName(detail="a person's name cannot be empty")
-    if has_unprintable(name):
-        raise InvalidPersonName(detail=f"{text!r}: a name has no control or unassigned characters")
-    key = name_key(name)
-    if len(name) > MAX_NAME_LENGTH or len(key) > MAX_NAME_LENGTH:
-        raise InvalidPersonName(detail=f"a person's name is at most {MAX_NAME_LENGTH} characters")
-    return name, key
+    return names.normalise_name(
+        text, InvalidPersonName, "a person's", "a person's name cannot be empty", MAX_NAME_LENGTH
+    )
 
 
 def _resolve(session: Session, ref: int | str) -> int:
@@ -146,7 +139,9 @@ def list_people(factory: sessionmaker[Session]) -> list[dict[str, Any]]:
             .outerjoin(ranked, (ranked.c.person_id == people.c.id) & (ranked.c.rank == 1))
         ).all()
     found = [row._asdict() for row in rows]
-    found.sort(key=lambda p: (p["name"] is None, name_key(p["name"] or ""), -p["faces"], p["id"]))
+    found.sort(
+        key=lambda p: (p["name"] is None, names.name_key(p["name"] or ""), -p["faces"], p["id"])
+    )
     return found
 
 
