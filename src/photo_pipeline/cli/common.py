@@ -21,13 +21,18 @@ if TYPE_CHECKING:
 # The command modules import the database and pipeline layers where a command runs,
 # not at the top: `--help` then starts without SQLAlchemy (tests/unit/cli/test_cli_startup.py).
 
+# `--help` groups the commands: the everyday ones in Typer's default panel, then these.
+CURATION_PANEL = "Curation"
+ORIGINALS_PANEL = "Originals: organize, verify, deduplicate, redate"
+JOBS_PANEL = "Jobs and workers"
+
 app = typer.Typer(
     help="Self-hosted, durable photo-processing pipeline.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
 job_app = typer.Typer(help="Inspect and steer one job.", no_args_is_help=True)
-app.add_typer(job_app, name="job")
+app.add_typer(job_app, name="job", rich_help_panel=JOBS_PANEL)
 
 # Piped output is read by programs and greps: Rich's default of 80 columns would wrap
 # or crop ids there, so lines are as long as they need to be.

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from photo_pipeline.cli.common import (
+    CURATION_PANEL,
     EXIT_NOT_FOUND,
     JsonOption,
     app,
@@ -33,8 +34,8 @@ tag_app = typer.Typer(
 album_app = typer.Typer(
     help="Albums: named sets of photos (a photo may be in many).", no_args_is_help=True
 )
-app.add_typer(tag_app, name="tag")
-app.add_typer(album_app, name="album")
+app.add_typer(tag_app, name="tag", rich_help_panel=CURATION_PANEL)
+app.add_typer(album_app, name="album", rich_help_panel=CURATION_PANEL)
 
 AssetIds = Annotated[
     list[int], typer.Argument(metavar="ID…", help="Asset ids (`assets` lists them).")
@@ -79,7 +80,7 @@ def _report(what: str, outcome: Changed, as_json: bool, **extra: Any) -> None:
     console.print(line, highlight=False)
 
 
-@app.command()
+@app.command(rich_help_panel=CURATION_PANEL)
 def rate(
     rating: Annotated[int, typer.Argument(metavar="N", help="0 to 5 stars (0: unrated).")],
     ids: AssetIds,
@@ -92,7 +93,7 @@ def rate(
     _report(f"rated {rating}", outcome, as_json, rating=rating)
 
 
-@app.command()
+@app.command(rich_help_panel=CURATION_PANEL)
 def favorite(ids: AssetIds, off: OffOption = False, as_json: JsonOption = False) -> None:
     """Mark photos as favourites (--off: no longer)."""
     from photo_pipeline.pipeline.curation import set_favorite
@@ -101,10 +102,11 @@ def favorite(ids: AssetIds, off: OffOption = False, as_json: JsonOption = False)
     _report("not favourite" if off else "favourite", outcome, as_json, favorite=not off)
 
 
-@app.command()
+@app.command(rich_help_panel=CURATION_PANEL)
 def reject(ids: AssetIds, off: OffOption = False, as_json: JsonOption = False) -> None:
-    """Flag photos as rejected (--off: no longer). Nothing is deleted: `assets
-    --rejected` lists them, `assets --not-rejected` the others."""
+    """Flag photos as rejected (--off: no longer); nothing is deleted.
+
+    `assets --rejected` lists them, `assets --not-rejected` the others."""
     from photo_pipeline.pipeline.curation import set_rejected
 
     outcome = _run(lambda: set_rejected(library().sessions, ids, not off))
@@ -190,8 +192,9 @@ def album_remove(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Take photos out of an album, or with no ids remove the album itself. The photos
-    stay in the catalogue either way."""
+    """Take photos out of an album, or with no ids remove the album itself.
+
+    The photos stay in the catalogue either way."""
     from photo_pipeline.pipeline.curation import delete_album, remove_from_album
 
     if ids:

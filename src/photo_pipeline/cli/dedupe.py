@@ -9,6 +9,7 @@ import typer
 
 from photo_pipeline.cli.common import (
     EXIT_REFUSED,
+    ORIGINALS_PANEL,
     JsonOption,
     WaitOption,
     app,
@@ -29,7 +30,7 @@ def _refuse(code: str, detail: str) -> None:
     raise typer.Exit(EXIT_REFUSED)
 
 
-@app.command()
+@app.command(rich_help_panel=ORIGINALS_PANEL)
 def dedupe(
     near: Annotated[
         bool,
@@ -57,9 +58,11 @@ def dedupe(
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Reclaim the space of exact duplicates: keep one copy of each (the keeper policy,
-    explained by --dry-run), move the others into <home>/quarantine/<job id>/.
-    --source/--since/--until: only the copies in those sources, taken on those days."""
+    """Reclaim the space of exact duplicates: keep one copy, quarantine the others.
+
+    The copy kept follows the keeper policy (--dry-run explains it); the others move
+    into <home>/quarantine/<job id>/. --source/--since/--until: only the copies in
+    those sources, taken on those days."""
     from photo_pipeline.cli.progress import full_job_id
     from photo_pipeline.pipeline import dedupe as deduping
 

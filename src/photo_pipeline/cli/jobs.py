@@ -11,6 +11,7 @@ import typer
 from rich.table import Column, Table
 
 from photo_pipeline.cli.common import (
+    JOBS_PANEL,
     JsonOption,
     app,
     console,
@@ -43,7 +44,7 @@ def init(as_json: JsonOption = False) -> None:
         console.print(f"library ready: [bold]{shown(lib.settings.home)} [/]({shown(database)})")
 
 
-@app.command("jobs")
+@app.command("jobs", rich_help_panel=JOBS_PANEL)
 def list_jobs(
     state: Annotated[list[str] | None, typer.Option(help="Only jobs in this state.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10_000)] = 50,
@@ -169,8 +170,9 @@ def events(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """A job's events in order; ``--follow`` keeps streaming until the job finishes
-    (``--json``: one JSON object per line)."""
+    """A job's events in order; ``--follow`` keeps streaming until the job finishes.
+
+    ``--json``: one JSON object per line."""
     from photo_pipeline.cli.job_words import event_words
     from photo_pipeline.jobs.states import FINISHED_STATES
 
@@ -226,20 +228,23 @@ def wait(
     import_modules: ImportOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Wait for jobs to finish, with live progress; exit 1 unless all succeeded, 5
-    when they did but some items failed."""
+    """Wait for jobs to finish, with live progress.
+
+    Exits 1 unless all succeeded, 5 when they did but some items failed."""
     load_handlers(import_modules or [])
     jobs = [_job_or_exit(job_id) for job_id in job_ids]
     finish_jobs(jobs, wait=True, as_json=as_json, embedded=embedded)
 
 
-@app.command()
+@app.command(rich_help_panel=JOBS_PANEL)
 def prune(
     older_than_days: Annotated[float, typer.Option(min=0, help="Age in days.")] = 30,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete finished jobs and their events older than the given age. Organize,
-    timeshift and dedupe jobs are kept: their journals are what undo and purge read."""
+    """Delete finished jobs and their events older than the given age.
+
+    Organize, timeshift and dedupe jobs are kept: their journals are what undo and
+    purge read."""
     from photo_pipeline.pipeline.job_types import UNDOABLE
 
     counts = library().service.prune(

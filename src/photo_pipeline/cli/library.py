@@ -59,8 +59,10 @@ def import_(
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Register folders and catalogue their photos: scan (hash, metadata, exact
-    duplicates), then render (thumbnails, previews), then similar (near duplicates)."""
+    """Register folders and catalogue their photos: scan, render, similar.
+
+    Scan hashes and reads metadata (exact duplicates), render makes thumbnails and
+    previews, similar groups near duplicates."""
     from photo_pipeline.pipeline.ingest.imports import IMPORT_CHAIN, import_folders
 
     lib = library()
@@ -171,8 +173,9 @@ def assets(
     limit: Annotated[int, typer.Option(min=1, max=1_000_000)] = 1000,
     as_json: JsonOption = False,
 ) -> None:
-    """Catalogued photos and videos, oldest first by the local time they were taken
-    (a Live Photo is one asset). The README says what each column means."""
+    """Catalogued photos and videos, oldest first by the local time they were taken.
+
+    A Live Photo is one asset. The README says what each column means."""
     from photo_pipeline.cli.curation import curation_filter
 
     kind = asset_type.value if asset_type is not None else None

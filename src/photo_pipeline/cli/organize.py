@@ -10,6 +10,7 @@ from rich.table import Table
 
 from photo_pipeline.cli.common import (
     EXIT_REFUSED,
+    ORIGINALS_PANEL,
     JsonOption,
     WaitOption,
     app,
@@ -46,7 +47,7 @@ UntilOption = Annotated[
 ]
 
 
-@app.command()
+@app.command(rich_help_panel=ORIGINALS_PANEL)
 def organize(
     dest: Annotated[
         Path | None, typer.Option("--dest", help="Destination folder of the layout.")
@@ -82,6 +83,7 @@ def organize(
     as_json: JsonOption = False,
 ) -> None:
     """Copy or move originals into a dated layout (collision-safe, resumable, undoable).
+
     Undated files (their only date is the file's mtime) go to undated/, in their folder
     of the source, with the default template; `{taken:%Y|undated}` says so in yours."""
     from photo_pipeline.cli.progress import full_job_id
@@ -220,7 +222,7 @@ def _print_report(report: dict[str, Any]) -> None:
         )
 
 
-@app.command()
+@app.command(rich_help_panel=ORIGINALS_PANEL)
 def verify(
     wait: WaitOption = False,
     as_json: JsonOption = False,
@@ -236,6 +238,7 @@ def verify(
     ] = None,
 ) -> None:
     """Hash every original again; report changed (bit rot) or missing files.
+
     With --wait, exits 5 when any file changed, went missing or cannot be read (its
     item failed), 1 when the job itself did not succeed."""
     from photo_pipeline.pipeline.verify import start_verify, verify_report

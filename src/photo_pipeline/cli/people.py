@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from photo_pipeline.cli.common import (
+    CURATION_PANEL,
     EXIT_NOT_FOUND,
     EXIT_REFUSED,
     JsonOption,
@@ -29,7 +30,7 @@ from photo_pipeline.cli.shown import counted, shown
 people_app = typer.Typer(
     help="People: faces grouped by the faces job, named by you.", no_args_is_help=True
 )
-app.add_typer(people_app, name="people")
+app.add_typer(people_app, name="people", rich_help_panel=CURATION_PANEL)
 
 PersonArg = Annotated[str, typer.Argument(metavar="PERSON", help="A person's id or name.")]
 FaceIds = Annotated[list[int], typer.Argument(metavar="FACE…", help="Face ids (`people show`).")]
@@ -74,8 +75,10 @@ def faces(
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Find the faces of every photo not looked at yet (in its preview) and group them
-    into people. Needs dlib and its models here or on a `worker --types faces`."""
+    """Find the faces of every photo not looked at yet and group them into people.
+
+    Faces are found in the preview. Needs dlib and its models here or on a
+    `worker --types faces`."""
     from photo_pipeline.media.faces import missing_models
     from photo_pipeline.pipeline.faces.job import enqueue_faces
 

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from photo_pipeline.cli.common import (
+    ORIGINALS_PANEL,
     JsonOption,
     WaitOption,
     app,
@@ -19,7 +20,7 @@ from photo_pipeline.cli.finish import finish_job
 from photo_pipeline.cli.shown import counted, shown
 
 
-@app.command()
+@app.command(rich_help_panel=ORIGINALS_PANEL)
 def timeshift(
     camera: Annotated[
         str | None, typer.Option(help="Camera model, exactly as in `assets` (any case).")
@@ -57,8 +58,10 @@ def timeshift(
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Correct a camera's clock (--camera … --by …), or set the date of chosen photos
-    (--asset … --set …), in the catalogue; originals are never rewritten."""
+    """Correct a camera's clock, or set the date of chosen photos, in the catalogue.
+
+    --camera … --by … shifts a camera; --asset … --set … dates chosen photos.
+    Originals are never rewritten."""
     from photo_pipeline.cli.progress import full_job_id
     from photo_pipeline.pipeline import timeshift as shifts
 

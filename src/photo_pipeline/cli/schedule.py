@@ -12,14 +12,14 @@ from zoneinfo import ZoneInfo
 import typer
 from rich.table import Column, Table
 
-from photo_pipeline.cli.common import JsonOption, app, console, library, print_json
+from photo_pipeline.cli.common import JOBS_PANEL, JsonOption, app, console, library, print_json
 from photo_pipeline.cli.shown import shown
 
 if TYPE_CHECKING:
     from photo_pipeline.jobs.schedules.book import Schedule, Schedules
 
 schedule_app = typer.Typer(help="Periodic jobs: a cron expression or an interval.")
-app.add_typer(schedule_app, name="schedule")
+app.add_typer(schedule_app, name="schedule", rich_help_panel=JOBS_PANEL)
 
 ScheduleId = Annotated[int, typer.Argument(help="The schedule's id (see `schedule list`).")]
 

@@ -24,8 +24,9 @@ def search(
     limit: Annotated[int, typer.Option(min=1, max=1_000_000)] = 1000,
     as_json: JsonOption = False,
 ) -> None:
-    """Catalogued photos and videos that match a search, in the order ``assets``
-    lists them (by the local time they were taken)."""
+    """Catalogued photos and videos that match a search.
+
+    In the order ``assets`` lists them (by the local time they were taken)."""
     from photo_pipeline.pipeline.library.search import parse
 
     where = parse(text)  # a bad search fails before the library opens

@@ -33,8 +33,9 @@ def watch(
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
-    """Watch every watched source nobody else watches (`import --watch`), until
-    SIGTERM/SIGINT: what settles in them is scanned."""
+    """Watch every watched source nobody else watches (`import --watch`).
+
+    Until SIGTERM/SIGINT, what settles in them is scanned."""
     from dataclasses import replace
 
     from photo_pipeline.pipeline.library.home import check_home

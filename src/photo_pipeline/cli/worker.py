@@ -11,6 +11,7 @@ from rich.table import Column, Table
 
 from photo_pipeline import logs
 from photo_pipeline.cli.common import (
+    JOBS_PANEL,
     JsonOption,
     app,
     console,
@@ -62,7 +63,7 @@ def load_handlers(modules: list[str]) -> None:
         importlib.import_module(module)
 
 
-@app.command()
+@app.command(rich_help_panel=JOBS_PANEL)
 def worker(
     concurrency: Annotated[
         int | None,
@@ -128,7 +129,7 @@ def worker(
     raise typer.Exit(code)
 
 
-@app.command("workers")
+@app.command("workers", rich_help_panel=JOBS_PANEL)
 def list_workers(
     all_: Annotated[bool, typer.Option("--all", help="Include stopped and dead ones.")] = False,
     as_json: JsonOption = False,

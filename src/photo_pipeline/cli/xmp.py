@@ -8,19 +8,28 @@ from typing import Annotated
 
 import typer
 
-from photo_pipeline.cli.common import JsonOption, WaitOption, app, console, library, print_json
+from photo_pipeline.cli.common import (
+    CURATION_PANEL,
+    JsonOption,
+    WaitOption,
+    app,
+    console,
+    library,
+    print_json,
+)
 from photo_pipeline.cli.finish import finish_job
 
 xmp_app = typer.Typer(
     help="Curation in XMP sidecars: written after each change, undoable.", no_args_is_help=True
 )
-app.add_typer(xmp_app, name="xmp")
+app.add_typer(xmp_app, name="xmp", rich_help_panel=CURATION_PANEL)
 
 
 @xmp_app.command("write")
 def xmp_write(wait: WaitOption = False, as_json: JsonOption = False) -> None:
-    """Write the curation changes not in the sidecars yet (joins the writer if one is
-    queued or running)."""
+    """Write the curation changes not in the sidecars yet.
+
+    Joins the writer if one is queued or running."""
     from photo_pipeline.pipeline.xmp import request_write
 
     lib = library()
@@ -40,9 +49,10 @@ def xmp_undo(
     wait: WaitOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Put back the sidecars an xmp_write job wrote, exactly as they were (one changed
-    since by another program is left alone, and said); the catalogue then holds what
-    they say."""
+    """Put back the sidecars an xmp_write job wrote, exactly as they were.
+
+    One changed since by another program is left alone, and said; the catalogue then
+    holds what they say."""
     from photo_pipeline.cli.progress import full_job_id
     from photo_pipeline.pipeline.xmp import start_undo
 
