@@ -15,6 +15,8 @@ tags           ``lr:hierarchicalSubject`` (the whole paths, ``Places|France|Pari
                and ``dc:subject`` (every level's name, as Lightroom writes it)
 albums         MWG collections, ``mwg-coll:Collections`` (``CollectionName`` = the
                album's name, ``CollectionURI`` = ``urn:photo-pipeline:album:ID``)
+people         MWG regions, ``mwg-rs:Regions`` (``media.xmp_regions``), written
+               with the curation when asked
 =============  ==================================================================
 
 A sidecar is written whole or not at all (:func:`write_sidecar`): exiftool writes an
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from photo_pipeline.media.exiftool import ExiftoolError, ExiftoolPool, shared_pool
+from photo_pipeline.media.xmp_regions import READ_ARGS, Regions, WantedRegions, parse_regions
 
 REJECTED_LABEL = "Rejected"
 ALBUM_URI = "urn:photo-pipeline:album:"
@@ -109,6 +112,15 @@ def read_curation(
     return None if found is None else parse_curation(found)
 
 
+def read_sidecar(
+    path: str, *, pool: ExiftoolPool | None = None
+) -> tuple[XmpCuration, Regions] | None:
+    """The curation and the regions in the sidecar at ``path`` (one exiftool call);
+    None without exiftool. ExiftoolError on a time-out."""
+    found = (pool or shared_pool()).read_tags(path, (*_READ, *READ_ARGS))
+    return None if found is None else (parse_curation(found), parse_regions(found))
+
+
 def assignments(
     wanted: XmpCuration, found: XmpCuration | None, album_ids: dict[str, int] | None = None
 ) -> list[str]:
@@ -139,6 +151,7 @@ class Written:
     sha256: str
     size: int
     mtime_ns: int
+    regions: list[dict[str, Any]] | None = None  # the named faces, when regions were written
 
 
 def write_sidecar(
@@ -146,13 +159,15 @@ def write_sidecar(
     wanted: XmpCuration,
     album_ids: dict[str, int] | None = None,
     *,
+    regions: WantedRegions | None = None,
     pool: ExiftoolPool | None = None,
     time_limit: float | None = None,
 ) -> Written:
     """Make the sidecar at ``path`` hold ``wanted`` (made when there is none), every
     other field kept: an edited copy in a temporary file beside it, checked, flushed,
-    renamed over it, the folder flushed. ``album_ids`` names each album's URI. Raises
-    XmpWriteError (nothing changed) or OSError."""
+    renamed over it, the folder flushed. ``album_ids`` names each album's URI;
+    ``regions``, the faces to write as MWG regions (None: the regions are left as
+    they are). Raises XmpWriteError (nothing changed) or OSError."""
     if not _sendable(path):
         # exiftool takes its arguments as UTF-8 lines: such a name would fail the whole
         # job (or name another file), so its item fails instead.
@@ -161,26 +176,37 @@ def write_sidecar(
     temp = temp_of(path)
     remove_temp(temp)
     exists = os.path.lexists(path)
-    found = read_curation(path, pool=pool) if exists else None
-    if exists and found is None:
+    read = read_sidecar(path, pool=pool) if exists else None
+    if exists and read is None:
         raise XmpWriteError("exiftool is not installed")
-    args = [*assignments(wanted, found, album_ids), "-o", temp]
+    found, found_regions = read if read is not None else (None, Regions())
+    args = assignments(wanted, found, album_ids)
+    if regions is not None:
+        args += regions.assignments(found_regions)
+    args += ["-o", temp]
     if exists:
         args.append(_argument_path(path))
     try:
         pool.execute(args, time_limit)
-        written = read_curation(temp, pool=pool) if os.path.exists(temp) else None
+        written = read_sidecar(temp, pool=pool) if os.path.exists(temp) else None
     except ExiftoolError as exc:
         remove_temp(temp)
         raise XmpWriteError(f"exiftool: {exc}") from exc
-    if written is None or written.fields() != wanted.fields():
+    problem = None
+    if written is None:
+        problem = "exiftool did not write the sidecar"
+    elif written[0].fields() != wanted.fields():
+        problem = f"exiftool wrote {written[0].fields()}, not {wanted.fields()}"
+    elif regions is not None and written[1].record() != regions.expected(found_regions):
+        expected = regions.expected(found_regions)
+        problem = f"exiftool wrote the regions {written[1].record()}, not {expected}"
+    if problem is not None or written is None:
         remove_temp(temp)
-        raise XmpWriteError(
-            "exiftool did not write the sidecar"
-            if written is None
-            else f"exiftool wrote {written.fields()}, not {wanted.fields()}"
-        )
-    return replace_with(temp, path)
+        raise XmpWriteError(problem or "exiftool did not write the sidecar")
+    done = replace_with(temp, path)
+    if regions is None:
+        return done
+    return Written(done.sha256, done.size, done.mtime_ns, written[1].record())
 
 
 def replace_with(temp: str, path: str) -> Written:

@@ -110,6 +110,13 @@ def find_faces(ctx: JobContext) -> None:
         counts["too_small"],
         counts["blurred"],
     )
+    # Names another program put in the sidecars (read at the scan, before any face
+    # was found) go to the new faces first: the grouping then builds on them.
+    from photo_pipeline.pipeline.xmp.regions import name_new_faces
+
+    named = name_new_faces(factory)
+    if named:
+        ctx.log.info("faces named from XMP regions: %d", named)
     done = group_faces(factory)
     ctx.log.info(
         "faces grouped: %d placed with people, %d new people, %d waiting (%d examined)",

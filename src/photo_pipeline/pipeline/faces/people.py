@@ -1,11 +1,15 @@
 """What the user decides about faces and people: names, merges, faces moved, taken out
 or called no face. Every decision marks the faces it touches ``assigned = "user"``, so
 the grouping (``pipeline.faces.grouping``) never undoes it; naming a person confirms
-the faces it holds the same way."""
+the faces it holds the same way. A decision that changes a named person's faces puts
+their photos in the curation outbox (field ``regions``): the XMP writer refreshes
+their MWG regions (``pipeline.xmp.regions``)."""
 
 from __future__ import annotations
 
 import io
+import logging
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +23,11 @@ from photo_pipeline.db.schema import assets, face_scans, faces, people, renditio
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.pipeline.curation import names
+from photo_pipeline.pipeline.curation.changes import touch
 from photo_pipeline.pipeline.faces.grouping import USER, drop_empty_people
+
+REGIONS = "regions"  # the outbox field of a photo whose people changed
+log = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 200
 _MAX_ID = 2**63 - 1
@@ -211,12 +219,14 @@ def name_person(factory: sessionmaker[Session], ref: int | str, name: str) -> di
                 detail=f"person {other} is already named {spelled!r}: merge them "
                 f"(people merge {other} {person_id})"
             )
+        now = utc_now()
         session.execute(
             update(people)
             .where(people.c.id == person_id)
-            .values(name=spelled, key=key, updated_at=utc_now())
+            .values(name=spelled, key=key, updated_at=now)
         )
         session.execute(update(faces).where(faces.c.person_id == person_id).values(assigned=USER))
+        _regions_changed(session, _assets_of(session, faces.c.person_id == person_id), now)
     return {"id": person_id, "name": spelled}
 
 
@@ -254,6 +264,8 @@ def merge_people(
                     .values(name=name_row.name, key=name_row.key, updated_at=utc_now())
                 )
         session.execute(update(faces).where(faces.c.person_id == target).values(assigned=USER))
+        if name is not None:  # its faces are confirmed (and some renamed): written again
+            _regions_changed(session, _assets_of(session, faces.c.person_id == target), utc_now())
     return {"id": target, "name": name, "faces_moved": int(moved)}
 
 
@@ -278,11 +290,14 @@ def move_faces(
             ).scalar_one()
         else:
             target = _resolve(session, to)
+        named_before = _assets_of(session, faces.c.id.in_(face_ids), named=True)
         session.execute(
             update(faces)
             .where(faces.c.id.in_(face_ids))
             .values(person_id=target, assigned=USER, not_face=False)
         )
+        named_after = _assets_of(session, faces.c.id.in_(face_ids), named=True)
+        _regions_changed(session, sorted({*named_before, *named_after}), now)
         drop_empty_people(session)
     return {"id": target, "faces_moved": len(face_ids)}
 
@@ -294,13 +309,73 @@ def release_faces(
     """The faces belong to no one (``not_face``: are no face at all); for good."""
     with write_session(factory) as session:
         _check_faces(session, face_ids)
+        named_before = _assets_of(session, faces.c.id.in_(face_ids), named=True)
         session.execute(
             update(faces)
             .where(faces.c.id.in_(face_ids))
             .values(person_id=None, assigned=USER, not_face=not_face)
         )
+        _regions_changed(session, named_before, utc_now())
         drop_empty_people(session)
     return len(face_ids)
+
+
+def place_named(session: Session, chosen: dict[int, str]) -> int:
+    """Each face of ``chosen`` (face id -> a person's name) goes to the person of that
+    name, made when there is none, as the user's decision (a name read from another
+    program's XMP regions); a name the catalogue refuses is skipped. How many faces
+    changed. In the caller's transaction; the photos are not queued for writing
+    (what is read back is not written back)."""
+    now = utc_now()
+    by_key: dict[str, int] = {}
+    changed = 0
+    for face_id, name in chosen.items():
+        try:
+            spelled, key = normalise_name(name)
+        except InvalidPersonName as exc:
+            log.warning("face %s: name %r from XMP not taken (%s)", face_id, name, exc.detail)
+            continue
+        person = by_key.get(key)
+        if person is None:
+            person = session.scalar(select(people.c.id).where(people.c.key == key))
+        if person is None:
+            person = session.execute(
+                people.insert()
+                .values(name=spelled, key=key, created_at=now, updated_at=now)
+                .returning(people.c.id)
+            ).scalar_one()
+        by_key[key] = person
+        changed += changed_rows(
+            session,
+            update(faces)
+            .where(
+                faces.c.id == face_id,
+                (faces.c.person_id.is_(None))
+                | (faces.c.person_id != person)
+                | (faces.c.assigned.is_(None))
+                | (faces.c.assigned != USER)
+                | faces.c.not_face.is_(True),
+            )
+            .values(person_id=person, assigned=USER, not_face=False),
+        )
+    drop_empty_people(session)
+    return changed
+
+
+def _assets_of(session: Session, which: ColumnElement[bool], *, named: bool = False) -> list[int]:
+    """The photos of the faces ``which`` selects (``named``: of those in a named
+    person)."""
+    query = select(faces.c.asset_id).where(which).distinct()
+    if named:
+        query = query.join(people, people.c.id == faces.c.person_id).where(
+            people.c.name.is_not(None)
+        )
+    return list(session.scalars(query))
+
+
+def _regions_changed(session: Session, asset_ids: list[int], now: datetime) -> None:
+    """The photos' people changed: into the outbox, for their sidecars' regions."""
+    touch(session, asset_ids, now, REGIONS)
 
 
 def face_crop(factory: sessionmaker[Session], home: Path, face_id: int, size: int = 160) -> bytes:

@@ -11,7 +11,8 @@ is newer and stays, and the writer puts it in the sidecar. A field the sidecar h
 last written is left alone. What is taken in is a curation change like any other (the
 UI shows it), but not written back: when the catalogue then holds exactly what the
 sidecar does, the asset leaves the outbox. A sidecar whose stamp (size and mtime) is
-the one last written or read is not read at all.
+the one last written or read is not read at all. People (MWG face regions) follow the
+same rule as one field, ``regions`` (``.regions``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from photo_pipeline.jobs import utc_now
 from photo_pipeline.media.errors import MediaError
 from photo_pipeline.media.exiftool import ExiftoolError
 from photo_pipeline.media.sidecar import MAX_SIDECAR_BYTES
-from photo_pipeline.media.xmp import XmpCuration, read_curation
+from photo_pipeline.media.xmp import XmpCuration, read_curation, read_sidecar
+from photo_pipeline.media.xmp_regions import Regions
 from photo_pipeline.pipeline import curation
 from photo_pipeline.pipeline.curation.assets import chunks
 from photo_pipeline.pipeline.curation.changes import FIELDS
@@ -47,6 +49,8 @@ from photo_pipeline.pipeline.curation.filters import curation_fields
 from photo_pipeline.pipeline.files import roots
 from photo_pipeline.pipeline.xmp.fields import as_xmp
 from photo_pipeline.pipeline.xmp.records import save_sidecar
+from photo_pipeline.pipeline.xmp.regions import FIELD as REGIONS
+from photo_pipeline.pipeline.xmp.regions import regions_agree, take_regions
 from photo_pipeline.pipeline.xmp.sidecar_path import photos_of, sidecar_of
 
 log = logging.getLogger(__name__)
@@ -134,9 +138,10 @@ def _from_sidecar(
     # Read through a pinned stand-in: confined on the descriptor, and an ASCII-safe
     # name for exiftool (a name that is not UTF-8 cannot be sent to it as it is).
     with roots.pinned(path, allowed) as opened:
-        found = read_curation(opened.path)
-    if found is None:
+        read = read_sidecar(opened.path)
+    if read is None:
         return None  # no exiftool
+    found, regions = read
     edited = datetime.fromtimestamp(info.st_mtime_ns / 1e9, UTC)
     synced = (row.fields if row is not None else None) or {}
     now = found.fields()
@@ -151,8 +156,16 @@ def _from_sidecar(
         if ours is None or edited > ours:
             taken[name] = now[name]
     _take(factory, asset_id, taken)
-    _settle(factory, asset_id, path, now, stamp, "read")
-    return len(taken)
+    placed = take_regions(
+        factory,
+        asset_id,
+        regions,
+        last=synced.get(REGIONS),
+        edited=edited,
+        ours=changed.get((asset_id, REGIONS)),
+    )
+    _settle(factory, asset_id, path, now, stamp, "read", regions)
+    return len(taken) + (1 if placed else 0)
 
 
 def _from_photo(
@@ -177,15 +190,22 @@ def _from_photo(
 
 
 def take_from_sidecar(
-    factory: sessionmaker[Session], asset_id: int, path: str, found: XmpCuration
+    factory: sessionmaker[Session],
+    asset_id: int,
+    path: str,
+    found: XmpCuration,
+    regions: Regions | None = None,
 ) -> None:
-    """The catalogue takes every field the sidecar at ``path`` holds (an undo put it
-    back), and the asset leaves the outbox."""
+    """The catalogue takes every curation field the sidecar at ``path`` holds (an
+    undo put it back), and the asset leaves the outbox. Its ``regions`` are
+    remembered as read; the people stay as they are (a later people change writes
+    them again)."""
     info = os.stat(path)
     current = _current(factory, asset_id)
     now = found.fields()
     _take(factory, asset_id, {k: v for k, v in now.items() if current.get(k) != v})
-    _settle(factory, asset_id, path, now, f"{info.st_size}:{info.st_mtime_ns}", "read")
+    stamp = f"{info.st_size}:{info.st_mtime_ns}"
+    _settle(factory, asset_id, path, now, stamp, "read", regions)
 
 
 def _current(factory: sessionmaker[Session], asset_id: int) -> dict[str, Any]:
@@ -235,14 +255,20 @@ def _settle(
     fields: dict[str, Any],
     stamp: str,
     state: str,
+    regions: Regions | None = None,
 ) -> None:
     """Remember what the sidecar holds; when the catalogue holds the same, there is
     nothing to write: the asset leaves the outbox."""
+    if regions is not None:
+        fields = {**fields, REGIONS: regions.record()}
     with write_session(factory) as session:
         save_sidecar(
             session, asset_id, path=path, fields=fields, stamp=stamp, state=state, now=utc_now()
         )
-        if as_xmp(curation_fields(session, [asset_id])[asset_id]).fields() == fields:
+        curation_agrees = as_xmp(curation_fields(session, [asset_id])[asset_id]).fields() == {
+            k: v for k, v in fields.items() if k != REGIONS
+        }
+        if curation_agrees and (regions is None or regions_agree(session, asset_id, regions)):
             version = session.scalar(
                 select(asset_curation.c.version).where(asset_curation.c.asset_id == asset_id)
             )

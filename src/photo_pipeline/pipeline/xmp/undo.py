@@ -16,7 +16,7 @@ from photo_pipeline.jobs import utc_now
 from photo_pipeline.jobs.context import JobContext
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.media.exiftool import ExiftoolError
-from photo_pipeline.media.xmp import file_sha256, read_curation, remove_temp, temp_of, write_bytes
+from photo_pipeline.media.xmp import file_sha256, read_sidecar, remove_temp, temp_of, write_bytes
 from photo_pipeline.pipeline.files import paths
 from photo_pipeline.pipeline.xmp.readback import take_from_sidecar
 from photo_pipeline.pipeline.xmp.write import CHANGED_SINCE, UNDO_JOB_TYPE, WRITE_FAILED
@@ -57,13 +57,13 @@ def xmp_write_undo(ctx: JobContext) -> None:
                 write_bytes(path, entry.old_bytes or b"")
             else:
                 os.unlink(path)
-            restored = read_curation(path) if entry.existed else None
+            restored = read_sidecar(path) if entry.existed else None
         except (OSError, ExiftoolError) as exc:
             ctx.fail(key, WRITE_FAILED, str(exc))
             continue
         _mark_undone(factory, target, ctx.job_id, asset_id, path if entry.existed else None)
         if restored is not None:
-            take_from_sidecar(factory, asset_id, path, restored)
+            take_from_sidecar(factory, asset_id, path, *restored)
         ctx.succeed(key)
 
 

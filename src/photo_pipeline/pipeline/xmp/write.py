@@ -1,6 +1,7 @@
-"""The ``xmp_write`` job: every asset whose curation changed (``curation.changes``'
-outbox) gets it written to its XMP sidecar, a batch at a time; and how it and its undo
-(``.undo``) are queued.
+"""The ``xmp_write`` job: every asset whose curation or people changed
+(``curation.changes``' outbox) gets it written to its XMP sidecar (people as MWG
+regions, ``.regions``), a batch at a time; and how it and its undo (``.undo``) are
+queued.
 
 One item per asset and version (``<asset id>@<version>``). A batch is journalled first
 (``xmp_entries``: the sidecar's bytes before, or that there was none), committed, then
@@ -46,10 +47,13 @@ from photo_pipeline.media.xmp import (
     XmpWriteError,
     write_sidecar,
 )
+from photo_pipeline.media.xmp_regions import WantedRegions
 from photo_pipeline.pipeline.curation.changes import pending_changes
 from photo_pipeline.pipeline.files import paths, roots
 from photo_pipeline.pipeline.xmp.fields import wanted_of
 from photo_pipeline.pipeline.xmp.records import save_sidecar
+from photo_pipeline.pipeline.xmp.regions import FIELD as REGIONS
+from photo_pipeline.pipeline.xmp.regions import wanted_regions
 from photo_pipeline.pipeline.xmp.sidecar_path import photos_of, sidecar_of
 
 JOB_TYPE = "xmp_write"
@@ -154,6 +158,7 @@ class _Planned:
     path: str
     wanted: XmpCuration
     album_ids: dict[str, int]
+    regions: WantedRegions | None
     existed: bool
     old: bytes | None
 
@@ -185,6 +190,7 @@ def _write_batch(ctx: JobContext, keys: list[str], allowed: tuple[str, ...]) -> 
     ids = sorted(by_asset)
     with read_session(factory) as session:
         wanted = wanted_of(session, ids)
+        regions = wanted_regions(session, ids)
         photos = photos_of(session, ids)
         versions = dict(
             session.execute(
@@ -215,7 +221,14 @@ def _write_batch(ctx: JobContext, keys: list[str], allowed: tuple[str, ...]) -> 
         curation, album_ids = wanted[asset_id]
         planned.append(
             _Planned(
-                by_asset[asset_id], asset_id, sidecar.path, curation, album_ids, sidecar.exists, old
+                by_asset[asset_id],
+                asset_id,
+                sidecar.path,
+                curation,
+                album_ids,
+                regions.get(asset_id),
+                sidecar.exists,
+                old,
             )
         )
     _journal(factory, ctx.job_id, planned)
@@ -227,7 +240,7 @@ def _write_batch(ctx: JobContext, keys: list[str], allowed: tuple[str, ...]) -> 
         try:
             written[entry.asset_id] = (
                 entry,
-                write_sidecar(entry.path, entry.wanted, entry.album_ids),
+                write_sidecar(entry.path, entry.wanted, entry.album_ids, regions=entry.regions),
             )
         except (XmpWriteError, OSError) as exc:
             skipped[entry.asset_id] = (WRITE_FAILED, str(exc), entry.path)
@@ -303,7 +316,7 @@ def _record(
                 session,
                 asset_id,
                 path=entry.path,
-                fields=entry.wanted.fields(),
+                fields={**entry.wanted.fields(), REGIONS: done.regions or []},
                 stamp=f"{done.size}:{done.mtime_ns}",
                 state="written",
                 now=now,
