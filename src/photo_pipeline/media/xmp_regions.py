@@ -203,13 +203,29 @@ class WantedRegions:
         """The region list a write makes of ``found``: every region that is not a face
         over one of ours kept as read, then our named faces."""
         kept = []
+        ours = list(self.named)
         for region, item in found.regions:
             if item is None:
                 continue  # an MP region: that list is left as it is
-            if region.kind.casefold() == FACE.casefold() and self._replaces(region):
+            same = self._same(region, ours)
+            if same is not None:
+                ours.remove(same)  # the name there already: its box and fields stay
+            elif region.kind.casefold() == FACE.casefold() and self._replaces(region):
                 continue
             kept.append((region, item))
-        return [*kept, *((region, None) for region in self.named)]
+        return [*kept, *((region, None) for region in ours)]
+
+    @staticmethod
+    def _same(region: Region, ours: list[Region]) -> Region | None:
+        """Our named face that ``region`` already is (its name, over it)."""
+        if not region.is_named_face:
+            return None
+        for named in ours:  # the same spelling: a new one is written anew
+            if named.name == region.name and (
+                overlap(region.box, named.box) >= MATCH_OVERLAP
+            ):
+                return named
+        return None
 
     def _replaces(self, region: Region) -> bool:
         """A named face over a face we hold is ours to decide; an unnamed one gives
