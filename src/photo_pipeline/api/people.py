@@ -14,6 +14,7 @@ from photo_pipeline.api.models import PLAIN_TEXT
 from photo_pipeline.api.problems import PROBLEM_RESPONSES
 from photo_pipeline.api.state import api_state
 from photo_pipeline.pipeline.faces import people as decide
+from photo_pipeline.pipeline.xmp import request_write
 
 router = APIRouter(tags=["people"], responses=PROBLEM_RESPONSES)
 crop_router = APIRouter(tags=["people"], responses=PROBLEM_RESPONSES)
@@ -109,6 +110,12 @@ def list_people(request: Request) -> list[Person]:
     return [Person(**row) for row in decide.list_people(api_state(request).library.sessions)]
 
 
+def _written(request: Request) -> None:
+    """After a people decision the sidecars' MWG regions follow: an ``xmp_write`` is
+    queued (or joined) while the outbox holds changes (pipeline.xmp)."""
+    request_write(api_state(request).library.service)
+
+
 @router.get("/api/people/{person_id}", response_model=PersonDetail)
 def get_person(person_id: PersonId, request: Request) -> PersonDetail:
     """A person and their faces (404 ``person_not_found``)."""
@@ -121,6 +128,7 @@ def name_person(person_id: PersonId, body: Naming, request: Request) -> Person:
     """Name or rename a person: their faces are confirmed as theirs. 409
     ``person_exists`` when another person has the name (merge them instead)."""
     decide.name_person(api_state(request).library.sessions, person_id, body.name)
+    _written(request)
     return _person(request, person_id)
 
 
@@ -128,6 +136,7 @@ def name_person(person_id: PersonId, body: Naming, request: Request) -> Person:
 def merge_people(person_id: PersonId, body: Merging, request: Request) -> Person:
     """The faces of ``people`` join this person, and they are gone."""
     decide.merge_people(api_state(request).library.sessions, person_id, list(body.people))
+    _written(request)
     return _person(request, person_id)
 
 
@@ -135,15 +144,18 @@ def merge_people(person_id: PersonId, body: Merging, request: Request) -> Person
 def move_faces(body: Moving, request: Request) -> Moved:
     """Faces go to a person (null: a new one); the grouping never moves them back."""
     done = decide.move_faces(api_state(request).library.sessions, list(body.faces), body.person)
+    _written(request)
     return Moved(person_id=done["id"], faces_moved=done["faces_moved"])
 
 
 @router.post("/api/faces/release", response_model=int)
 def release_faces(body: Releasing, request: Request) -> int:
     """Faces belong to no one (``not_face``: are no faces); for good."""
-    return decide.release_faces(
+    released = decide.release_faces(
         api_state(request).library.sessions, list(body.faces), not_face=body.not_face
     )
+    _written(request)
+    return released
 
 
 @router.get("/api/assets/{asset_id}/faces", response_model=AssetFaces)

@@ -50,9 +50,16 @@ def _not_found_exits() -> Iterator[None]:
         sys.exit(EXIT_NOT_FOUND)
 
 
-def _run(action: Callable[[], T]) -> T:
+def _run(action: Callable[[], T], *, changes: bool = False) -> T:
+    """Run a people command; after a decision the sidecars' MWG regions follow (an
+    ``xmp_write`` is queued while the outbox holds changes)."""
     with _not_found_exits():
-        return action()
+        done = action()
+    if changes:
+        from photo_pipeline.pipeline.xmp import request_write
+
+        request_write(library().service)
+    return done
 
 
 def person_or_exit(ref: str) -> int:
@@ -149,7 +156,7 @@ def name_person(
     """Name (or rename) a person; its faces are confirmed as theirs."""
     from photo_pipeline.pipeline.faces.people import name_person as name_it
 
-    done = _run(lambda: name_it(library().sessions, person, name))
+    done = _run(lambda: name_it(library().sessions, person, name), changes=True)
     if as_json:
         print_json(done)
     else:
@@ -165,7 +172,7 @@ def merge_people(
     """The faces of OTHER… join PERSON; they are gone."""
     from photo_pipeline.pipeline.faces.people import merge_people as merge
 
-    done = _run(lambda: merge(library().sessions, into, list(others)))
+    done = _run(lambda: merge(library().sessions, into, list(others)), changes=True)
     if as_json:
         print_json(done)
     else:
@@ -180,7 +187,7 @@ def split_person(faces: FaceIds, as_json: JsonOption = False) -> None:
     """The faces become a new person of their own."""
     from photo_pipeline.pipeline.faces.people import move_faces
 
-    done = _run(lambda: move_faces(library().sessions, list(faces), None))
+    done = _run(lambda: move_faces(library().sessions, list(faces), None), changes=True)
     _moved(done, as_json)
 
 
@@ -193,7 +200,7 @@ def move_faces(
     """The faces belong to another person."""
     from photo_pipeline.pipeline.faces.people import move_faces as move
 
-    done = _run(lambda: move(library().sessions, list(faces), to))
+    done = _run(lambda: move(library().sessions, list(faces), to), changes=True)
     _moved(done, as_json)
 
 
@@ -222,7 +229,7 @@ def not_a_face(faces: FaceIds, as_json: JsonOption = False) -> None:
 def _release(face_ids: list[int], *, not_face: bool, as_json: bool) -> None:
     from photo_pipeline.pipeline.faces.people import release_faces as release
 
-    count = _run(lambda: release(library().sessions, face_ids, not_face=not_face))
+    count = _run(lambda: release(library().sessions, face_ids, not_face=not_face), changes=True)
     if as_json:
         print_json({"faces": count, "not_face": not_face})
     else:

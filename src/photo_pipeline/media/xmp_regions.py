@@ -221,9 +221,7 @@ class WantedRegions:
         if not region.is_named_face:
             return None
         for named in ours:  # the same spelling: a new one is written anew
-            if named.name == region.name and (
-                overlap(region.box, named.box) >= MATCH_OVERLAP
-            ):
+            if named.name == region.name and (overlap(region.box, named.box) >= MATCH_OVERLAP):
                 return named
         return None
 
