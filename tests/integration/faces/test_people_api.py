@@ -46,6 +46,9 @@ def test_people_are_named_found_merged_and_shown(api):
 
         named = http.patch(f"/api/people/{obama['id']}", json={"name": "Barack Obama"})
         assert named.status_code == 200 and named.json()["name"] == "Barack Obama"
+        # The sidecars' MWG regions follow: a writer is queued before the answer.
+        jobs = api.library.service.list_jobs(limit=500)
+        assert any(job["job_type"] == "xmp_write" for job in jobs)
         listed = http.get("/api/assets", params={"person": obama["id"]}).json()["assets"]
         assert sorted(a["name"] for a in listed) == sorted(OBAMA)
         found = http.get("/api/search", params={"q": "obama"}).json()["assets"]
