@@ -144,6 +144,24 @@ def refresh(session: Session, asset_ids: Iterable[int | None]) -> None:
             )
 
 
+def rebuild(session: Session, *, chunk: int = 5000) -> int:
+    """Every asset's search document written afresh (after a bulk load of the
+    catalogue, or to replace documents of an older shape), ``chunk`` assets a
+    statement, in the caller's transaction; returns how many assets it read."""
+    session.execute(delete(asset_search))
+    after, done = 0, 0
+    while True:
+        ids = list(
+            session.scalars(
+                select(assets.c.id).where(assets.c.id > after).order_by(assets.c.id).limit(chunk)
+            )
+        )
+        if not ids:
+            return done
+        refresh(session, ids)
+        after, done = ids[-1], done + len(ids)
+
+
 # A search matching at most this many assets (found through the database's text index)
 # lists them by id: a page sorts these few. One matching more walks the listing's own
 # index and checks each asset's document by its key, so a page stops after ``limit``
