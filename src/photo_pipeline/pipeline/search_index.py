@@ -163,10 +163,34 @@ def rebuild(session: Session, *, chunk: int = 5000) -> int:
 
 
 # A search matching at most this many assets (found through the database's text index)
-# lists them by id: a page sorts these few. One matching more walks the listing's own
-# index and checks each asset's document by its key, so a page stops after ``limit``
-# matches: at most about limit * N / FEW checks, N the library's size, however many match.
+# lists them by id: a page sorts these few, and a sampled total (``Browser.asset_total``)
+# cuts them to each sample's ids. One matching more walks the listing's own index and
+# checks each asset's document by its key, so a page stops after ``limit`` matches: at
+# most about limit * N / FEW checks, N the library's size, however many match.
+# (Walking with each asset looked up in a set of up to 20,000 matches written out as
+# constants was tried: on PostgreSQL planning and sending the list cost more than the
+# checks it saved, bench.scale at 300k.)
 FEW = 2000
+
+
+def _probed(session: Session, joined: str) -> list[int] | None:
+    """The assets matching ``joined`` from the text index when they are at most
+    ``FEW`` (None: more), asked once per session (a sampled total asks for each of its
+    samples)."""
+    cache: dict[tuple[str, int], list[int] | None] = session.info.setdefault("search_matches", {})
+    key = (joined, FEW)
+    if key in cache:
+        return cache[key]
+    if is_postgresql(session):
+        few = (
+            "SELECT asset_id FROM asset_search "
+            f"WHERE to_tsvector('simple', document) @@ {_PG_QUERY}"
+        )
+    else:
+        few = f"SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {_SQLITE_QUERY}"
+    found = list(session.scalars(text(f"{few} LIMIT {FEW + 1}"), {"words": joined}))
+    cache[key] = None if len(found) > FEW else sorted(found)
+    return cache[key]
 
 
 def _checked(search_words: Iterable[str]) -> str:
@@ -183,20 +207,19 @@ _SQLITE_QUERY = """'"' || replace(:words, ' ', '"* "') || '"*'"""
 _PG_QUERY = "to_tsquery('simple', replace(:words, ' ', ':* & ') || ':*')"
 
 
-def matching(session: Session, search_words: Iterable[str]) -> ColumnElement[bool]:
+def matching(
+    session: Session, search_words: Iterable[str], *, within: tuple[int, int] | None = None
+) -> ColumnElement[bool]:
     """The condition that an asset has every one of ``search_words`` as a prefix of
-    one of its words, in the shape that costs least for how many match (``FEW``)."""
+    one of its words, in the shape that costs least for how many match (``FEW``);
+    ``within``: the caller reads only assets of this id range (a sampled
+    total), so a known set of matches is cut to it."""
     joined = _checked(search_words)
-    postgresql = is_postgresql(session)
-    if postgresql:
-        few = (
-            "SELECT asset_id FROM asset_search "
-            f"WHERE to_tsvector('simple', document) @@ {_PG_QUERY}"
-        )
-    else:
-        few = f"SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {_SQLITE_QUERY}"
-    found = list(session.scalars(text(f"{few} LIMIT {FEW + 1}"), {"words": joined}))
-    if len(found) <= FEW:
+    found = _probed(session, joined)
+    if found is not None and within is not None:
+        low, high = within
+        return assets.c.id.in_([a for a in found if low <= a <= high])
+    if found is not None:
         return assets.c.id.in_(found)
     # Each word a prefix of a word of the document (its words are joined by spaces and,
     # like the search words, hold letters and digits only: nothing in them is a LIKE
