@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, literal, select, text
+from sqlalchemy import ColumnElement, Integer, column, delete, literal, select, text
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import is_postgresql
@@ -164,21 +164,27 @@ def rebuild(session: Session, *, chunk: int = 5000) -> int:
 
 # A search matching at most this many assets (found through the database's text index)
 # lists them by id: a page sorts these few, and a sampled total (``Browser.asset_total``)
-# cuts them to each sample's ids. One matching more walks the listing's own index and
-# checks each asset's document by its key, so a page stops after ``limit`` matches: at
-# most about limit * N / FEW checks, N the library's size, however many match.
-# (Walking with each asset looked up in a set of up to 20,000 matches written out as
-# constants was tried: on PostgreSQL planning and sending the list cost more than the
-# checks it saved, bench.scale at 300k.)
+# cuts them to each sample's ids. One matching more walks the listing's own index, so a
+# page stops after ``limit`` matches (about limit * N / matches assets walked, N the
+# library's size), and tests each asset walked:
+# - on SQLite, matching at most ``SET_MAX``: against the set of matches, which the
+#   query reads once from the FTS5 index into an in-memory index (probed by the id the
+#   listing's index entry holds: an asset that misses costs no row read);
+# - else by its document, read by key (few are walked: at most about limit * N / FEW).
+# On PostgreSQL, a set of matches written out as constants (hashed there) was tried:
+# planning and sending the list cost more than the checks it saved (bench.scale, 300k).
 FEW = 2000
+SET_MAX = 20_000
 
 
 def _probed(session: Session, joined: str) -> list[int] | None:
     """The assets matching ``joined`` from the text index when they are at most
     ``FEW`` (None: more), asked once per session (a sampled total asks for each of its
     samples)."""
-    cache: dict[tuple[str, int], list[int] | None] = session.info.setdefault("search_matches", {})
-    key = (joined, FEW)
+    cache: dict[tuple[str, int, int], list[int] | None] = session.info.setdefault(
+        "search_matches", {}
+    )
+    key = (joined, FEW, SET_MAX)
     if key in cache:
         return cache[key]
     if is_postgresql(session):
@@ -190,6 +196,12 @@ def _probed(session: Session, joined: str) -> list[int] | None:
         few = f"SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {_SQLITE_QUERY}"
     found = list(session.scalars(text(f"{few} LIMIT {FEW + 1}"), {"words": joined}))
     cache[key] = None if len(found) > FEW else sorted(found)
+    if cache[key] is None and not is_postgresql(session):
+        # How many more (up to SET_MAX): the FTS5 index's rowids only.
+        many = session.scalar(
+            text(f"SELECT count(*) FROM ({few} LIMIT {SET_MAX + 1})"), {"words": joined}
+        )
+        session.info.setdefault("search_many", {})[key] = many
     return cache[key]
 
 
@@ -221,6 +233,15 @@ def matching(
         return assets.c.id.in_([a for a in found if low <= a <= high])
     if found is not None:
         return assets.c.id.in_(found)
+    many = session.info.get("search_many", {}).get((joined, FEW, SET_MAX))
+    if many is not None and many <= SET_MAX:
+        # ``id + 0``: the listing's index stays the walk (the set is only probed).
+        members = (
+            text(f"SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {_SQLITE_QUERY}")
+            .bindparams(words=joined)
+            .columns(column("rowid", Integer))
+        )
+        return (assets.c.id + 0).in_(members)
     # Each word a prefix of a word of the document (its words are joined by spaces and,
     # like the search words, hold letters and digits only: nothing in them is a LIKE
     # wildcard). A key lookup and a short LIKE per asset checked.
