@@ -13,8 +13,9 @@ region, country and its code), and the names of its tags (every level of
 - PostgreSQL: a GIN index on ``to_tsvector('simple', document)``.
 
 Each word typed matches as a prefix ("pari" finds Paris); all must match. ``matching``
-asks the text index first, for at most ``FEW`` + 1 assets: that few are listed by id;
-more are checked one by one along the listing's own index, by ``asset_search``'s key,
+asks the text index first (once per session), for at most ``FEW`` + 1 assets: that few
+are listed by id; more are tested one by one along the listing's own index (on SQLite,
+up to ``SET_MAX`` of them, against the set of matches; else by ``asset_search``'s key),
 so a page costs about the same in a large library as in a small one.
 
 ``refresh`` rewrites the documents of assets whose words may have changed; the
