@@ -155,16 +155,32 @@ def job_rows(count: int):
                "x", 0, 1, 3, 0, now, 1, 1, now, now, now)  # fmt: skip
 
 
-def bulk_load(url: str, table: str, columns: str, rows) -> None:
+def bulk_load(url: str, table: str, columns: str, rows, *, triggers: bool = True) -> None:
+    """``rows`` written into ``table``: COPY on PostgreSQL, batched INSERTs on SQLite.
+    ``triggers=False`` writes them with the table's triggers off (PostgreSQL: the
+    session's replication role; SQLite: the table's triggers dropped and made again in
+    the same transaction), so that the summaries they keep must be rebuilt after
+    (``rebuild_summaries``): a million rows through row triggers took over an hour."""
     engine = create_engine(url)
     raw = engine.raw_connection()
     try:
         cursor = raw.cursor()
         if engine.dialect.name == "postgresql":
+            if not triggers:
+                cursor.execute("SET session_replication_role = replica")
             with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
         else:
+            saved = []
+            if not triggers:
+                cursor.execute(
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
+                    (table,),
+                )
+                saved = cursor.fetchall()
+                for name, _ in saved:
+                    cursor.execute(f'DROP TRIGGER "{name}"')
             marks = ", ".join("?" * len(columns.split(",")))
             batch = []
             for row in rows:
@@ -174,10 +190,32 @@ def bulk_load(url: str, table: str, columns: str, rows) -> None:
                     batch.clear()
             if batch:
                 cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", batch)
+            for _, sql in saved:
+                cursor.execute(sql)
         raw.commit()
     finally:
         raw.close()
         engine.dispose()
+
+
+def rebuild_summaries(url: str) -> None:
+    """What the triggers on assets would have kept, counted afresh by the app's own
+    rebuilds (one per summary), and every search document written."""
+    from photo_pipeline.db import open_database
+    from photo_pipeline.pipeline import search_index
+    from photo_pipeline.pipeline.library.map import rebuild_map_cells
+    from photo_pipeline.pipeline.library.places import rebuild_place_counts
+    from photo_pipeline.pipeline.library.timeline import rebuild_timeline_days
+
+    factory = open_database(url)
+    try:
+        with factory.begin() as session:
+            rebuild_map_cells(session)
+            rebuild_timeline_days(session)
+            rebuild_place_counts(session)
+            search_index.rebuild(session)
+    finally:
+        factory.kw["bind"].dispose()
 
 
 def fix_sequences(url: str) -> None:
@@ -213,12 +251,13 @@ def build(url: str, size: int, seed: int, jobs: bool = True) -> tuple[list[int],
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO sources (id, path, added_at) VALUES (1, '/bench', 0)"))
     engine.dispose()
-    bulk_load(url, "assets", ASSET_COLUMNS, asset_rows(size, hashes, original, cluster, seed=seed))
+    rows = asset_rows(size, hashes, original, cluster, seed=seed)
+    bulk_load(url, "assets", ASSET_COLUMNS, rows, triggers=False)
     bulk_load(url, "files", FILE_COLUMNS, file_rows(size, seed=seed))
     if jobs:
         bulk_load(url, "jobs", JOB_COLUMNS, job_rows(max(size // 10, 100)))
     curate(url, size)
-    bulk_load(url, "asset_search", "asset_id, document", search_rows(url))
+    rebuild_summaries(url)
     fix_sequences(url)
     return hashes, cluster
 

@@ -11,7 +11,9 @@ Per database it:
    (exact duplicates) and a missing one for 1%, ``N/10`` finished jobs of five
    types, and 64-bit pHashes: uniform random, except 5% of the assets planted in
    clusters of 2-5 around an original (each copy 0-12 bits from it, smaller than the
-   original);
+   original). The assets are loaded with their summary triggers off, then the map
+   cells, timeline days, places and search documents are rebuilt by the app's own
+   rebuilds (``bench._scale_catalogue.rebuild_summaries``);
 2. runs `similar`'s full regroup in a child process (wall and CPU time, peak RSS of
    that process), then again with nothing new (incremental), then after adding 100
    assets (10 planted copies of existing originals and 90 random). ``--baseline SRC``

@@ -936,3 +936,24 @@ timeline_days = Table(
     Column("count", BigInteger, nullable=False),
     PrimaryKeyConstraint("day"),
 )
+
+# The places beside the map: per stored place of the assets (country code, country,
+# region, city; '' where a level is not known) how many assets the map shows there
+# (motion halves of Live Photos left out), how many have a position and those
+# positions' bounds (they only grow until the last positioned one leaves). Kept by
+# triggers on assets that migration 0030 creates (pipeline.library.places).
+place_counts = Table(
+    "place_counts",
+    metadata,
+    Column("country_code", String, nullable=False),
+    Column("country", String, nullable=False),
+    Column("region", String, nullable=False),
+    Column("city", String, nullable=False),
+    Column("count", BigInteger, nullable=False),
+    Column("located", BigInteger, nullable=False),
+    Column("south", Float),
+    Column("north", Float),
+    Column("west", Float),
+    Column("east", Float),
+    PrimaryKeyConstraint("country_code", "country", "region", "city"),
+)

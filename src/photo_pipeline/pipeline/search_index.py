@@ -13,8 +13,9 @@ region, country and its code), and the names of its tags (every level of
 - PostgreSQL: a GIN index on ``to_tsvector('simple', document)``.
 
 Each word typed matches as a prefix ("pari" finds Paris); all must match. ``matching``
-asks the text index first, for at most ``FEW`` + 1 assets: that few are listed by id;
-more are checked one by one along the listing's own index, by ``asset_search``'s key,
+asks the text index first (once per session), for at most ``FEW`` + 1 assets: that few
+are listed by id; more are tested one by one along the listing's own index (on SQLite,
+up to ``SET_MAX`` of them, against the set of matches; else by ``asset_search``'s key),
 so a page costs about the same in a large library as in a small one.
 
 ``refresh`` rewrites the documents of assets whose words may have changed; the
@@ -34,7 +35,7 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, literal, select, text
+from sqlalchemy import ColumnElement, Integer, column, delete, literal, select, text
 from sqlalchemy.orm import Session
 
 from photo_pipeline.db.dialect import is_postgresql
@@ -144,11 +145,65 @@ def refresh(session: Session, asset_ids: Iterable[int | None]) -> None:
             )
 
 
+def rebuild(session: Session, *, chunk: int = 5000) -> int:
+    """Every asset's search document written afresh (after a bulk load of the
+    catalogue, or to replace documents of an older shape), ``chunk`` assets a
+    statement, in the caller's transaction; returns how many assets it read."""
+    session.execute(delete(asset_search))
+    after, done = 0, 0
+    while True:
+        ids = list(
+            session.scalars(
+                select(assets.c.id).where(assets.c.id > after).order_by(assets.c.id).limit(chunk)
+            )
+        )
+        if not ids:
+            return done
+        refresh(session, ids)
+        after, done = ids[-1], done + len(ids)
+
+
 # A search matching at most this many assets (found through the database's text index)
-# lists them by id: a page sorts these few. One matching more walks the listing's own
-# index and checks each asset's document by its key, so a page stops after ``limit``
-# matches: at most about limit * N / FEW checks, N the library's size, however many match.
+# lists them by id: a page sorts these few, and a sampled total (``Browser.asset_total``)
+# cuts them to each sample's ids. One matching more walks the listing's own index, so a
+# page stops after ``limit`` matches (about limit * N / matches assets walked, N the
+# library's size), and tests each asset walked:
+# - on SQLite, matching at most ``SET_MAX``: against the set of matches, which the
+#   query reads once from the FTS5 index into an in-memory index (probed by the id the
+#   listing's index entry holds: an asset that misses costs no row read);
+# - else by its document, read by key (few are walked: at most about limit * N / FEW).
+# On PostgreSQL, a set of matches written out as constants (hashed there) was tried:
+# planning and sending the list cost more than the checks it saved (bench.scale, 300k).
 FEW = 2000
+SET_MAX = 20_000
+
+
+def _probed(session: Session, joined: str) -> list[int] | None:
+    """The assets matching ``joined`` from the text index when they are at most
+    ``FEW`` (None: more), asked once per session (a sampled total asks for each of its
+    samples)."""
+    cache: dict[tuple[str, int, int], list[int] | None] = session.info.setdefault(
+        "search_matches", {}
+    )
+    key = (joined, FEW, SET_MAX)
+    if key in cache:
+        return cache[key]
+    if is_postgresql(session):
+        few = (
+            "SELECT asset_id FROM asset_search "
+            f"WHERE to_tsvector('simple', document) @@ {_PG_QUERY}"
+        )
+    else:
+        few = f"SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {_SQLITE_QUERY}"
+    found = list(session.scalars(text(f"{few} LIMIT {FEW + 1}"), {"words": joined}))
+    cache[key] = None if len(found) > FEW else sorted(found)
+    if cache[key] is None and not is_postgresql(session):
+        # How many more (up to SET_MAX): the FTS5 index's rowids only.
+        many = session.scalar(
+            text(f"SELECT count(*) FROM ({few} LIMIT {SET_MAX + 1})"), {"words": joined}
+        )
+        session.info.setdefault("search_many", {})[key] = many
+    return cache[key]
 
 
 def _checked(search_words: Iterable[str]) -> str:
@@ -165,21 +220,29 @@ _SQLITE_QUERY = """'"' || replace(:words, ' ', '"* "') || '"*'"""
 _PG_QUERY = "to_tsquery('simple', replace(:words, ' ', ':* & ') || ':*')"
 
 
-def matching(session: Session, search_words: Iterable[str]) -> ColumnElement[bool]:
+def matching(
+    session: Session, search_words: Iterable[str], *, within: tuple[int, int] | None = None
+) -> ColumnElement[bool]:
     """The condition that an asset has every one of ``search_words`` as a prefix of
-    one of its words, in the shape that costs least for how many match (``FEW``)."""
+    one of its words, in the shape that costs least for how many match (``FEW``);
+    ``within``: the caller reads only assets of this id range (a sampled
+    total), so a known set of matches is cut to it."""
     joined = _checked(search_words)
-    postgresql = is_postgresql(session)
-    if postgresql:
-        few = (
-            "SELECT asset_id FROM asset_search "
-            f"WHERE to_tsvector('simple', document) @@ {_PG_QUERY}"
-        )
-    else:
-        few = f"SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {_SQLITE_QUERY}"
-    found = list(session.scalars(text(f"{few} LIMIT {FEW + 1}"), {"words": joined}))
-    if len(found) <= FEW:
+    found = _probed(session, joined)
+    if found is not None and within is not None:
+        low, high = within
+        return assets.c.id.in_([a for a in found if low <= a <= high])
+    if found is not None:
         return assets.c.id.in_(found)
+    many = session.info.get("search_many", {}).get((joined, FEW, SET_MAX))
+    if many is not None and many <= SET_MAX:
+        # ``id + 0``: the listing's index stays the walk (the set is only probed).
+        members = (
+            text(f"SELECT rowid FROM asset_search_fts WHERE asset_search_fts MATCH {_SQLITE_QUERY}")
+            .bindparams(words=joined)
+            .columns(column("rowid", Integer))
+        )
+        return (assets.c.id + 0).in_(members)
     # Each word a prefix of a word of the document (its words are joined by spaces and,
     # like the search words, hold letters and digits only: nothing in them is a LIKE
     # wildcard). A key lookup and a short LIKE per asset checked.

@@ -7,7 +7,7 @@ timeshift, a place change and a tag or album put on, renamed or taken off."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 
 from photo_pipeline.db.dialect import is_postgresql
 from photo_pipeline.db.schema import assets
@@ -23,6 +23,7 @@ from photo_pipeline.pipeline.curation.marks import set_favorite, set_rating
 from photo_pipeline.pipeline.curation.tags import add_tag, remove_tag
 from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.pipeline.ingest.places import start_backfill
+from photo_pipeline.pipeline.library import browse
 from photo_pipeline.pipeline.library.browse import _filtered
 from photo_pipeline.pipeline.library.search import parse
 from photo_pipeline.pipeline.timeshift.job import start_timeshift
@@ -63,11 +64,23 @@ def names(http, q: str, **params) -> set[str]:
             return set(found)
 
 
-@pytest.mark.parametrize("few", [search_index.FEW, 0], ids=["by-ids", "probed"])
-def test_words_dates_and_kinds_find_exactly_the_planted_assets(api, tmp_path, few, monkeypatch):
-    """Both shapes of the match: the few matching assets listed by id, and (FEW = 0)
-    the listing's index walked with a probe of the search index per asset."""
+# The shapes of a match (search_index.matching): the few matching assets listed by id;
+# the listing's index walked, each asset looked up in the set of matches (SQLite; on
+# PostgreSQL the same as "probed"); walked with a probe of the search index per asset.
+SHAPES = pytest.mark.parametrize(
+    "few, set_max",
+    [(search_index.FEW, search_index.SET_MAX), (0, search_index.SET_MAX), (0, 0)],
+    ids=["by-ids", "members", "probed"],
+)
+
+
+@SHAPES
+def test_words_dates_and_kinds_find_exactly_the_planted_assets(
+    api, tmp_path, few, set_max, monkeypatch
+):
+    """Every shape of the match finds the same assets."""
     monkeypatch.setattr(search_index, "FEW", few)
+    monkeypatch.setattr(search_index, "SET_MAX", set_max)
     plant(api, tmp_path / "photos")
     with api.client() as http:
         assert names(http, "paris 2019") == PARIS_2019
@@ -107,11 +120,39 @@ def test_words_dates_and_kinds_find_exactly_the_planted_assets(api, tmp_path, fe
         assert {"thumbnail_url", "taken_local", "place", "camera"} <= set(first["assets"][0])
 
 
-@pytest.mark.parametrize("few", [search_index.FEW, 0], ids=["by-ids", "probed"])
-def test_tags_and_albums_are_search_words(api, tmp_path, few, monkeypatch):
+@SHAPES
+def test_a_sampled_total_counts_the_matches_of_its_samples(
+    api, tmp_path, few, set_max, monkeypatch
+):
+    """A library too large for an exact total is counted in samples of ids: the known
+    set of matches is cut to each sample's ids, the walk's probe checks each asset.
+    With one sample spanning every id the estimate is the count."""
+    monkeypatch.setattr(search_index, "FEW", few)
+    monkeypatch.setattr(search_index, "SET_MAX", set_max)
+    plant(api, tmp_path / "photos")
+    with api.library.sessions() as session:
+        span = session.scalar(select(func.max(assets.c.id))) - session.scalar(
+            select(func.min(assets.c.id))
+        )
+    monkeypatch.setattr(browse, "EXACT_TOTAL_UP_TO", 0)
+    monkeypatch.setattr(browse, "_SAMPLES", 1)
+    monkeypatch.setattr(browse, "_SAMPLE_SPAN", span + 1)
+    with api.client() as http:
+        for q, want in (("paris 2019", PARIS_2019), ("pari", PARIS_2019 | {"louvre-2018.jpg"})):
+            first = http.get("/api/search", params={"q": q}).json()
+            assert (first["total"], first["total_exact"]) == (len(want), False), q
+    monkeypatch.setattr(browse, "_SAMPLE_SPAN", 1)  # a sample of the first id only
+    with api.client() as http:
+        first = http.get("/api/search", params={"q": "zanzibar"}).json()
+        assert (first["total"], first["total_exact"]) == (0, False)
+
+
+@SHAPES
+def test_tags_and_albums_are_search_words(api, tmp_path, few, set_max, monkeypatch):
     """A tag's levels and an album's name find its assets, with the other words; a tag
     taken off, an album renamed, emptied or removed is found by its words no more."""
     monkeypatch.setattr(search_index, "FEW", few)
+    monkeypatch.setattr(search_index, "SET_MAX", set_max)
     ids = {p.rsplit("/", 1)[-1]: a for p, a in plant(api, tmp_path / "photos").items()}
     sessions = api.library.sessions
     with api.client() as http:
@@ -250,6 +291,16 @@ def test_the_database_index_answers_the_match(api, tmp_path, monkeypatch):
         else:
             assert "VIRTUAL TABLE INDEX" in lookup and "asset_search_fts" in lookup, lookup
         monkeypatch.setattr(search_index, "FEW", 0)
+        if not postgresql:
+            members = _filtered(select(assets.c.id), parse("pari"))
+            members = members.where(search_index.matching(session, ("pari",))).order_by(
+                assets.c.taken_order, assets.c.id
+            )
+            walked = plan(session, members.limit(101))
+            assert "ix_assets_taken_order_id" in walked, walked
+            assert "LIST SUBQUERY" in walked and "asset_search_fts" in walked, walked
+            assert "TEMP B-TREE" not in walked, walked  # no sort of the matches
+        monkeypatch.setattr(search_index, "SET_MAX", 0)
         probed = _filtered(select(assets.c.id), parse("pari"))
         probed = probed.where(search_index.matching(session, ("pari",))).order_by(
             assets.c.taken_order, assets.c.id

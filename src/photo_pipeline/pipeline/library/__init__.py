@@ -9,6 +9,8 @@ shares about it.
 - :mod:`.keeper`: which copy of a duplicate to keep, and why (pure);
 - :mod:`.scope`: the sources and capture days an organize or a dedupe covers;
 - :mod:`.browse`: read-only views for the API and the web UI;
+- :mod:`.map`, :mod:`.places`, :mod:`.timeline`: the map, its places and the timeline,
+  each read from a summary that triggers on assets keep (and a rebuild of it);
 - :mod:`.ordering`: the orders a listing sorts in, each a keyset walk of one index;
 - :mod:`.shown`: what a person is shown of an asset (date confidence, camera, place);
 - :mod:`.originals`: an asset's original, opened for serving;

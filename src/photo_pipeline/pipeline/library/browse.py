@@ -193,8 +193,6 @@ class Browser:
             _has_present_file()
         )
         with listing_session(self._session_factory) as session:
-            if where.words:
-                counted = counted.where(_words_match(session, where.words))
             # Two statements: SQLite reads min() or max() from the end of the primary
             # key only when the query asks for just one of them.
             lowest = session.scalar(select(func.min(assets.c.id)))
@@ -203,14 +201,19 @@ class Browser:
                 return 0, True
             span = highest - lowest + 1
             if span <= EXACT_TOTAL_UP_TO:
+                if where.words:
+                    counted = counted.where(_words_match(session, where.words))
                 return session.scalar(counted) or 0, True
             step = span // _SAMPLES
             found = 0
             for n in range(_SAMPLES):
                 start = lowest + n * step
-                found += session.scalar(
-                    counted.where(assets.c.id.between(start, start + _SAMPLE_SPAN - 1))
-                )
+                sample = (start, start + _SAMPLE_SPAN - 1)
+                query = counted.where(assets.c.id.between(*sample))
+                if where.words:
+                    # A known set of matches cut to the sample's ids (a short list).
+                    query = query.where(_words_match(session, where.words, within=sample))
+                found += session.scalar(query)
         return round(found * span / (_SAMPLES * _SAMPLE_SPAN)), False
 
     def asset(self, asset_id: int) -> dict[str, Any] | None:
@@ -386,7 +389,9 @@ def people_named(session: Session, word: str) -> list[int]:
     return [row.id for row in named if any(part.startswith(word) for part in words(row.name))]
 
 
-def _words_match(session: Session, search_words: tuple[str, ...]) -> ColumnElement[bool]:
+def _words_match(
+    session: Session, search_words: tuple[str, ...], within: tuple[int, int] | None = None
+) -> ColumnElement[bool]:
     """Each search word a prefix of a word of the asset's document, or of the name of a
     person whose face is in it ("ann" finds the photos of Ann Lee)."""
     plain: list[str] = []
@@ -394,11 +399,11 @@ def _words_match(session: Session, search_words: tuple[str, ...]) -> ColumnEleme
     for word in search_words:
         named = people_named(session, word)
         if named:
-            conditions.append(or_(matching(session, [word]), with_people(named)))
+            conditions.append(or_(matching(session, [word], within=within), with_people(named)))
         else:
             plain.append(word)
     if plain:
-        conditions.append(matching(session, plain))
+        conditions.append(matching(session, plain, within=within))
     return and_(*conditions)
 
 

@@ -24,7 +24,9 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     and_,
+    delete,
     func,
+    insert,
     literal_column,
     or_,
     select,
@@ -34,6 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session
 from photo_pipeline.db.schema import assets, map_cells, renditions
+from photo_pipeline.pipeline.library import places
 from photo_pipeline.pipeline.library.map_grid import (
     SUMMARY_LEVELS,
     Box,
@@ -239,58 +242,35 @@ class MapBrowser:
         return [Point(i, lat, lon, versions.get(i)) for i, lat, lon in found]
 
     def places(self, country: str | None = None, region: str | None = None) -> list[dict[str, Any]]:
-        """Countries with counts; a country's regions (and its cities of no known
-        region); a region's cities: each with its level and the bounds of its assets (the
-        map zooms to them). Walks of a range of ``ix_assets_places``, which holds every
-        column they read."""
+        """The places beside the map, from their summary (:mod:`.places`)."""
         with read_session(self.sessions) as session:
-            if country is None:
-                found = self._places(session, "country", [])
-            elif region is None:
-                code = country.upper()
-                found = self._places(session, "region", [assets.c.country_code == code])
-                found += self._places(
-                    session,
-                    "city",
-                    [assets.c.country_code == code, assets.c.region.is_(None)],
-                )
-            else:
-                where = [assets.c.country_code == country.upper(), assets.c.region == region]
-                found = self._places(session, "city", where)
-        found.sort(key=lambda p: (-p["count"], p["name"]))
-        return found
+            return places.places(session, country, region)
 
-    def _places(
-        self, session: Session, level: str, where: list[ColumnElement[bool]]
-    ) -> list[dict[str, Any]]:
-        keys: list[Any] = [assets.c.country_code]
-        keys += [assets.c.country] if level == "country" else [assets.c[level]]
-        lat, lon = assets.c.gps_latitude, assets.c.gps_longitude
-        query = (
-            select(
-                *keys,
-                func.count().label("count"),
-                func.min(lat).label("south"),
-                func.max(lat).label("north"),
-                func.min(lon).label("west"),
-                func.max(lon).label("east"),
+
+def rebuild_map_cells(session: Session) -> None:
+    """``map_cells`` counted afresh from the assets, in the caller's transaction (after a
+    bulk load made with the triggers off, or to tighten bounds): each cell's sample is
+    its lowest id, as the insert triggers give when ids are added in order."""
+    session.execute(delete(map_cells))
+    for level in range(SUMMARY_LEVELS + 1):
+        cell = _cell_of(level)
+        session.execute(
+            insert(map_cells).from_select(
+                ["level", "cell", "count", "lat_sum", "lon_sum", "south", "north", "west",
+                 "east", "sample_id"],
+                select(
+                    literal_column(str(level)),
+                    cell,
+                    func.count(),
+                    func.sum(assets.c.gps_latitude),
+                    func.sum(assets.c.gps_longitude),
+                    func.min(assets.c.gps_latitude),
+                    func.max(assets.c.gps_latitude),
+                    func.min(assets.c.gps_longitude),
+                    func.max(assets.c.gps_longitude),
+                    func.min(assets.c.id),
+                )
+                .where(assets.c.map_cell.is_not(None), assets.c.live_of.is_(None))
+                .group_by(cell),
             )
-            .where(_not_motion(), assets.c.country_code.is_not(None), *where)
-            .group_by(*keys)
-        )
-        found = []
-        for row in session.execute(query):
-            mapping = row._mapping
-            name = mapping[level] or (mapping["country_code"] if level == "country" else None)
-            if name is None or row.south is None:
-                continue  # known only to the level above, or no position
-            found.append(
-                {
-                    "name": name,
-                    "level": level,
-                    "country_code": mapping["country_code"],
-                    "count": mapping["count"],
-                    "bbox": [row.west, row.south, row.east, row.north],
-                }
-            )
-        return found
+        )  # fmt: skip

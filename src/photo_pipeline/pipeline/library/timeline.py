@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db.schema import assets, timeline_days
@@ -49,3 +49,16 @@ def timeline(
             local_day.desc() if newest_first else local_day
         )
         return Timeline([(d, n) for d, n in session.execute(counted)], from_summary=False)
+
+
+def rebuild_timeline_days(session: Session) -> None:
+    """``timeline_days`` counted afresh from the assets, in the caller's transaction
+    (after a bulk load made with the triggers off)."""
+    day = func.substr(assets.c.taken_local, 1, 10)
+    session.execute(delete(timeline_days))
+    session.execute(
+        insert(timeline_days).from_select(
+            ["day", "count"],
+            select(day, func.count()).where(assets.c.live_of.is_(None)).group_by(day),
+        )
+    )
