@@ -11,8 +11,10 @@ prints, in one run:
    1440 px previews — the test photos and their mirror images. Target: >= 0.9x;
 2. the grouping (``pipeline.faces.grouping.group_faces``) of a whole library of N
    synthetic faces (a tenth of them strangers, the others people of 10 faces), then of
-   100 new faces, at N = 10,000 and 100,000 (SQLite): seconds, and the 100k / 10k ratio
-   (linear would be 10x).
+   100 new faces, at N = 10,000 and 100,000 (SQLite): seconds, the 100k / 10k ratio
+   (linear would be 10x), and the precision and recall of same-person pairs against the
+   planted people (speed is not to be bought with wrong merges). ``--grouping-only``
+   runs this section alone (no face images needed).
 
 Timings on this small shared machine are noisy: read the ratios of one run (rounds
 alternate the two loops).
