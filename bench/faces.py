@@ -11,8 +11,10 @@ prints, in one run:
    1440 px previews — the test photos and their mirror images. Target: >= 0.9x;
 2. the grouping (``pipeline.faces.grouping.group_faces``) of a whole library of N
    synthetic faces (a tenth of them strangers, the others people of 10 faces), then of
-   100 new faces, at N = 10,000 and 100,000 (SQLite): seconds, and the 100k / 10k ratio
-   (linear would be 10x).
+   100 new faces, at N = 10,000 and 100,000 (SQLite): seconds, the 100k / 10k ratio
+   (linear would be 10x), and the precision and recall of same-person pairs against the
+   planted people (speed is not to be bought with wrong merges). ``--grouping-only``
+   runs this section alone (no face images needed).
 
 Timings on this small shared machine are noisy: read the ratios of one run (rounds
 alternate the two loops).
@@ -35,7 +37,7 @@ import numpy as np
 from bench import _harness as h
 from bench._scale_catalogue import ASSET_COLUMNS, asset_rows, bulk_load
 
-ROOT = Path(tempfile.gettempdir()) / "pp_bench_faces"
+ROOT = Path(os.environ.get("PP_BENCH_FACES_ROOT") or Path(tempfile.gettempdir()) / "pp_bench_faces")
 IMAGES = Path(
     os.environ.get("PHOTO_PIPELINE_FACE_IMAGES") or "~/.cache/photo-pipeline/face-images"
 ).expanduser()
@@ -213,6 +215,35 @@ def synthetic_library(size: int, seed: int = 7) -> Any:
     return factory, url, vectors, owner
 
 
+def pair_scores(factory: Any, owner: np.ndarray[Any, Any]) -> tuple[float, float]:
+    """Precision and recall of same-person pairs against the planted identities: of the
+    pairs of faces the grouping put in one person, how many are one planted person; of
+    the planted pairs, how many the grouping put together (a face left waiting misses
+    all of its pairs)."""
+    from sqlalchemy import select
+
+    from photo_pipeline.db import read_session
+    from photo_pipeline.db.schema import faces
+
+    with read_session(factory) as session:
+        rows = session.execute(
+            select(faces.c.id, faces.c.person_id).where(faces.c.id <= len(owner))
+        ).all()
+    ids = np.array([row.id - 1 for row in rows if row.person_id is not None], dtype=np.int64)
+    persons = np.array([row.person_id for row in rows if row.person_id is not None])
+
+    def pairs(labels: np.ndarray[Any, Any]) -> int:
+        counts = np.unique(labels, return_counts=True)[1].astype(np.int64)
+        return int((counts * (counts - 1) // 2).sum())
+
+    planted = pairs(owner)
+    if len(ids) == 0:
+        return 1.0, 0.0
+    together = pairs(persons)
+    both = pairs(owner[ids].astype(np.int64) * (int(persons.max()) + 1) + persons)
+    return (both / together if together else 1.0), (both / planted if planted else 1.0)
+
+
 def grouping_section(sizes: list[int]) -> None:
     from sqlalchemy import func, select
 
@@ -223,7 +254,7 @@ def grouping_section(sizes: list[int]) -> None:
     h.heading("2. grouping a whole library, then 100 new faces (SQLite)")
     rows, seconds = [], {}
     for size in sizes:
-        factory, url, vectors, _owner = synthetic_library(size)
+        factory, url, vectors, owner = synthetic_library(size)
         started = time.perf_counter()
         done = group_faces(factory)
         whole = time.perf_counter() - started
@@ -242,6 +273,7 @@ def grouping_section(sizes: list[int]) -> None:
              ((size + n + 1, size + n + 1, 0, 0.4, 0.3, 0.2, 0.2, "[]",
                (vectors[picks[n]] + rng.normal(0, 0.015, 128).astype(np.float32)).tobytes(),
                1.0, 0.5, 0, now) for n in range(100)))  # fmt: skip
+        precision, recall = pair_scores(factory, owner)
         started = time.perf_counter()
         again = group_faces(factory)
         incremental = time.perf_counter() - started
@@ -252,9 +284,10 @@ def grouping_section(sizes: list[int]) -> None:
             )
         seconds[size] = whole
         rows.append([f"{size:,}", f"{whole:.1f}", f"{1000 * whole / size:.2f}", made,
-                     f"{placed:,}", done.waiting, f"{incremental:.2f}", again.placed])  # fmt: skip
+                     f"{placed:,}", done.waiting, f"{precision:.4f}", f"{recall:.4f}",
+                     f"{incremental:.2f}", again.placed])  # fmt: skip
     h.table(["faces", "whole s", "ms / face", "people made", "faces placed", "waiting",
-             "+100 new s", "new placed"], rows)  # fmt: skip
+             "pair precision", "pair recall", "+100 new s", "new placed"], rows)  # fmt: skip
     if len(sizes) == 2:
         small, large = sizes
         growth = h.ratio(seconds[large], seconds[small], name="grouping large / small")
@@ -265,6 +298,9 @@ def grouping_section(sizes: list[int]) -> None:
 
 
 def body(args: Namespace) -> int:
+    if args.grouping_only:
+        grouping_section([2_000, 20_000] if args.quick else [10_000, 100_000])
+        return 0
     from photo_pipeline.media.faces import missing_models
 
     reason = missing_models()
@@ -279,6 +315,7 @@ def body(args: Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = h.parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="one round; 2k and 20k faces")
+    parser.add_argument("--grouping-only", action="store_true", help="only the grouping section")
     return h.run(parser, body, argv)
 
 

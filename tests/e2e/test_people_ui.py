@@ -64,3 +64,44 @@ def test_a_person_is_shown_named_and_a_face_taken_out(people_server, page, shots
 
     page.get_by_role("link", name="People", exact=True).click()
     expect(page.locator(".person-card")).to_contain_text("Barack Obama")
+
+
+def test_a_face_is_moved_to_a_named_person(people_server, page):
+    from sqlalchemy import select
+
+    from photo_pipeline.db import read_session
+    from photo_pipeline.db.schema import faces
+    from photo_pipeline.pipeline.faces import people as decide
+
+    sessions = people_server.library.sessions
+    with read_session(sessions) as session:
+        (waiting,) = session.scalars(select(faces.c.id).where(faces.c.person_id.is_(None)))
+    biden = decide.move_faces(sessions, [waiting], None)["id"]  # a person of their own
+    decide.name_person(sessions, biden, "Joe Biden")
+
+    sign_in(page, people_server, "/people")
+    page.locator(".person-card", has_text="Unnamed").get_by_role("link").click()
+    expect(page.locator(".person-face")).to_have_count(3)
+    first = page.locator(".person-face").first
+    moved = first.get_attribute("data-face-id")
+
+    page.once("dialog", lambda dialog: dialog.accept("Nobody Here"))
+    first.get_by_role("button", name="Move to…").click()
+    expect(page.locator(".banner.error[data-code=person_not_found]")).to_contain_text(
+        "no person named Nobody Here"
+    )
+    expect(page.locator(".person-face")).to_have_count(3)
+
+    page.once("dialog", lambda dialog: dialog.accept("joe biden"))
+    first.get_by_role("button", name="Move to…").click()
+    expect(page.locator(".person-face")).to_have_count(2)
+    expect(page.locator(f".person-face[data-face-id='{moved}']")).to_have_count(0)
+
+    page.get_by_role("link", name="← All people").click()
+    page.locator(".person-card", has_text="Joe Biden").get_by_role("link").click()
+    expect(page.get_by_role("heading", name="Joe Biden")).to_be_visible()
+    expect(page.locator(".person-face")).to_have_count(2)
+    expect(page.locator(f".person-face[data-face-id='{moved}']")).to_have_count(1)
+    with read_session(sessions) as session:
+        row = session.execute(select(faces).where(faces.c.id == int(moved))).one()
+    assert row.person_id == biden and row.assigned == "user"

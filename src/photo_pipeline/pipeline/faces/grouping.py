@@ -5,8 +5,10 @@ pool of the newest :data:`POOL` left from the chunks before, and each cluster of
 :data:`MIN_PEOPLE_FACES` or more becomes a new, unnamed person. The rest wait.
 
 What it costs is bounded: a face is compared with at most :data:`EXEMPLARS` faces of
-each person (its user-placed ones first), never with every face, and the clustering
-sees at most :data:`POOL` faces — no pass over all pairs of a library's faces.
+each person (its user-placed ones first), never with every face, through an index
+(:mod:`.exemplar_index`: a graph search once there are thousands of people, so a face
+costs about the logarithm of the exemplars), and the clustering sees at most
+:data:`POOL` faces — no pass over all pairs of a library's faces.
 
 Only faces that no one placed are touched (``assigned`` NULL): a face the user moved,
 took out of a person or called no face, a person's name, a merge, are never undone;
@@ -32,6 +34,8 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import faces, people
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.media.faces import EMBEDDING_SIZE
+from photo_pipeline.pipeline.faces.exemplar_index import ExemplarIndex
+from photo_pipeline.pipeline.faces.grouping_lock import grouping_lock
 
 JOIN_DISTANCE = 0.5
 EXEMPLARS = 8
@@ -40,7 +44,7 @@ MIN_PEOPLE_FACES = 2
 AUTO = "auto"
 USER = "user"
 _CHUNK = 2000
-_BLOCK = 256
+_EDGE_BLOCK = 512
 
 Matrix = np.ndarray[Any, np.dtype[np.float32]]
 
@@ -57,33 +61,30 @@ def as_vector(blob: bytes) -> Matrix:
     return np.frombuffer(blob, dtype=np.float32, count=EMBEDDING_SIZE)
 
 
-def nearest(queries: Matrix, exemplars: Matrix) -> tuple[np.ndarray[Any, Any], Matrix]:
-    """For each query row, the index of its nearest exemplar row and the Euclidean
-    distance to it (exemplars must not be empty). Queries go a block at a time, so the
-    distance matrix in memory stays small (256 rows × the exemplars)."""
-    norms = (exemplars * exemplars).sum(axis=1)[None, :]
-    best = np.empty(len(queries), dtype=np.int64)
-    distance = np.empty(len(queries), dtype=np.float32)
-    for start in range(0, len(queries), _BLOCK):
-        block = queries[start : start + _BLOCK]
-        squared = (block * block).sum(axis=1)[:, None] - 2.0 * block @ exemplars.T + norms
-        found = squared.argmin(axis=1)
-        best[start : start + len(block)] = found
-        distance[start : start + len(block)] = np.sqrt(
-            np.maximum(squared[np.arange(len(block)), found], 0.0)
-        )
-    return best, distance
-
-
 def cluster(vectors: Matrix, distance: float = JOIN_DISTANCE) -> list[int]:
-    """A label per row: Chinese whispers over the graph of rows within ``distance``."""
+    """A label per row: Chinese whispers over the graph of rows within ``distance``.
+
+    The same graph as dlib's ``chinese_whispers_clustering`` (every pair nearer than
+    ``distance``, each row with itself), but its edges found with blocked matrix
+    products: dlib's own loop over the pairs cost seconds for a full pool of 6,000."""
     if len(vectors) < 2:
         return [0] * len(vectors)
     import dlib
 
-    labels: list[int] = dlib.chinese_whispers_clustering(
-        [dlib.vector(row.astype(float).tolist()) for row in vectors], distance
-    )
+    limit = distance * distance
+    norms = (vectors * vectors).sum(axis=1)
+    edges: list[tuple[int, int]] = []
+    for start in range(0, len(vectors), _EDGE_BLOCK):
+        block = vectors[start : start + _EDGE_BLOCK]
+        squared = norms[start : start + len(block), None] - 2.0 * block @ vectors[start:].T
+        squared += norms[None, start:]
+        rows, columns = np.nonzero(squared < limit)
+        upper = columns >= rows  # each pair once, and each row with itself
+        edges.extend(
+            zip((rows[upper] + start).tolist(), (columns[upper] + start).tolist(), strict=True)
+        )
+    edges.extend((row, row) for row in range(len(vectors)))  # a row nothing is near
+    labels: list[int] = dlib.chinese_whispers(sorted(set(edges)))
     return labels
 
 
@@ -128,13 +129,20 @@ def _waiting(session: Session, after: int, limit: int) -> list[Any]:
 
 
 def group_faces(factory: sessionmaker[Session]) -> Grouped:
+    """Place the faces no one placed yet, holding the grouping lock (a run elsewhere
+    finishes first; this one then sees what it left waiting)."""
+    with grouping_lock(factory):
+        return _group_faces(factory)
+
+
+def _group_faces(factory: sessionmaker[Session]) -> Grouped:
     """Place the faces no one placed yet; make people of the look-alikes left. The
     waiting faces are taken a chunk at a time: each chunk is compared with the people's
     exemplars, then what it left is clustered with the pool carried from the chunks
     before (at most POOL faces), so that the people a chunk makes are there for the
-    next: the cost is linear in the faces, times the people and the pool's size."""
+    next: the cost is linear in the faces, times the pool's size and the exemplar search."""
     with read_session(factory) as session:
-        exemplars, owners = _exemplars(session)
+        exemplars = ExemplarIndex(*_exemplars(session))
     placed = examined = new_people = 0
     pool: list[tuple[int, Matrix]] = []
     after = 0
@@ -148,10 +156,10 @@ def group_faces(factory: sessionmaker[Session]) -> Grouped:
         vectors = np.stack([as_vector(row.embedding) for row in rows])
         joins: dict[int, list[int]] = {}
         if len(exemplars):
-            best, distance = nearest(vectors, exemplars)
-            for row, index, far in zip(rows, best, distance, strict=True):
+            best, distance = exemplars.nearest(vectors)
+            for row, person, far in zip(rows, best.tolist(), distance, strict=True):
                 if far <= JOIN_DISTANCE:
-                    joins.setdefault(owners[index], []).append(row.id)
+                    joins.setdefault(person, []).append(row.id)
         joined = {face_id for ids in joins.values() for face_id in ids}
         placed += _place(factory, joins)
         pool.extend(
@@ -168,8 +176,7 @@ def group_faces(factory: sessionmaker[Session]) -> Grouped:
             fresh = [
                 (person, vector_of[f]) for person, ids in made.items() for f in ids[:EXEMPLARS]
             ]
-            exemplars = np.concatenate([exemplars, np.stack([v for _p, v in fresh])])
-            owners = owners + [person for person, _v in fresh]
+            exemplars.add(np.stack([v for _p, v in fresh]), [person for person, _v in fresh])
             pool = [(face_id, vector) for face_id, vector in pool if face_id not in taken]
         pool = pool[-POOL:]  # the newest wait in the pool; older ones wait for a person
     with read_session(factory) as session:
@@ -262,11 +269,16 @@ def _new_people(factory: sessionmaker[Session], groups: list[list[int]]) -> dict
     return {person: ids for person, ids in zip(made, groups, strict=True) if person not in short}
 
 
-@transactional
 def reset_unnamed(factory: sessionmaker[Session]) -> int:
     """Put back in the pool the faces the grouping placed in unnamed people, and drop
     the people left empty: what ``regroup --reset`` clusters again. Names and every
-    user decision stay."""
+    user decision stay. Waits for a grouping running elsewhere."""
+    with grouping_lock(factory):
+        return _reset_unnamed(factory)
+
+
+@transactional
+def _reset_unnamed(factory: sessionmaker[Session]) -> int:
     with write_session(factory) as session:
         unnamed = select(people.c.id).where(people.c.name.is_(None)).scalar_subquery()
         freed = changed_rows(

@@ -1,6 +1,7 @@
 // People: every person the faces job grouped, a face crop each, named ones first; one
 // person's faces (each can be taken out, or marked as no face) and their photos in the
-// order they were taken, with the person named, renamed or merged into another.
+// order they were taken, with the person named, renamed or merged into another, and a
+// face moved to another person by name.
 
 import { accessToken, get, post, request, withAccessToken } from "../api.js";
 import { emptyState, inlineProblem, pageHeader, showProblem, spinner } from "../components.js";
@@ -86,6 +87,7 @@ function showPerson(main, personId) {
     return h("li.person-face", { dataset: { faceId: found.id } },
       crop(found.id, `Face in photo ${found.asset_id}`),
       h("div.person-face-actions", {},
+        h("button.button.ghost.small", { type: "button", onclick: () => moveTo(found) }, "Move to…"),
         h("button.button.ghost.small", { type: "button", onclick: () => release(found, false) }, "Not them"),
         h("button.button.ghost.small", { type: "button", onclick: () => release(found, true) }, "Not a face")));
   }
@@ -121,16 +123,34 @@ function showPerson(main, personId) {
     }
   }
 
+  // The named person a name given in a prompt means (case aside), or null with the
+  // problem shown.
+  async function namedPerson(wanted, context) {
+    const people = await get("/api/people");
+    const target = people.find((p) => p.name && p.name.toLowerCase() === wanted.toLowerCase());
+    if (!target) showProblem({ code: "person_not_found", detail: `no person named ${wanted}` }, { context });
+    return target || null;
+  }
+
+  async function moveTo(found) {
+    const wanted = (prompt("Move this face to which person? (a name)") || "").trim();
+    if (!wanted) return;
+    try {
+      const target = await namedPerson(wanted, "Move");
+      if (!target || target.id === person.id) return;
+      await post("/api/faces/move", { faces: [found.id], person: target.id });
+      load();
+    } catch (error) {
+      showProblem(error, { context: "Move" });
+    }
+  }
+
   async function mergeInto() {
     const wanted = (prompt(`Merge ${label(person)} into which person? (a name)`) || "").trim();
     if (!wanted) return;
     try {
-      const people = await get("/api/people");
-      const target = people.find((p) => p.name && p.name.toLowerCase() === wanted.toLowerCase());
-      if (!target) {
-        showProblem({ code: "person_not_found", detail: `no person named ${wanted}` }, { context: "Merge" });
-        return;
-      }
+      const target = await namedPerson(wanted, "Merge");
+      if (!target) return;
       await post(`/api/people/${target.id}/merge`, { people: [person.id] });
       history.pushState(null, "", `/people/${target.id}`);
       dispatchEvent(new PopStateEvent("popstate"));
