@@ -19,7 +19,6 @@ from photo_pipeline.db.schema import assets, face_scans, faces, people, renditio
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.pipeline.curation import names
-from photo_pipeline.pipeline.faces.grouping import USER, drop_empty_people
 
 MAX_NAME_LENGTH = 200
 _MAX_ID = 2**63 - 1
@@ -200,6 +199,9 @@ def _face_columns() -> list[Any]:
 @transactional
 def name_person(factory: sessionmaker[Session], ref: int | str, name: str) -> dict[str, Any]:
     """Name (or rename) a person; its faces are confirmed as theirs."""
+    # Here, not at the top: the grouping loads NumPy, which listing people does not need.
+    from photo_pipeline.pipeline.faces.grouping import USER
+
     spelled, key = normalise_name(name)
     with write_session(factory) as session:
         person_id = _resolve(session, ref)
@@ -226,6 +228,8 @@ def merge_people(
 ) -> dict[str, Any]:
     """Every face of ``others`` joins ``into``, and they are gone; ``into`` keeps its
     name, or takes the first name among them when it has none."""
+    from photo_pipeline.pipeline.faces.grouping import USER
+
     with write_session(factory) as session:
         target = _resolve(session, into)
         sources = [source for source in dict.fromkeys(_resolve(session, o) for o in others)]
@@ -269,6 +273,8 @@ def move_faces(
     factory: sessionmaker[Session], face_ids: list[int], to: int | str | None
 ) -> dict[str, Any]:
     """The faces go to person ``to`` (None: to a new, unnamed person — a split)."""
+    from photo_pipeline.pipeline.faces.grouping import USER, drop_empty_people
+
     now = utc_now()
     with write_session(factory) as session:
         _check_faces(session, face_ids)
@@ -292,6 +298,8 @@ def release_faces(
     factory: sessionmaker[Session], face_ids: list[int], *, not_face: bool = False
 ) -> int:
     """The faces belong to no one (``not_face``: are no face at all); for good."""
+    from photo_pipeline.pipeline.faces.grouping import USER, drop_empty_people
+
     with write_session(factory) as session:
         _check_faces(session, face_ids)
         session.execute(
