@@ -88,25 +88,28 @@ class ScratchDatabases:
         self._template = template
         self._url = url
         self._admin = create_engine(url, isolation_level="AUTOCOMMIT")
-        # One thread: creates and drops run in order, one at a time.
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scratch-db")
-        self._ahead: Future[str] = self._thread.submit(self._create)
+        # A thread each: a test waits for the next database's copy, never behind the
+        # drop of the last one (whose checkpoint may take seconds under load).
+        self._creating = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scratch-db")
+        self._dropping = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drop-db")
+        self._ahead: Future[str] = self._creating.submit(self._create)
 
     @contextmanager
     def database(self) -> Iterator[str]:
         """Yield the URL of a new database copied from the template; drop it after."""
         name = self._ahead.result()
-        self._ahead = self._thread.submit(self._create)
+        self._ahead = self._creating.submit(self._create)
         try:
             yield _on(self._url, name)
         finally:
-            self._thread.submit(self._drop, name)
+            self._dropping.submit(self._drop, name)
 
     def close(self) -> None:
         """Drop the database made ahead and wait for every drop."""
         with contextlib.suppress(Exception):  # the server went away: nothing to drop
             self._drop(self._ahead.result())
-        self._thread.shutdown(wait=True)
+        self._creating.shutdown(wait=True)
+        self._dropping.shutdown(wait=True)
         self._admin.dispose()
 
     def _create(self) -> str:
