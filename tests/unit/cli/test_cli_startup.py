@@ -43,7 +43,7 @@ def loaded(args: list[str], modules: tuple[str, ...], env: dict[str, str]) -> li
 
 # What a command that only reads the catalogue never needs: the decoders above, EXIF's
 # reader, dlib (faces), NumPy (the faces' grouping, near duplicates) and the web stack.
-# Each was once pulled in by a module-level import (#32: `sources` cost 0.86 CPU s,
+# Each was once pulled in by a module-level import (#32: `sources` cost 0.68 CPU s quiet,
 # 2.0x the ORM floor of bench/startup.py; the scan module for one lock name).
 NOT_FOR_READING = (*DECODERS, "exifread", "dlib", "fastapi", "uvicorn")
 
