@@ -1,5 +1,5 @@
 """Start-up time of the commands that only read the library (issue #17.5: `--help`
-and `jobs` in < 0.3 s).
+and `jobs` in < 0.3 s; #32: sources, assets, search and people too).
 
 Run with ``.venv/bin/python -m bench.startup [--runs N]``. It makes a library in a
 temporary home (``init``, then ``import`` of a few generated photos without
@@ -56,6 +56,10 @@ def body(args: Namespace) -> None:
             "jobs": [*CLI, "jobs"],
             "job show ID": [*CLI, "job", "show", job_id],
             "job show ID --json": [*CLI, "job", "show", job_id, "--json"],
+            "sources": [*CLI, "sources"],
+            "assets": [*CLI, "assets"],
+            "search paris": [*CLI, "search", "paris"],
+            "people list": [*CLI, "people", "list"],
         }
         h.heading(f"start-up: median of {args.runs} runs, a library of 3 queued jobs")
         # One unmeasured run each first: the page cache, and the bytecode when it may

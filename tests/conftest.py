@@ -19,9 +19,9 @@ from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
 from tests.support.databases import (
     PG_URL,
+    ScratchDatabases,
     migrated_template,
     postgres_error,
-    scratch_database,
     scratch_schema,
 )
 
@@ -71,7 +71,7 @@ class MigratedTemplates:
         self._folder = folder
         self._stack = stack
         self._sqlite: Path | None = None
-        self._postgresql: str | None = None  # the template's name, once made
+        self._postgresql: ScratchDatabases | None = None  # copies of the template, once made
         self._postgresql_tried = False  # None then: this role may not create databases
 
     def database_url(self, backend: str, tmp_path: Path) -> Iterator[str]:
@@ -87,11 +87,14 @@ class MigratedTemplates:
         require_postgres()
         if not self._postgresql_tried:
             self._postgresql_tried = True
-            self._postgresql = self._stack.enter_context(migrated_template())
+            template = self._stack.enter_context(migrated_template())
+            if template is not None:
+                self._postgresql = ScratchDatabases(template)
+                self._stack.callback(self._postgresql.close)  # before the template's drop
         if self._postgresql is None:
             yield from make_database_url(backend, tmp_path)
             return
-        with scratch_database(self._postgresql) as url:
+        with self._postgresql.database() as url:
             yield url
 
     def _sqlite_template(self) -> Path:

@@ -121,6 +121,7 @@ except DatabaseUnavailable as exc:
 """
 
 
+@pytest.mark.slow
 def test_a_client_whose_database_vanished_gives_up_instead_of_waiting_for_ever(
     network, service, tmp_path
 ):
@@ -155,6 +156,7 @@ def test_a_client_whose_database_vanished_gives_up_instead_of_waiting_for_ever(
     assert log.read_text().startswith("database_unavailable after"), log.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interruption", ["partition", "freeze"])
 def test_a_host_cut_off_or_frozen_mid_job_loses_it_and_is_fenced_out(
     network, service, tmp_path, interruption
@@ -202,6 +204,7 @@ def test_a_host_cut_off_or_frozen_mid_job_loses_it_and_is_fenced_out(
             assert process.wait(timeout=60) == 0
 
 
+@pytest.mark.slow
 def test_workers_ride_out_a_database_restart(network, service, tmp_path):
     job, home = setup(service, tmp_path)
     with logs_on_failure(home, network):

@@ -18,8 +18,11 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
+from sqlalchemy import text
+
+from photo_pipeline.db import write_session
 from photo_pipeline.jobs import JobNotFound, JobService
-from photo_pipeline.jobs.events import EventFeed
+from photo_pipeline.jobs.events import EVENTS_CHANNEL, EventFeed
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +69,17 @@ class EventHub:
         self._wake.set()
         for task in self._tasks:
             task.cancel()
+        if self._feed.is_postgresql:
+            # The listening thread waits up to a second for a notification before it
+            # looks at the flag: one now ends that wait (a server's stop, each test's).
+            with contextlib.suppress(Exception):  # the database is gone: it times out
+                await asyncio.to_thread(self._notify_listeners)
         if self._tasks:
             await asyncio.wait(self._tasks)
+
+    def _notify_listeners(self) -> None:
+        with write_session(self._service.session_factory) as session:
+            session.execute(text(f"NOTIFY {EVENTS_CHANNEL}"))
 
     def wake(self) -> None:
         self._wake.set()

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import rawpy
 from PIL import ExifTags, Image
 
 from photo_pipeline.media.decode import Probe, check_pixels, data_within_file
@@ -178,6 +177,10 @@ def _open_libraw(path: Path) -> _LibRaw | None:
     # RawPy().open_file rather than rawpy.imread: imread warns about OpenMP under fork, which
     # concerns demosaicing only. open_file parses headers; we read only `sizes`, because
     # rawpy's `other` and `lens` first unpack (read and decode) the whole raw image.
+    # Here, not at the top: LibRaw and NumPy cost ~0.1 s a start, and every command
+    # that reads metadata's types (most of them) would pay it.
+    import rawpy
+
     try:
         with rawpy.RawPy() as raw:
             raw.open_file(str(path))

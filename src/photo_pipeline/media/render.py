@@ -32,7 +32,6 @@ from typing import Any
 
 import pillow_heif
 import pyvips
-import rawpy
 from PIL import Image, ImageCms
 
 from photo_pipeline.media.errors import (
@@ -345,6 +344,8 @@ def _decode_raw(
 ) -> pyvips.Image:
     """A camera RAW: its embedded JPEG preview when it is at least ``size`` on its longest
     edge (no demosaicing), else a half-size LibRaw development."""
+    import rawpy  # here: LibRaw and NumPy load only where a RAW is rendered
+
     try:
         with rawpy.RawPy() as raw:
             try:
@@ -378,6 +379,8 @@ def _decode_raw(
 
 def _large_jpeg(thumb: Any, size: int) -> bool:
     """Whether LibRaw's thumbnail is a JPEG that fills ``size`` (else: develop the RAW)."""
+    import rawpy  # loaded already: the caller opened the RAW with it
+
     if thumb is None or thumb.format != rawpy.ThumbFormat.JPEG:
         return False
     try:

@@ -17,13 +17,16 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from photo_pipeline.media.capture_time import CaptureTime
 from photo_pipeline.media.errors import UNREADABLE_FILE, MediaError
 from photo_pipeline.media.exiftool import ExiftoolError, ExiftoolPool, shared_pool
 from photo_pipeline.media.hidden_dates import hidden_capture_time
-from photo_pipeline.media.metadata import MediaMetadata
 from photo_pipeline.media.places import valid_position
+
+if TYPE_CHECKING:  # the decoders behind it load only where a photo is read
+    from photo_pipeline.media.metadata import MediaMetadata
 
 SOURCE = "xmp_sidecar"
 # A sidecar is a few kB (a darktable history, some hundred); more is not one.

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.states import FINISHED_STATES
@@ -49,6 +50,7 @@ class Serve:
             return False
 
 
+@pytest.mark.slow
 def test_an_import_survives_five_kills_of_serve(session_factory, db_url, tmp_path):
     root = tmp_path / "photos"
     for n in range(PHOTOS):

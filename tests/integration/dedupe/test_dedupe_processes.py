@@ -81,6 +81,7 @@ def succeeded(service: JobService, job_id: str) -> int:
     return service.progress(job_id)["by_state"].get("succeeded", 0)
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_dedupe_loses_nothing_and_undo_restores(
     session_factory, db_url, tmp_path, spawn_worker
 ):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
@@ -20,6 +22,7 @@ def catalogue(factory) -> set[tuple]:
     return {(f["path"], f["state"], *hashes[f["asset_id"]]) for f in catalog.files()}
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_scan_then_import_again(session_factory, db_url, tmp_path):
     root = tmp_path / "photos"
     for n in range(300):

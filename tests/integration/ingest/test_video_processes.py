@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
 from photo_pipeline.pipeline.ingest.imports import import_folders
@@ -72,6 +74,7 @@ def catalogue(session_factory) -> set[tuple]:
     return found
 
 
+@pytest.mark.slow
 def test_kill_9_again_and_again_during_a_video_import(session_factory, db_url, tmp_path):
     root = tmp_path / "roll"
     files = build_roll(root)

@@ -47,6 +47,7 @@ def run_processes(target, url: str, args_per_process: list[tuple]) -> list:
     return [detail for _, detail in outcomes]
 
 
+@pytest.mark.slow
 def test_four_processes_claim_every_job_exactly_once(service, db_url):
     for _ in range(1000):
         service.enqueue("noop")
@@ -63,6 +64,7 @@ def test_four_processes_claim_every_job_exactly_once(service, db_url):
     assert {j["state"] for j in service.list_jobs(limit=1000)} == {JobState.SUCCEEDED}
 
 
+@pytest.mark.slow
 def test_concurrent_enqueues_with_one_lock_admit_exactly_one(service, db_url):
     outcomes = run_processes(concurrency_bodies.enqueue_once, db_url, [({"lock": "library"},)] * 6)
     counts = Counter(o.split(":")[0] for o in outcomes)

@@ -134,6 +134,7 @@ def test_a_claim_that_cannot_reconnect_reports_the_database_unavailable(proxy, d
         factory.kw["bind"].dispose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", POSTGRES_ONLY)
 def test_worker_serve_and_import_wait_ride_out_an_outage(proxy, db_url, tmp_path):
     url = proxy.url_for(db_url)

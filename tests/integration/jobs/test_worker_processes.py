@@ -64,6 +64,7 @@ def enqueue_photos(service: JobService, tmp_path: Path, count: int, **params) ->
     )
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_loses_and_repeats_nothing(live_service, workers, tmp_path):
     seed = random.randrange(2**32)
     rng = random.Random(seed)

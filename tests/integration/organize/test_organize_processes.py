@@ -90,6 +90,7 @@ def succeeded(service: JobService, job_id: str) -> int:
     return service.progress(job_id)["by_state"].get("succeeded", 0)
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_move_resumes_without_loss_and_undo_restores(
     session_factory, db_url, tmp_path, spawn_worker
 ):
@@ -166,6 +167,7 @@ def test_kill_9_during_a_move_resumes_without_loss_and_undo_restores(
     }
 
 
+@pytest.mark.slow
 def test_kill_9_during_an_undo_resumes_and_restores_every_file(
     session_factory, db_url, tmp_path, spawn_worker
 ):

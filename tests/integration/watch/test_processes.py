@@ -79,6 +79,7 @@ def _held_by(lib, source_id: int, process: Process) -> bool:
     return holder is not None and holder[1] == process.pid
 
 
+@pytest.mark.slow
 def test_a_watcher_killed_mid_burst_loses_nothing_and_catalogues_each_file_once(db_url, tmp_path):
     home, folder = tmp_path / "home", tmp_path / "card"
     home.mkdir()

@@ -27,7 +27,6 @@ from photo_pipeline.db.schema import assets, files, sources
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import JobService
 from photo_pipeline.pipeline.files import roots
-from photo_pipeline.pipeline.ingest.scan import lock_for
 from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.library.locks import LIBRARY_LOCK
 
@@ -95,6 +94,10 @@ def list_sources(
 def remove_source(service: JobService, source_id: int) -> dict[str, Any]:
     """Forget the source ``source_id`` (see the module docstring); returns its row with
     the counts of file rows and assets removed."""
+    # Here, not at the top: the scan module loads the decoders, and listing sources
+    # must start fast.
+    from photo_pipeline.pipeline.ingest.scan import lock_for
+
     holders = [*service.blockers(lock_for(source_id)), *service.blockers(LIBRARY_LOCK)]
     if holders:
         named = ", ".join(f"{h['job_type']} {h['id']}" for h in holders)

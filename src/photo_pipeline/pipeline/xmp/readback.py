@@ -37,6 +37,7 @@ from photo_pipeline.db.schema import (
 )
 from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs import utc_now
+from photo_pipeline.media.curation_blocks import may_hold_curation
 from photo_pipeline.media.errors import MediaError
 from photo_pipeline.media.exiftool import ExiftoolError
 from photo_pipeline.media.sidecar import MAX_SIDECAR_BYTES
@@ -176,6 +177,9 @@ def _from_photo(
     allowed: tuple[str, ...],
 ) -> int | None:
     with roots.pinned(photo, allowed) as opened:
+        if not may_hold_curation(opened.path):
+            # Most photos: no XMP or IPTC block in the headers, nothing to ask exiftool.
+            return 0
         found = read_curation(opened.path, embedded=True)
     if found is None:
         return None
