@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import bindparam, delete, exists, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db import read_session, write_session
@@ -34,6 +34,7 @@ from photo_pipeline.db.errors import transactional
 from photo_pipeline.db.schema import faces, people
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.media.faces import EMBEDDING_SIZE
+from photo_pipeline.pipeline.faces.assignments import AUTO, USER, drop_empty_people
 from photo_pipeline.pipeline.faces.exemplar_index import ExemplarIndex
 from photo_pipeline.pipeline.faces.grouping_lock import grouping_lock
 
@@ -41,8 +42,6 @@ JOIN_DISTANCE = 0.5
 EXEMPLARS = 8
 POOL = 4000
 MIN_PEOPLE_FACES = 2
-AUTO = "auto"
-USER = "user"
 _CHUNK = 2000
 _EDGE_BLOCK = 512
 
@@ -289,13 +288,3 @@ def _reset_unnamed(factory: sessionmaker[Session]) -> int:
         )
         drop_empty_people(session)
     return int(freed)
-
-
-def drop_empty_people(session: Session) -> None:
-    """Unnamed people no face belongs to any more are gone; a named one stays."""
-    session.execute(
-        delete(people).where(
-            people.c.name.is_(None),
-            ~exists().where(faces.c.person_id == people.c.id),
-        )
-    )

@@ -24,6 +24,7 @@ from photo_pipeline.errors import PhotoPipelineError
 from photo_pipeline.jobs.service import utc_now
 from photo_pipeline.pipeline.curation import names
 from photo_pipeline.pipeline.curation.changes import touch
+from photo_pipeline.pipeline.faces.assignments import USER, drop_empty_people
 
 REGIONS = "regions"  # the outbox field of a photo whose people changed
 log = logging.getLogger(__name__)
@@ -208,8 +209,6 @@ def _face_columns() -> list[Any]:
 def name_person(factory: sessionmaker[Session], ref: int | str, name: str) -> dict[str, Any]:
     """Name (or rename) a person; its faces are confirmed as theirs."""
     # Here, not at the top: the grouping loads NumPy, which listing people does not need.
-    from photo_pipeline.pipeline.faces.grouping import USER
-
     spelled, key = normalise_name(name)
     with write_session(factory) as session:
         person_id = _resolve(session, ref)
@@ -238,8 +237,6 @@ def merge_people(
 ) -> dict[str, Any]:
     """Every face of ``others`` joins ``into``, and they are gone; ``into`` keeps its
     name, or takes the first name among them when it has none."""
-    from photo_pipeline.pipeline.faces.grouping import USER
-
     with write_session(factory) as session:
         target = _resolve(session, into)
         sources = [source for source in dict.fromkeys(_resolve(session, o) for o in others)]
@@ -285,8 +282,6 @@ def move_faces(
     factory: sessionmaker[Session], face_ids: list[int], to: int | str | None
 ) -> dict[str, Any]:
     """The faces go to person ``to`` (None: to a new, unnamed person — a split)."""
-    from photo_pipeline.pipeline.faces.grouping import USER, drop_empty_people
-
     now = utc_now()
     with write_session(factory) as session:
         _check_faces(session, face_ids)
@@ -313,8 +308,6 @@ def release_faces(
     factory: sessionmaker[Session], face_ids: list[int], *, not_face: bool = False
 ) -> int:
     """The faces belong to no one (``not_face``: are no face at all); for good."""
-    from photo_pipeline.pipeline.faces.grouping import USER, drop_empty_people
-
     with write_session(factory) as session:
         _check_faces(session, face_ids)
         named_before = _assets_of(session, faces.c.id.in_(face_ids), named=True)
@@ -334,8 +327,6 @@ def place_named(session: Session, chosen: dict[int, str]) -> int:
     program's XMP regions); a name the catalogue refuses is skipped. How many faces
     changed. In the caller's transaction; the photos are not queued for writing
     (what is read back is not written back)."""
-    from photo_pipeline.pipeline.faces.grouping import USER, drop_empty_people
-
     now = utc_now()
     by_key: dict[str, int] = {}
     changed = 0

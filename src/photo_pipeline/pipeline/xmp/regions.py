@@ -45,7 +45,7 @@ from photo_pipeline.media.xmp_regions import (
     to_stored,
 )
 from photo_pipeline.pipeline.curation.assets import chunks
-from photo_pipeline.pipeline.faces.grouping import USER
+from photo_pipeline.pipeline.faces.assignments import USER
 from photo_pipeline.pipeline.faces.people import REGIONS, place_named
 
 FIELD = REGIONS  # in curation_field_changes and xmp_sidecars.fields
