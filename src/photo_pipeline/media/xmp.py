@@ -34,7 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from photo_pipeline.media.exiftool import ExiftoolError, ExiftoolPool, shared_pool
-from photo_pipeline.media.xmp_regions import READ_ARGS, Regions, WantedRegions, parse_regions
+from photo_pipeline.media.xmp_regions import (
+    READ_ARGS,
+    Regions,
+    WantedRegions,
+    parse_regions,
+    tag_list,
+    tag_number,
+)
 
 REJECTED_LABEL = "Rejected"
 ALBUM_URI = "urn:photo-pipeline:album:"
@@ -83,7 +90,7 @@ class XmpCuration:
 
 def parse_curation(found: dict[str, Any]) -> XmpCuration:
     """The curation in exiftool's answer (``-G0:1 -struct -n``) to the ``_READ`` tags."""
-    rating_value = _number(found.get("XMP:XMP-xmp:Rating"))
+    rating_value = tag_number(found.get("XMP:XMP-xmp:Rating"))
     label = found.get("XMP:XMP-xmp:Label")
     label = label if isinstance(label, str) and label else None
     rejected = rating_value == -1 or (label or "").casefold() in {"rejected", "reject"}
@@ -95,7 +102,7 @@ def parse_curation(found: dict[str, Any]) -> XmpCuration:
     levels = {level.casefold() for path in hierarchical for level in path.split(_SEPARATOR)}
     tags = _unique([*hierarchical, *(name for name in flat if name.casefold() not in levels)])
     albums = []
-    for collection in _list(found.get("XMP:XMP-mwg-coll:Collections")):
+    for collection in tag_list(found.get("XMP:XMP-mwg-coll:Collections")):
         if isinstance(collection, dict):
             name = collection.get("CollectionName")
             if isinstance(name, str) and name.strip():
@@ -292,23 +299,8 @@ def _argument_path(path: str) -> str:
     return f"./{path}" if path.startswith("-") else path
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
-def _list(value: object) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
-
-
 def _texts(value: object) -> list[str]:
-    return [str(v).strip() for v in _list(value) if str(v).strip()]
+    return [str(v).strip() for v in tag_list(value) if str(v).strip()]
 
 
 def _unique(values: Iterable[str]) -> tuple[str, ...]:

@@ -109,7 +109,7 @@ def parse_regions(found: dict[str, Any]) -> Regions:
     info = found.get(f"XMP:{REGION_TAG}")
     if isinstance(info, dict):
         parsed = []
-        for item in _list(info.get("RegionList")):
+        for item in tag_list(info.get("RegionList")):
             region = _mwg_region(item) if isinstance(item, dict) else None
             if region is not None:
                 parsed.append((region, item))
@@ -117,7 +117,7 @@ def parse_regions(found: dict[str, Any]) -> Regions:
         return Regions(tuple(parsed), dimensions if isinstance(dimensions, dict) else None)
     mp = found.get(f"XMP:{MP_TAG}")
     if isinstance(mp, dict):
-        mp_regions = (_mp_region(item) for item in _list(mp.get("Regions")))
+        mp_regions = (_mp_region(item) for item in tag_list(mp.get("Regions")))
         return Regions(tuple((region, None) for region in mp_regions if region is not None))
     return Regions()
 
@@ -127,7 +127,7 @@ def _mwg_region(item: dict[str, Any]) -> Region | None:
     if not isinstance(area, dict):
         return None
     unit = str(area.get("Unit", "normalized")).casefold()
-    values = [_number(area.get(key)) for key in ("X", "Y", "W", "H")]
+    values = [tag_number(area.get(key)) for key in ("X", "Y", "W", "H")]
     if unit != "normalized" or any(v is None for v in values):
         return None  # a point, a circle's centre only, or pixels: not a face box
     x, y, w, h = (float(v or 0.0) for v in values)
@@ -311,7 +311,8 @@ def stored_size(width: int, height: int, orientation: int) -> tuple[int, int]:
     return (height, width) if orientation in (5, 6, 7, 8) else (width, height)
 
 
-def _number(value: object) -> float | None:
+def tag_number(value: object) -> float | None:
+    """An exiftool value as a number (None: not one)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
@@ -320,7 +321,8 @@ def _number(value: object) -> float | None:
         return None
 
 
-def _list(value: object) -> list[Any]:
+def tag_list(value: object) -> list[Any]:
+    """An exiftool value that may be one item or a list, as a list."""
     if value is None:
         return []
     return list(value) if isinstance(value, list) else [value]
