@@ -131,6 +131,16 @@ class JobContext:
                     return  # the rest stay running: release or cancel settles them
                 yield key
 
+    def succeeded_items(self) -> Iterator[str]:
+        """The keys of the job's items that succeeded, in this run or an earlier one
+        (a resumed job's handler may owe its finished items a last step)."""
+        after_id = 0
+        while page := self._service.items(
+            self.job_id, states=[ItemState.SUCCEEDED], after_id=after_id, limit=1000
+        ):
+            after_id = page[-1]["id"]
+            yield from (item["item_key"] for item in page)
+
     def succeed(self, item_key: str) -> None:
         self._pending.append((item_key, ItemState.SUCCEEDED, None))
         self._flush_if_due()

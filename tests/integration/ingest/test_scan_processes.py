@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
 import photo_pipeline.pipeline.job_types  # noqa: F401  (registers the photo job types)
 from photo_pipeline.db import open_database
 from photo_pipeline.jobs import JobService
+from photo_pipeline.pipeline.curation.filters import curation_of
 from photo_pipeline.pipeline.ingest.imports import import_folders
 from photo_pipeline.pipeline.library.catalog import Catalog
 from tests.factories import photos
@@ -32,6 +34,12 @@ def test_kill_9_during_a_scan_then_import_again(session_factory, db_url, tmp_pat
             seed=n,
             taken=f"2023:03:{1 + n % 28:02d} 08:{n % 60:02d}:00",
         )
+    # Each photo's own rating, read back at the end of the scan: the run that finishes
+    # owes it to the files the killed run catalogued too.
+    subprocess.run(
+        ["exiftool", "-q", "-r", "-overwrite_original", "-XMP-xmp:Rating=3", str(root)],
+        check=True,
+    )
     service = JobService(session_factory)
     [job] = import_folders(service, Catalog(session_factory), [root])
 
@@ -64,4 +72,9 @@ def test_kill_9_during_a_scan_then_import_again(session_factory, db_url, tmp_pat
     run_import(reference, root)
     assert catalogue(session_factory) == catalogue(reference)
     assert len(catalogue(session_factory)) == 300
+    ratings = {
+        curation_of(session_factory, a["id"])["rating"]
+        for a in Catalog(session_factory).assets(limit=10**6)
+    }
+    assert ratings == {3}, "a photo catalogued before the kill lost its own rating"
     reference.kw["bind"].dispose()

@@ -47,16 +47,17 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
-from photo_pipeline.db.schema import assets
+from photo_pipeline.db import read_session
+from photo_pipeline.db.schema import assets, files
 from photo_pipeline.jobs.context import JobContext, RowWriter
 from photo_pipeline.jobs.handlers import ItemError, registry
 from photo_pipeline.media import (
@@ -136,6 +137,9 @@ class Inspected:
 def scan(ctx: JobContext) -> None:
     abandoned.restore_abandoned(ctx.session_factory)  # else a file a killed job hid is missing
     catalog = Catalog(ctx.session_factory)
+    # Items an earlier run finished are not read again: their curation is read back
+    # from the catalogue's files at the end (that run was killed before its read-back).
+    resumed = next(ctx.succeeded_items(), None) is not None
     # A file symlink is read only when its target really lies in one of these.
     allowed = roots.library_roots(ctx.session_factory)
     for source in ctx.params["sources"]:
@@ -210,21 +214,42 @@ def scan(ctx: JobContext) -> None:
         catalog.mark_scanned(
             source["id"] for source in ctx.params["sources"] if source.get("paths") is None
         )
-        _read_back_curation(ctx, read)
+        earlier = _assets_of_items(ctx.session_factory, ctx.succeeded_items()) if resumed else []
+        _read_back_curation(ctx, read, earlier)
 
 
-def _read_back_curation(ctx: JobContext, contents: set[str]) -> None:
-    """What another program changed in the sidecars of the files read (or a new
-    photo's own rating and keywords) comes into the catalogue (``pipeline.xmp``), and
-    what the catalogue changed more recently is queued for writing."""
-    if not contents:
+def _assets_of_items(factory: sessionmaker[Session], item_keys: Iterable[str]) -> list[int]:
+    """The assets of the files these items (``source id:path``) catalogued."""
+    by_source: dict[int, list[str]] = {}
+    for key in item_keys:
+        source, stored = key.split(":", 1)
+        by_source.setdefault(int(source), []).append(stored)
+    found: list[int] = []
+    with read_session(factory) as session:
+        for source_id, stored_paths in by_source.items():
+            for at in range(0, len(stored_paths), 500):
+                found += session.scalars(
+                    select(files.c.asset_id).where(
+                        files.c.source_id == source_id,
+                        files.c.path.in_(stored_paths[at : at + 500]),
+                        files.c.asset_id.is_not(None),
+                    )
+                )
+    return found
+
+
+def _read_back_curation(ctx: JobContext, contents: set[str], asset_ids: list[int]) -> None:
+    """What another program changed in the sidecars of the files read and of these
+    assets (or a new photo's own rating and keywords) comes into the catalogue
+    (``pipeline.xmp``), and what the catalogue changed more recently is queued for
+    writing."""
+    if not contents and not asset_ids:
         return
     from photo_pipeline.jobs import JobService
     from photo_pipeline.pipeline.xmp import readback, request_write
 
-    counts = readback.readback(
-        ctx.session_factory, readback.assets_of_hashes(ctx.session_factory, contents)
-    )
+    asset_ids = asset_ids + readback.assets_of_hashes(ctx.session_factory, contents)
+    counts = readback.readback(ctx.session_factory, asset_ids)
     if counts["taken"]:
         ctx.log.info("curation read back from XMP: %s fields", counts["taken"])
     request_write(JobService(ctx.session_factory))
