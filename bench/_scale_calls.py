@@ -143,13 +143,19 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
             {"bbox": "2.31,48.835,2.39,48.865", "zoom": 14},
         ),
         # The timeline (pipeline.library.timeline): every day from the timeline_days
-        # summary; filtered, counted from the matches; one month's bucket, newest first.
+        # summary, a camera's or a place's from timeline_cameras / timeline_places, one
+        # month's from timeline_days; other filters counted from the matches.
         "/api/timeline": ("/api/timeline", {}),
         "/api/timeline order=oldest": ("/api/timeline", {"order": "oldest"}),
-        "/api/timeline camera=canon (counted)": ("/api/timeline", {"camera": "canon"}),
-        "/api/timeline one month (counted)": (
+        "/api/timeline camera=canon": ("/api/timeline", {"camera": "canon"}),
+        "/api/timeline place=paris": ("/api/timeline", {"place": "paris"}),
+        "/api/timeline one month": (
             "/api/timeline",
             {"taken_from": "2020-06-01", "taken_to": "2020-06-30"},
+        ),
+        "/api/timeline camera+place (counted)": (
+            "/api/timeline",
+            {"camera": "canon", "place": "paris"},
         ),
         "/api/assets sort=taken-desc one month": (
             "/api/assets",

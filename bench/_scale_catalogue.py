@@ -205,13 +205,17 @@ def rebuild_summaries(url: str) -> None:
     from photo_pipeline.pipeline import search_index
     from photo_pipeline.pipeline.library.map import rebuild_map_cells
     from photo_pipeline.pipeline.library.places import rebuild_place_counts
-    from photo_pipeline.pipeline.library.timeline import rebuild_timeline_days
+    from photo_pipeline.pipeline.library.timeline import (
+        rebuild_timeline_days,
+        rebuild_timeline_facets,
+    )
 
     factory = open_database(url)
     try:
         with factory.begin() as session:
             rebuild_map_cells(session)
             rebuild_timeline_days(session)
+            rebuild_timeline_facets(session)
             rebuild_place_counts(session)
             search_index.rebuild(session)
     finally:

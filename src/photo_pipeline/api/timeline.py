@@ -29,8 +29,9 @@ class Timeline(BaseModel):
     days: list[TimelineDay] = Field(description="The days with assets, in the order asked.")
     total: int = Field(description="Their sum.")
     from_summary: bool = Field(
-        description="Read from the per-day summary (no filter): a row per day whatever "
-        "the library's size. Filtered days are counted from the matching assets."
+        description="Read from a summary kept per day (no filter, a range of days, one "
+        "camera or one place): rows per day whatever the library's size. Other filters' "
+        "days are counted from the matching assets."
     )
 
 

@@ -937,6 +937,33 @@ timeline_days = Table(
     PrimaryKeyConstraint("day"),
 )
 
+# The timeline filtered by camera or place: per camera (make, model) and per stored
+# place (country code, country, region, city, district), '' where not known, the assets
+# of each capture day as timeline_days counts them; an asset with no camera (or no place)
+# is not in that summary. Kept by triggers on assets that migration 0032 creates
+# (pipeline.library.timeline).
+timeline_cameras = Table(
+    "timeline_cameras",
+    metadata,
+    Column("make", String, nullable=False),
+    Column("model", String, nullable=False),
+    Column("day", String(10), nullable=False),
+    Column("count", BigInteger, nullable=False),
+    PrimaryKeyConstraint("make", "model", "day"),
+)
+timeline_places = Table(
+    "timeline_places",
+    metadata,
+    Column("country_code", String, nullable=False),
+    Column("country", String, nullable=False),
+    Column("region", String, nullable=False),
+    Column("city", String, nullable=False),
+    Column("district", String, nullable=False),
+    Column("day", String(10), nullable=False),
+    Column("count", BigInteger, nullable=False),
+    PrimaryKeyConstraint("country_code", "country", "region", "city", "district", "day"),
+)
+
 # The places beside the map: per stored place of the assets (country code, country,
 # region, city; '' where a level is not known) how many assets the map shows there
 # (motion halves of Live Photos left out), how many have a position and those

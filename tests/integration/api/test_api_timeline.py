@@ -15,6 +15,7 @@ from sqlalchemy import delete, select, text, update
 from photo_pipeline.db import create_database_engine
 from photo_pipeline.db.migrate import upgrade
 from photo_pipeline.db.schema import assets, files, timeline_days
+from photo_pipeline.pipeline import search_index
 from tests.support.api_server import running_server
 from tests.support.catalogue_rows import add_assets
 
@@ -31,6 +32,15 @@ def api(db_url, tmp_path):
                 update(assets)
                 .where(assets.c.id.between(10, 14))
                 .values(taken_local="2015-01-05T08:30:00")
+            )
+            # Places for the place filter (its summary): a city, and a region only.
+            session.execute(
+                update(assets)
+                .where(assets.c.id.between(8, 30))
+                .values(city="Paris", country="France", country_code="FR")
+            )
+            session.execute(
+                update(assets).where(assets.c.id.between(60, 70)).values(region="Bavaria")
             )
         yield server
 
@@ -100,19 +110,28 @@ def test_the_triggers_follow_dates_pairings_and_removals(api):
 
 
 @pytest.mark.parametrize(
-    "params",
+    ("params", "from_summary"),
     [
-        {"camera": "canon"},
-        {"taken_from": "2015-02-01", "taken_to": "2015-03-15"},
-        {"favorite": "false", "type": "photo"},
+        ({"camera": "canon"}, True),
+        ({"camera": "ANON"}, True),
+        ({"taken_from": "2015-02-01", "taken_to": "2015-03-15"}, True),
+        ({"camera": "canon", "taken_from": "2015-01-05", "taken_to": "2015-03-15"}, True),
+        ({"place": "paris"}, True),
+        ({"place": "fr"}, True),
+        ({"place": "bav", "order": "oldest"}, True),
+        ({"place": "paris", "camera": "canon"}, False),
+        ({"camera": "canon", "type": "photo"}, False),
+        ({"favorite": "false", "type": "photo"}, False),
     ],
 )
-def test_filters_count_the_matching_assets(api, params):
+def test_filters_count_the_matching_assets(api, params, from_summary):
     with api.client() as http:
         body = timeline(http, **params)
-        expected = days_of(listed(http, **params))
+        expected = days_of(listed(http, **{k: v for k, v in params.items() if k != "order"}))
         assert expected, params
-        assert body["from_summary"] is False
+        assert body["from_summary"] is from_summary
+        newest_first = params.get("order") != "oldest"
+        assert [d["day"] for d in body["days"]] == sorted(expected, reverse=newest_first)
         assert {d["day"]: d["count"] for d in body["days"]} == expected
         assert body["total"] == sum(expected.values())
 
@@ -121,7 +140,15 @@ def test_search_words_count_what_the_search_finds(api):
     with api.client() as http:
         found = http.get("/api/search", params={"q": "february 2015", "limit": 500}).json()
         body = timeline(http, q="february 2015")
-    assert found["assets"] and body["from_summary"] is False
+    # Date words are a range of days: read from the summary.
+    assert found["assets"] and body["from_summary"] is True
+    assert {d["day"]: d["count"] for d in body["days"]} == days_of(found["assets"])
+    with api.library.sessions.begin() as session:
+        search_index.rebuild(session)  # the rows were written without their documents
+    with api.client() as http:
+        found = http.get("/api/search", params={"q": "canon", "limit": 500}).json()
+        body = timeline(http, q="canon")
+    assert found["assets"] and body["from_summary"] is False  # words: counted
     assert {d["day"]: d["count"] for d in body["days"]} == days_of(found["assets"])
 
 

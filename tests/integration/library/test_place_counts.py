@@ -1,5 +1,6 @@
-"""The asset summaries on both databases: ``place_counts`` kept by the triggers of
-migration 0030 through inserts, place changes, moves, Live Photo pairings and deletes
+"""The asset summaries on both databases: ``place_counts`` (migration 0030) and the
+timeline's ``timeline_cameras`` and ``timeline_places`` (0032) kept by their triggers
+through inserts, place, camera and date changes, moves, Live Photo pairings and deletes
 (equal to a count of the assets, and the places listing equal to one counted from them);
 and each summary's rebuild (map cells, timeline days, places, search documents) giving
 exactly what the triggers and writers gave on a real library of scanned photos."""
@@ -9,7 +10,15 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import delete, func, insert, select, update
 
-from photo_pipeline.db.schema import asset_search, assets, map_cells, place_counts, timeline_days
+from photo_pipeline.db.schema import (
+    asset_search,
+    assets,
+    map_cells,
+    place_counts,
+    timeline_cameras,
+    timeline_days,
+    timeline_places,
+)
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.jobs.handlers import registry
 from photo_pipeline.jobs.runtime import Worker, WorkerConfig
@@ -20,7 +29,10 @@ from photo_pipeline.pipeline.library.catalog import Catalog
 from photo_pipeline.pipeline.library.map import MapBrowser, rebuild_map_cells
 from photo_pipeline.pipeline.library.map_grid import map_cell
 from photo_pipeline.pipeline.library.places import rebuild_place_counts
-from photo_pipeline.pipeline.library.timeline import rebuild_timeline_days
+from photo_pipeline.pipeline.library.timeline import (
+    rebuild_timeline_days,
+    rebuild_timeline_facets,
+)
 from tests.factories import photos
 from tests.support.catalogue_rows import add_assets
 
@@ -105,9 +117,38 @@ def listing_from_assets(factory, country=None, region=None) -> list[dict]:
     return found
 
 
+FACETS = {
+    timeline_cameras: ("make", "model"),
+    timeline_places: ("country_code", "country", "region", "city", "district"),
+}
+
+
+def facets_kept(factory) -> dict[str, dict[tuple, int]]:
+    with factory() as session:
+        return {
+            table.name: {tuple(row[:-1]): row[-1] for row in session.execute(select(table))}
+            for table in FACETS
+        }
+
+
+def facets_counted(factory) -> dict[str, dict[tuple, int]]:
+    """What each timeline summary should hold, counted here from the asset rows."""
+    found: dict[str, dict[tuple, int]] = {table.name: {} for table in FACETS}
+    with factory() as session:
+        rows = session.execute(select(assets).where(assets.c.live_of.is_(None))).all()
+    for row in rows:
+        for table, keys in FACETS.items():
+            values = [getattr(row, k) for k in keys]
+            if any(v is not None for v in values):
+                key = (*(v or "" for v in values), row.taken_local[:10])
+                found[table.name][key] = found[table.name].get(key, 0) + 1
+    return found
+
+
 def assert_kept(factory, *, exact_bounds: bool) -> None:
     summary, recount = kept(factory), counted(factory)
     assert {k: v[:2] for k, v in summary.items()} == recount
+    assert facets_kept(factory) == facets_counted(factory)
     browser = MapBrowser(factory)
     for args in ((), ("FR",), ("FR", "Île-de-France"), ("JP",), ("NP",)):
         listed, expected = browser.places(*args), listing_from_assets(factory, *args)
@@ -157,6 +198,13 @@ def test_the_triggers_keep_the_places_equal_to_a_count_of_the_assets(session_fac
         session.execute(update(assets).where(assets.c.id % 14 == 0).values(live_of=None))
         # A write that changes nothing of the place costs the summary nothing.
         session.execute(update(assets).values(make="Other"))
+        # Cameras and days change (the timeline's summaries follow).
+        session.execute(update(assets).where(assets.c.id % 3 == 0).values(model="EOS R5"))
+        session.execute(update(assets).where(assets.c.id % 9 == 1).values(make=None))
+        session.execute(
+            update(assets).where(assets.c.id % 5 == 0).values(taken_local="2019-06-14T12:00:00")
+        )
+        session.execute(update(assets).where(assets.c.id == 8).values(district="Montmartre"))
     assert_kept(session_factory, exact_bounds=False)
     assert ("FR", "France", "Île-de-France", "Versailles") not in kept(session_factory)
     with session_factory.begin() as session:
@@ -173,10 +221,12 @@ def test_the_triggers_keep_the_places_equal_to_a_count_of_the_assets(session_fac
     assert_kept(session_factory, exact_bounds=False)
     with session_factory.begin() as session:
         rebuild_place_counts(session)
+        rebuild_timeline_facets(session)
     assert_kept(session_factory, exact_bounds=True)
     with session_factory.begin() as session:
         session.execute(delete(assets))
     assert kept(session_factory) == {}
+    assert facets_kept(session_factory) == {"timeline_cameras": {}, "timeline_places": {}}
 
 
 # ── each rebuild equals what the triggers and writers kept, on a scanned library ──────
@@ -197,6 +247,10 @@ def summaries(factory) -> dict[str, object]:
             "map_cells": sorted(tuple(r) for r in session.execute(select(map_cells))),
             "timeline_days": sorted(tuple(r) for r in session.execute(select(timeline_days))),
             "place_counts": sorted(tuple(r) for r in session.execute(select(place_counts))),
+            **{
+                table.name: sorted(tuple(r) for r in session.execute(select(table)))
+                for table in FACETS
+            },
             "asset_search": sorted(tuple(r) for r in session.execute(select(asset_search))),
         }
 
@@ -217,6 +271,7 @@ def test_each_rebuild_gives_what_the_triggers_and_writers_kept(session_factory, 
         rebuild_map_cells(session)
         rebuild_timeline_days(session)
         rebuild_place_counts(session)
+        rebuild_timeline_facets(session)
         assert search_index.rebuild(session, chunk=3) == len(TRIP)
     after = summaries(session_factory)
     for name in before:

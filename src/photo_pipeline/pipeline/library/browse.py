@@ -36,6 +36,7 @@ from photo_pipeline.pipeline.library.catalog import PRESENT, listing_session, ty
 from photo_pipeline.pipeline.library.catalog.listings import with_first_files
 from photo_pipeline.pipeline.library.ordering import BadCursor, Order
 from photo_pipeline.pipeline.library.shown import with_shown_fields
+from photo_pipeline.pipeline.library.text_filters import camera_matches, place_matches
 from photo_pipeline.pipeline.search_index import matching, words
 from photo_pipeline.pipeline.xmp.status import sidecar_status
 
@@ -427,21 +428,9 @@ def _filtered_but_dates(
     if where.person is not None:
         query = query.where(with_person(where.person))
     if where.camera:
-        pattern = f"%{where.camera.lower()}%"
-        query = query.where(
-            or_(func.lower(assets.c.make).like(pattern), func.lower(assets.c.model).like(pattern))
-        )
+        query = query.where(camera_matches(where.camera))
     if where.place:
-        pattern = f"%{where.place.lower()}%"
-        query = query.where(
-            or_(
-                func.lower(assets.c.city).like(pattern),
-                func.lower(assets.c.district).like(pattern),
-                func.lower(assets.c.region).like(pattern),
-                func.lower(assets.c.country).like(pattern),
-                func.lower(assets.c.country_code) == where.place.lower(),
-            )
-        )
+        query = query.where(place_matches(where.place))
     if where.has_gps is True:
         query = query.where(_has_position())
     elif where.has_gps is False:
