@@ -1,11 +1,12 @@
-"""Benchmark the writes that keep ``map_cells`` (the map's summary): migration 0025's
-row triggers (the revision downgraded to) against 0028's (statement triggers with
-transition tables on PostgreSQL; SQLite keeps its row triggers, so both runs there
-are the same design and their ratio is the noise).
+"""Benchmark the writes that keep the asset summaries (the map's ``map_cells``, the
+timeline's, the places'): the schema downgraded to ``--baseline`` (default 0025: the
+map's row triggers, before 0028's statement triggers with transition tables on
+PostgreSQL and the later summaries) against the head. ``--baseline 0030`` prices the
+timeline's camera and place summaries (0032).
 
 Run with ``.venv/bin/python -m bench.map_writes [--assets 100000] [--databases
-postgresql,sqlite] [--writers 1,2,4]``. Per database and trigger design, in a fresh
-library database each:
+postgresql,sqlite] [--writers 1,2,4] [--baseline 0025]``. Per database and schema, in a
+fresh library database each:
 
 1. a bulk load of ``--assets`` geotagged assets in one transaction (COPY on
    PostgreSQL, batches of ``executemany`` on SQLite: ``bench._scale_catalogue``);
@@ -31,6 +32,7 @@ from bench._databases import backends, fresh_database
 from bench._scale_catalogue import ASSET_COLUMNS, asset_rows, bulk_load, planted_hashes
 
 BATCHES, BATCH = 6, 200
+HEAD = "head"
 
 
 def prepared(url: str, design: str) -> None:
@@ -39,8 +41,8 @@ def prepared(url: str, design: str) -> None:
 
     factory = open_database(url)
     engine = factory.kw["bind"]
-    if design == "0025 row triggers":
-        downgrade(engine, "0025")
+    if design != HEAD:
+        downgrade(engine, design.removeprefix("at "))
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO sources (id, path, added_at) VALUES (1, '/bench', 0)"))
     engine.dispose()
@@ -97,7 +99,7 @@ def writers(kind: str, design: str, processes: int) -> float:
 
 
 def body(args: Namespace) -> None:
-    designs = ["0025 row triggers", "0028 (statement triggers on PostgreSQL)"]
+    designs = [f"at {args.baseline}", HEAD]
     counts = [int(n) for n in args.writers.split(",")]
     for kind in backends(args.databases):
         results: dict[str, dict[str, float]] = {d: {} for d in designs}
@@ -126,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--assets", type=int, default=100_000)
     parser.add_argument("--databases", default="postgresql,sqlite")
     parser.add_argument("--writers", default="1,2,4")
+    parser.add_argument("--baseline", default="0025", help="the revision compared with the head")
     return h.run(parser, body, argv)
 
 
