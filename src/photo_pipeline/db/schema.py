@@ -950,6 +950,7 @@ timeline_cameras = Table(
     Column("day", String(10), nullable=False),
     Column("count", BigInteger, nullable=False),
     PrimaryKeyConstraint("make", "model", "day"),
+    Index("ix_timeline_cameras_model_day", "model", "day"),
 )
 timeline_places = Table(
     "timeline_places",
@@ -962,6 +963,12 @@ timeline_places = Table(
     Column("day", String(10), nullable=False),
     Column("count", BigInteger, nullable=False),
     PrimaryKeyConstraint("country_code", "country", "region", "city", "district", "day"),
+    # Each place column leads an index (country_code the primary key): the matching
+    # values' rows are ranges of them (pipeline.library.text_filters.matching_values).
+    *(
+        Index(f"ix_timeline_places_{c}_day", c, "day")
+        for c in ("country", "region", "city", "district")
+    ),
 )
 
 # The places beside the map: per stored place of the assets (country code, country,

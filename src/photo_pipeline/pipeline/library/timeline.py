@@ -18,13 +18,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Select, delete, func, insert, or_, select
+from sqlalchemy import Select, delete, false, func, insert, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from photo_pipeline.db.schema import assets, timeline_cameras, timeline_days, timeline_places
 from photo_pipeline.pipeline.library.browse import AssetFilter, listed
 from photo_pipeline.pipeline.library.catalog import listing_session
-from photo_pipeline.pipeline.library.text_filters import camera_matches, place_matches
+from photo_pipeline.pipeline.library.text_filters import (
+    camera_arms,
+    matching_values,
+    place_arms,
+)
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ def timeline(
 ) -> Timeline:
     """The capture days of the assets ``where`` lists, each with its count."""
     with listing_session(session_factory) as session:
-        summed = _summed(where)
+        summed = _summed(session, where)
         if summed is not None:
             day = summed.selected_columns.day
             summed = summed.order_by(day.desc() if newest_first else day)
@@ -55,25 +59,29 @@ def timeline(
         return Timeline([(d, n) for d, n in session.execute(counted)], from_summary=False)
 
 
-def _summed(where: AssetFilter) -> Select[str, int] | None:
+def _summed(session: Session, where: AssetFilter) -> Select[str, int] | None:
     """The days and counts of ``where`` from a summary, unordered; None when no
     summary answers it."""
-    dates = AssetFilter(taken_from=where.taken_from, taken_to=where.taken_to)
     rest = replace(where, taken_from=None, taken_to=None, camera=None, place=None)
     if rest != AssetFilter() or (where.camera and where.place):
         return None
-    if where.camera:
-        table, matches = timeline_cameras, camera_matches(where.camera, timeline_cameras)
-    elif where.place:
-        table, matches = timeline_places, place_matches(where.place, timeline_places)
+    if where.camera or where.place:
+        # The matching cameras' (or places') rows: ranges of the summary's indexes.
+        table, arms = (
+            (timeline_cameras, camera_arms(where.camera))
+            if where.camera
+            else (timeline_places, place_arms(where.place or ""))
+        )
+        found = {arm.column: matching_values(session, table, arm) for arm in arms}
+        matches = or_(false(), *(table.c[c].in_(values) for c, values in found.items() if values))
     else:
         table, matches = timeline_days, timeline_days.c.count > 0
     day = table.c.day
     query = select(day, func.sum(table.c.count).label("count")).where(matches)
-    if dates.taken_from is not None:
-        query = query.where(day >= dates.taken_from.isoformat())
-    if dates.taken_to is not None:
-        query = query.where(day <= dates.taken_to.isoformat())
+    if where.taken_from is not None:
+        query = query.where(day >= where.taken_from.isoformat())
+    if where.taken_to is not None:
+        query = query.where(day <= where.taken_to.isoformat())
     return query.group_by(day)
 
 

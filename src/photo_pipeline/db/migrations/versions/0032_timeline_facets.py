@@ -3,8 +3,10 @@ camera (make, model) and every stored place (country code, country, region, city
 district; '' for what is not known) the number of assets the library shows on each
 capture day, as timeline_days (0029) counts them (a Live Photo's motion half left out),
 so that a filtered timeline reads the summary's rows of the matching cameras or places,
-not every matching asset. An asset with no camera (or no place) at all is not counted
-in that summary: no camera (or place) filter finds it.
+not every matching asset: each column has an index led by it (the first, the primary
+key), in which the matching values are found by a loose scan and their rows read. An
+asset with no camera (or no place) at all is not counted in that summary: no camera
+(or place) filter finds it.
 
 Kept by triggers on assets as place_counts (0030) is: on SQLite row triggers, on
 PostgreSQL statement triggers with transition tables, each first taking the asset
@@ -159,6 +161,8 @@ def upgrade() -> None:
             sa.Column("count", sa.BigInteger(), nullable=False),
             sa.PrimaryKeyConstraint(*keys, "day", name=op.f(f"pk_{table}")),
         )
+        for key in keys[1:]:  # the first leads the primary key
+            op.create_index(f"ix_{table}_{key}_day", table, [key, "day"])
         bind.execute(sa.text(rebuild(table)))
         if bind.dialect.name == "sqlite":
             for statement in _sqlite_triggers(table):
