@@ -369,6 +369,17 @@ assets = Table(
     Index("ix_assets_make_taken_local_id", "make", "taken_local", "id"),
     Index("ix_assets_model_taken_order_id", "model", "taken_order", "id"),
     Index("ix_assets_model_taken_local_id", "model", "taken_local", "id"),
+    # The place filter's, the same way (its columns' distinct values, then pages).
+    Index("ix_assets_country_code_taken_order_id", "country_code", "taken_order", "id"),
+    Index("ix_assets_country_code_taken_local_id", "country_code", "taken_local", "id"),
+    Index("ix_assets_country_taken_order_id", "country", "taken_order", "id"),
+    Index("ix_assets_country_taken_local_id", "country", "taken_local", "id"),
+    Index("ix_assets_region_taken_order_id", "region", "taken_order", "id"),
+    Index("ix_assets_region_taken_local_id", "region", "taken_local", "id"),
+    Index("ix_assets_city_taken_order_id", "city", "taken_order", "id"),
+    Index("ix_assets_city_taken_local_id", "city", "taken_local", "id"),
+    Index("ix_assets_district_taken_order_id", "district", "taken_order", "id"),
+    Index("ix_assets_district_taken_local_id", "district", "taken_local", "id"),
     # Motion Photos in the listing's orders (the type=live filter's first branch).
     Index(
         "ix_assets_motion_photo_taken_order_id",

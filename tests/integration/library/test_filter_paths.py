@@ -1,6 +1,6 @@
 """A filter's access path (pipeline.library.filter_paths) pages exactly as the plain
 filtered walk: the same rows in the same order, page after page, in each order the
-web UI asks for, with a substring matching several stored cameras."""
+web UI asks for, with a substring matching several stored cameras or places."""
 
 from __future__ import annotations
 
@@ -20,6 +20,13 @@ from photo_pipeline.pipeline.library.ordering import Order
 from tests.integration.library.test_scale_queries import analyze, plan
 from tests.support.catalogue_rows import NOW, add_assets
 
+PLACES = [
+    ("IS", "Iceland", "Capital Region", "Reykjavík", None),
+    ("IS", "Iceland", None, "Vík", None),
+    ("DE", "Germany", "Berlin", "Berlin", "Mitte"),
+    ("FR", "France", "Île-de-France", "Paris", None),
+    (None, None, None, None, None),
+]
 CAMERAS = [
     ("Apple", "iPhone 15"),
     ("Apple", "iPhone 15 Pro"),
@@ -41,8 +48,14 @@ def library(session_factory):
     rows = []
     for n in range(1, 601):
         make, model = CAMERAS[rng.randrange(len(CAMERAS))]
+        code, country, region, city, district = PLACES[rng.randrange(len(PLACES))]
         rows.append(
             {
+                "code": code,
+                "country": country,
+                "region": region,
+                "city": city,
+                "district": district,
                 "asset": n,
                 "make": make,
                 "model": model,
@@ -63,6 +76,11 @@ def library(session_factory):
                 taken_local=bindparam("local"),
                 is_motion_photo=bindparam("motion_photo"),
                 live_of=bindparam("live_of"),
+                country_code=bindparam("code"),
+                country=bindparam("country"),
+                region=bindparam("region"),
+                city=bindparam("city"),
+                district=bindparam("district"),
             ),
             rows,
         )
@@ -114,6 +132,10 @@ FILTERS = [
     AssetFilter(camera="pixel"),
     AssetFilter(camera="canon"),
     AssetFilter(camera="no such camera"),
+    AssetFilter(place="iceland"),
+    AssetFilter(place="is"),  # a country code, and part of no name here
+    AssetFilter(place="mitte"),
+    AssetFilter(place="vík", camera="nothing like it"),
     AssetFilter(type="live"),
     AssetFilter(camera="iphone", type="live"),
     AssetFilter(camera="iphone 15", has_gps=False, duplicates="exact"),

@@ -175,7 +175,7 @@ class Browser:
                 query = query.where(_words_match(session, where.words))
             # A rare filter's own index (filter_paths), else the order's walked.
             paths = filter_paths.branches(
-                session, order, camera=where.camera, asset_type=where.type
+                session, order, camera=where.camera, place=where.place, asset_type=where.type
             )
             if paths is not None:
                 found = filter_paths.walk(session, query, order, key, limit + 1, paths)

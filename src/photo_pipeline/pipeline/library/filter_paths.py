@@ -9,6 +9,8 @@ ordered walk of an index led by what it fixes and then by the order's key:
 - ``camera`` (part of make or model, any case): the few distinct makes and models that
   match, found by a loose scan of ``ix_assets_{make,model}_taken_*`` (one probe per
   distinct value), a branch for each value;
+- ``place`` (part of city, district, region or country, or its country code): the
+  same, over ``ix_assets_{country,region,city,district,country_code}_taken_*``;
 - ``type=live``: Motion Photos by their partial index, and the stills of the motion
   parts (``live_of``) joined in the order (as many rows as there are Live Photos).
 
@@ -34,10 +36,18 @@ _PATH_SORTS = ("taken-utc", "taken", "taken-desc")
 # Walks from a bound before giving the rest of the page to the plain walk.
 _ROUNDS = 4
 _CAMERA_COLUMNS = ("make", "model")
+_PLACE_COLUMNS = ("country", "region", "city", "district")
+# More matching values than this: the plain walk (each branch reads a page).
+_MAX_BRANCHES = 24
 
 
 def branches(
-    session: Session, order: Order, *, camera: str | None, asset_type: str | None
+    session: Session,
+    order: Order,
+    *,
+    camera: str | None,
+    place: str | None,
+    asset_type: str | None,
 ) -> list[Select[Any]] | None:
     """The branches of the rarest filter that has them (unordered, unlimited: ``walk``
     adds the cursor, order and limit), or None: no path, the plain walk."""
@@ -45,18 +55,39 @@ def branches(
         return None
     if camera:
         pattern = f"%{camera.lower()}%"
-        found: list[Select[Any]] = []
-        for name in _CAMERA_COLUMNS:
-            column = assets.c[name]
-            found += [
-                _keyed(order).where(column == value) for value in _matching(session, name, pattern)
-            ]
-        return found
+        found = _by_value(session, order, {c: ("LIKE", pattern) for c in _CAMERA_COLUMNS})
+        if found is not None:
+            return found
+    if place:
+        needle = place.lower()
+        arms = {c: ("LIKE", f"%{needle}%") for c in _PLACE_COLUMNS}
+        found = _by_value(session, order, {**arms, "country_code": ("=", needle)})
+        if found is not None:
+            return found
     if asset_type == "live":
         motion = assets.alias("motion")
         stills = _keyed(order).join(motion, motion.c.live_of == assets.c.id)
         return [_keyed(order).where(assets.c.is_motion_photo.is_(True)), stills]
     return None
+
+
+def _by_value(
+    session: Session, order: Order, arms: dict[str, tuple[str, str]]
+) -> list[Select[Any]] | None:
+    """A branch per stored value of each column whose lower case matches its arm
+    (``LIKE`` a pattern or ``=`` a word): the filter's ``OR`` of those conditions, each
+    value a range of the column's index. None when too many values match (a common
+    word matches so many assets that the plain walk finds a page soon)."""
+    found: list[Select[Any]] = []
+    for name, (operator, operand) in arms.items():
+        column = assets.c[name]
+        found += [
+            _keyed(order).where(column == value)
+            for value in _matching(session, name, operator, operand)
+        ]
+        if len(found) > _MAX_BRANCHES:
+            return None
+    return found
 
 
 def walk(
@@ -131,14 +162,15 @@ def _candidates(
     return ids, bound
 
 
-def _matching(session: Session, column: str, pattern: str) -> list[str]:
-    """The distinct values of ``column`` whose lower case is LIKE ``pattern``: a loose
-    scan of an index led by it (a probe per distinct value, never a row per asset)."""
+def _matching(session: Session, column: str, operator: str, operand: str) -> list[str]:
+    """The distinct values of ``column`` whose lower case is ``operator`` (LIKE or =)
+    ``operand``: a loose scan of an index led by it (a probe per distinct value, never
+    a row per asset)."""
     distinct = text(
-        f"WITH RECURSIVE v(x) AS ("  # column: one of _CAMERA_COLUMNS
+        f"WITH RECURSIVE v(x) AS ("  # column and operator: the module's own names
         f" SELECT min({column}) FROM assets"
         f" UNION ALL SELECT (SELECT min({column}) FROM assets WHERE {column} > v.x)"
         f" FROM v WHERE v.x IS NOT NULL)"
-        f" SELECT x FROM v WHERE x IS NOT NULL AND lower(x) LIKE :pattern"
-    ).bindparams(bindparam("pattern", pattern))
+        f" SELECT x FROM v WHERE x IS NOT NULL AND lower(x) {operator} :operand"
+    ).bindparams(bindparam("operand", operand))
     return [value for (value,) in session.execute(distinct)]

@@ -1,7 +1,8 @@
-"""The filters' access paths (pipeline.library.filter_paths): indexes led by make and
-by model, then each listing order's key, and partial indexes of the Motion Photos in
-those orders, so that a page filtered by camera or type=live reads about a page of rows
-at a million assets, not every row before its last match.
+"""The filters' access paths (pipeline.library.filter_paths): indexes led by make, by
+model and by each place column, then each listing order's key, and partial indexes of
+the Motion Photos in those orders, so that a page filtered by camera, place or
+type=live reads about a page of rows at a million assets, not every row before its
+last match.
 
 Revision ID: 0031
 Revises: 0030
@@ -23,6 +24,16 @@ _BY_COLUMN = {
     "ix_assets_make_taken_local_id": ["make", "taken_local", "id"],
     "ix_assets_model_taken_order_id": ["model", "taken_order", "id"],
     "ix_assets_model_taken_local_id": ["model", "taken_local", "id"],
+    "ix_assets_country_code_taken_order_id": ["country_code", "taken_order", "id"],
+    "ix_assets_country_code_taken_local_id": ["country_code", "taken_local", "id"],
+    "ix_assets_country_taken_order_id": ["country", "taken_order", "id"],
+    "ix_assets_country_taken_local_id": ["country", "taken_local", "id"],
+    "ix_assets_region_taken_order_id": ["region", "taken_order", "id"],
+    "ix_assets_region_taken_local_id": ["region", "taken_local", "id"],
+    "ix_assets_city_taken_order_id": ["city", "taken_order", "id"],
+    "ix_assets_city_taken_local_id": ["city", "taken_local", "id"],
+    "ix_assets_district_taken_order_id": ["district", "taken_order", "id"],
+    "ix_assets_district_taken_local_id": ["district", "taken_local", "id"],
 }
 _MOTION_PHOTOS = {
     "ix_assets_motion_photo_taken_order_id": ["taken_order", "id"],
