@@ -157,13 +157,14 @@ def test_pages_through_a_filter_path_are_the_plain_walks_pages(library, where, s
 
 
 def test_a_camera_branch_walks_its_own_index(library):
+    if library.kw["bind"].dialect.name != "sqlite":
+        # 600 rows, a sixth of them this camera: PostgreSQL rightly reads the table.
+        # Its plans at a million assets: bench.scale --shape skewed.
+        pytest.skip("a plan worth asserting needs a big table")
     order = Order("taken")
     branch = (
         select(assets.c.id).where(assets.c.model == "iPhone 15").order_by(*order.columns).limit(101)
     )
     shown = plan(library, branch)
-    if library.kw["bind"].dialect.name == "sqlite":
-        assert "ix_assets_model_taken_local_id" in shown, shown
-        assert "TEMP B-TREE" not in shown, shown
-    else:
-        assert "Seq Scan on assets" not in shown, shown
+    assert "ix_assets_model_taken_local_id" in shown, shown
+    assert "TEMP B-TREE" not in shown, shown
