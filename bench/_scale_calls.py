@@ -161,11 +161,36 @@ def api_requests(client) -> dict[str, tuple[str, dict]]:
             "/api/assets",
             {"sort": "taken-desc", "taken_from": "2020-06-01", "taken_to": "2020-06-30"},
         ),
+        **filter_requests(),
         "/api/places": ("/api/places", {}),
         "/api/jobs": ("/api/jobs", {}),
         "/api/jobs?type=verify": ("/api/jobs", {"type": "verify"}),
         "/api/jobs?state=failed": ("/api/jobs", {"state": "failed"}),
     }
+
+
+# The filters of a real library's shape (``--shape skewed``: bench._scale_catalogue.ERAS
+# and on), first pages in each order the web UI asks for: the default (taken-utc), and
+# the timeline's taken / taken-desc.
+FILTERS = {
+    "type=live": {"type": "live"},
+    "camera=iphone 15": {"camera": "iphone 15"},
+    "camera=ricoh (1% of a year)": {"camera": "ricoh"},
+    "place=iceland": {"place": "iceland"},
+    "duplicates=exact": {"duplicates": "exact"},
+    "duplicates=near": {"duplicates": "near"},
+}
+
+
+def filter_requests() -> dict[str, tuple[str, dict]]:
+    found = {}
+    for name, params in FILTERS.items():
+        for sort in ("taken-utc", "taken", "taken-desc"):
+            found[f"/api/assets filter {name} sort={sort}"] = (
+                "/api/assets",
+                {**params, "sort": sort},
+            )
+    return found
 
 
 def api_calls(

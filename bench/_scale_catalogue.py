@@ -22,6 +22,60 @@ START = datetime(2015, 1, 1, tzinfo=UTC)
 SPAN = timedelta(days=3650)
 PLANTED_SHARE = 0.05
 MAX_PLANTED_BITS = 12
+SHAPES = ("uniform", "skewed")
+
+# ── a real library's shape (``shape="skewed"``) ────────────────────────────────
+# Cameras by era (a year is a tenth of the rows, oldest first): each year's cameras
+# with their shares. A new phone appears in the last year only (two "iPhone 15" models:
+# one substring, several stored values), and one camera is 1% of one year.
+ERAS: list[list[tuple[tuple[str, str], float]]] = (
+    [[(("Canon", "EOS 5D Mark III"), 0.4), (("Apple", "iPhone 6"), 0.6)]] * 3
+    + [[(("Canon", "EOS R"), 0.3), (("Apple", "iPhone 8"), 0.5), (("samsung", "SM-G960F"), 0.2)]]
+    + [
+        [
+            (("Canon", "EOS R"), 0.29),
+            (("Apple", "iPhone 8"), 0.5),
+            (("samsung", "SM-G960F"), 0.2),
+            (("RICOH IMAGING COMPANY, LTD.", "RICOH GR III"), 0.01),
+        ]
+    ]
+    + [[(("Sony", "ILCE-7M3"), 0.3), (("Apple", "iPhone 12"), 0.55), (("Google", "Pixel 6"), 0.15)]]
+    * 4
+    + [
+        [
+            (("Apple", "iPhone 15 Pro"), 0.35),
+            (("Apple", "iPhone 15"), 0.25),
+            (("Sony", "ILCE-7M3"), 0.25),
+            (("Google", "Pixel 8"), 0.15),
+        ]
+    ]
+)
+# Places with their shares: most photos at home, Paris often, a few made-up towns, and
+# one trip to Iceland (0.3% of the library, all in one week of the sixth year).
+HOME = ("DE", "Germany", "Berlin", "Berlin", 52.52, 13.40)
+SKEWED_PLACES = [
+    (HOME, 0.55),
+    (("FR", "France", "Île-de-France", "Paris", 48.85, 2.35), 0.2),
+    *(
+        (
+            (
+                f"Q{chr(65 + n)}",
+                f"Country {n}",
+                f"Region {n}",
+                f"City {n}",
+                -40 + n * 7,
+                -120 + n * 19,
+            ),
+            0.025,
+        )
+        for n in range(10)
+    ),
+]
+ICELAND = ("IS", "Iceland", "Capital Region", "Reykjavík", 64.15, -21.94)
+ICELAND_SHARE = 0.003
+LIVE_SHARE = 0.015  # of the Apple photos: a still and its MOV (the next row)
+MOTION_PHOTO_SHARE = 0.01  # of the Google and Samsung photos (a JPEG with its clip)
+SKEWED_EXACT_SHARE = 0.005  # a second present file
 
 
 def micros(when: datetime) -> int:
@@ -66,7 +120,23 @@ def place_centre(index: int) -> tuple[float, float]:
     return -50 + (index * 37) % 110, -170 + (index * 53) % 340
 
 
-def asset_rows(size: int, hashes, original, cluster, first_id: int = 1, seed: int = 0, age=1):
+def pick(choices, roll: float):
+    for value, share in choices:
+        roll -= share
+        if roll < 0:
+            return value
+    return choices[-1][0]
+
+
+def asset_rows(
+    size: int, hashes, original, cluster, first_id: int = 1, seed: int = 0, age=1, shape="uniform"
+):
+    """The assets' rows (ASSET_COLUMNS). ``uniform``: 20 cameras and 27 places drawn
+    evenly, every asset a photo; ``skewed``: cameras by era, places by share with one
+    rare trip, a few Live Photos (a still and its MOV) and Motion Photos."""
+    if shape == "skewed":
+        yield from skewed_rows(size, hashes, original, cluster, first_id, seed, age)
+        return
     rng = random.Random(seed + 1)
     spots = random.Random(seed + 3)  # apart from rng: the other columns stay as they were
     # Catalogued a day ago (`similar` re-pairs assets updated shortly before its last run).
@@ -112,14 +182,64 @@ def asset_rows(size: int, hashes, original, cluster, first_id: int = 1, seed: in
             now,
             now,
             map_cell(lat, lon) if gps else None,
+            "photo",
+            None,
+            False,
         )
+
+
+def skewed_rows(size: int, hashes, original, cluster, first_id: int, seed: int, age: int):
+    rng = random.Random(seed + 1)
+    now = micros(datetime.now(UTC) - timedelta(days=age))
+    trip = int(size * 0.55)  # Iceland: the rows from here on, ICELAND_SHARE of them
+    motion_of: int | None = None  # the still the next row is the MOV of
+    for n in range(size):
+        asset_id = first_id + n
+        when = START + SPAN * (n / size) + timedelta(minutes=rng.randint(0, 600))
+        offset = rng.choice((0, 60, 120, -300, 540))
+        utc = when - timedelta(minutes=offset)
+        year = min(9, n * 10 // size)
+        make, model = pick(ERAS[year], rng.random())
+        place = (
+            ICELAND
+            if trip <= n < trip + size * ICELAND_SHARE
+            else pick(SKEWED_PLACES, rng.random())
+        )
+        code, country, region, city, lat, lon = place
+        gps = rng.random() < 0.7
+        lat, lon = lat + rng.gauss(0, 0.3), lon + rng.gauss(0, 0.3)
+        width, height = (
+            (6000, 4000) if original[n] else (2000, 1500) if cluster[n] >= 0 else (4000, 3000)
+        )
+        kind, fmt, mime, live_of, motion_photo = "photo", "jpeg", "image/jpeg", None, False
+        if motion_of is not None:
+            kind, fmt, mime, live_of, make, model = (
+                "video",
+                "mov",
+                "video/quicktime",
+                motion_of,
+                "Apple",
+                "iPhone",
+            )
+            motion_of = None
+        elif make == "Apple" and rng.random() < LIVE_SHARE and n + 1 < size:
+            fmt, mime, motion_of = "heic", "image/heic", asset_id
+        elif make in ("Google", "samsung") and rng.random() < MOTION_PHOTO_SHARE:
+            motion_photo = True
+        yield (
+            asset_id, f"{asset_id:064x}", 2_000_000 + n % 1000, fmt, mime, width, height, 1,
+            when.replace(tzinfo=None).isoformat(), offset, micros(utc), "exif_original",
+            make, model, lat if gps else None, lon if gps else None, code, country, region,
+            city, micros(utc), f"{hashes[n]:016x}", now, now,
+            map_cell(lat, lon) if gps else None, kind, live_of, motion_photo,
+        )  # fmt: skip
 
 
 ASSET_COLUMNS = (
     "id, content_hash, size, format, mime, width, height, orientation, taken_local, "
     "taken_offset_minutes, taken_utc, taken_source, make, model, gps_latitude, "
     "gps_longitude, country_code, country, region, city, taken_order, phash, created_at, "
-    "updated_at, map_cell"
+    "updated_at, map_cell, kind, live_of, is_motion_photo"
 )
 FILE_COLUMNS = "id, source_id, path, size, mtime_ns, inode, state, asset_id, created_at, updated_at"
 JOB_COLUMNS = (
@@ -129,7 +249,11 @@ JOB_COLUMNS = (
 )
 
 
-def file_rows(size: int, first_id: int = 1, first_file: int = 1, seed: int = 0):
+def file_rows(
+    size: int, first_id: int = 1, first_file: int = 1, seed: int = 0, exact_share: float = 0.03
+):
+    """One present file an asset, a second present one for ``exact_share`` of them and
+    a missing one for 1%."""
     rng = random.Random(seed + 2)
     now = micros(datetime.now(UTC))
     file_id = first_file
@@ -137,9 +261,9 @@ def file_rows(size: int, first_id: int = 1, first_file: int = 1, seed: int = 0):
         asset_id = first_id + n
         copies = ["present"]
         roll = rng.random()
-        if roll < 0.03:
+        if roll < exact_share:
             copies.append("present")
-        elif roll < 0.04:
+        elif roll < exact_share + 0.01:
             copies.append("missing")
         for copy, state in enumerate(copies):
             yield (file_id, 1, f"p/{asset_id:08d}-{copy}.jpg", 2_000_000, now, file_id, state,
@@ -246,7 +370,9 @@ def analyze(url: str) -> None:
     engine.dispose()
 
 
-def build(url: str, size: int, seed: int, jobs: bool = True) -> tuple[list[int], list[int]]:
+def build(
+    url: str, size: int, seed: int, jobs: bool = True, shape: str = "uniform"
+) -> tuple[list[int], list[int]]:
     from photo_pipeline.db import open_database
 
     open_database(url).kw["bind"].dispose()
@@ -255,9 +381,10 @@ def build(url: str, size: int, seed: int, jobs: bool = True) -> tuple[list[int],
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO sources (id, path, added_at) VALUES (1, '/bench', 0)"))
     engine.dispose()
-    rows = asset_rows(size, hashes, original, cluster, seed=seed)
+    rows = asset_rows(size, hashes, original, cluster, seed=seed, shape=shape)
     bulk_load(url, "assets", ASSET_COLUMNS, rows, triggers=False)
-    bulk_load(url, "files", FILE_COLUMNS, file_rows(size, seed=seed))
+    exact = SKEWED_EXACT_SHARE if shape == "skewed" else 0.03
+    bulk_load(url, "files", FILE_COLUMNS, file_rows(size, seed=seed, exact_share=exact))
     if jobs:
         bulk_load(url, "jobs", JOB_COLUMNS, job_rows(max(size // 10, 100)))
     curate(url, size)

@@ -34,6 +34,16 @@ Per database it:
    cluster). At 10k and 100k it scores the old grouping too (connected components
    within 12 bits, chains included) on the same hashes.
 
+``--shape skewed`` loads a real library's shape instead of uniform rows (cameras by
+era, one new phone in the last year, a camera of 1% of one year, a 0.3% trip to
+Iceland, 1% Live Photos and Motion Photos, 0.5% exact duplicates:
+``bench._scale_catalogue.ERAS`` and on), what the ``/api/assets filter`` calls page
+through. ``--keep DIR`` keeps each size's database (a SQLite file in DIR, a PostgreSQL
+schema ``bench_keep_<shape>_<size>``) built once, its near groups regrouped, and
+reuses it in later runs: ``--keep /tmp/k --shape skewed --calls "/api/assets filter"``
+times the filters again (on the code of the run: a later migration is applied when the
+library opens) without the minutes of a million-row load. Remove them by hand.
+
 ``--similar-only`` runs steps 1, 2 and 4 (no jobs, no API calls): a million-asset
 catalogue builds in about a minute per database. ``--calls /api/search,/api/map`` runs
 steps 1 and 3 for the API calls whose names start so (no `similar`, no render).
@@ -52,14 +62,14 @@ import sys
 import tempfile
 import time
 from argparse import Namespace
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from bench import _harness as h
 from bench._databases import fresh_database
 from bench._scale_calls import api_calls, noop_render
-from bench._scale_catalogue import analyze, build
+from bench._scale_catalogue import SHAPES, analyze, build
 from bench._scale_rescan import rescan
 from bench._scale_similar import run_similar, similar_child, similar_section
 
@@ -73,18 +83,33 @@ def one_database(
     similar_only: bool = False,
     baseline: str | None = None,
     calls: tuple[str, ...] = (),
+    shape: str = "uniform",
+    keep: Path | None = None,
 ) -> dict[int, dict[str, object]]:
     """Every size built (and grouped by `similar`) first; then the API calls and the
     no-op render, the sizes in turns; then `similar`'s section, size by size."""
     results: dict[int, dict[str, object]] = {size: {} for size in sizes}
     planted: dict[int, tuple[list[int], list[int]]] = {}
     with ExitStack() as databases:
-        urls = {s: databases.enter_context(fresh_database(kind, f"bench_scale_{s}")) for s in sizes}
+        if keep is not None:
+            kept = {s: databases.enter_context(kept_database(kind, keep, shape, s)) for s in sizes}
+            urls = {s: url for s, (url, _) in kept.items()}
+        else:
+            urls = {
+                s: databases.enter_context(fresh_database(kind, f"bench_scale_{s}")) for s in sizes
+            }
         for size, url in urls.items():
+            if keep is not None and kept[size][1]():
+                print(f"{kind} {size}: kept, load {os.getloadavg()[0]:.2f}", flush=True)
+                continue
             started = time.perf_counter()
-            planted[size] = build(url, size, seed=size, jobs=not similar_only)
+            planted[size] = build(url, size, seed=size, jobs=not similar_only, shape=shape)
             results[size]["build s"] = time.perf_counter() - started
-            if calls:
+            if keep is not None:
+                run_similar(url, full=True)
+                analyze(url)
+                kept[size][1](True)
+            elif calls:
                 analyze(url)
             elif not similar_only:
                 # Listed with the full regroup's groups, before anything is added, and
@@ -103,10 +128,45 @@ def one_database(
                 results[size].update(times)
             print(f"{kind}: calls timed, load {os.getloadavg()[0]:.2f}", flush=True)
         for size in sizes:
+            if size not in planted:  # kept from an earlier run: its planted clusters unknown
+                continue
             hashes, cluster = planted.pop(size)
             results[size].update(similar_section(urls[size], size, hashes, cluster, baseline))
             print(f"{kind} {size}: done, load {os.getloadavg()[0]:.2f}", flush=True)
     return results
+
+
+@contextmanager
+def kept_database(kind: str, keep: Path, shape: str, size: int):
+    """The URL of a database kept in ``keep`` between runs, and a callable saying
+    whether it is built (given True: marking it built)."""
+    name = f"bench_keep_{shape}_{size}"
+    keep.mkdir(parents=True, exist_ok=True)
+    marker = keep / f"{kind}-{name}.built"
+    if kind == "sqlite":
+        url = f"sqlite:///{keep / name}.sqlite3"
+        if not marker.exists():
+            (keep / f"{name}.sqlite3").unlink(missing_ok=True)
+    else:
+        from sqlalchemy import create_engine, text
+        from sqlalchemy.engine import make_url
+        from tests.support.databases import PG_URL
+
+        admin = create_engine(PG_URL)
+        with admin.begin() as conn:
+            if not marker.exists():
+                conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
+            conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{name}"'))
+        admin.dispose()
+        scoped = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={name}"})
+        url = scoped.render_as_string(hide_password=False)
+
+    def built(mark: bool = False) -> bool:
+        if mark:
+            marker.touch()
+        return marker.exists()
+
+    yield url, built
 
 
 def body(args: Namespace) -> None:
@@ -128,6 +188,8 @@ def body(args: Namespace) -> None:
                 similar_only=args.similar_only,
                 baseline=args.baseline,
                 calls=tuple(c for c in args.calls.split(",") if c),
+                shape=args.shape,
+                keep=Path(args.keep) if args.keep else None,
             )
             print_table(kind, sizes, results)
 
@@ -169,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--similar-only", action="store_true", help="no jobs, no API calls")
     parser.add_argument("--baseline", metavar="SRC", help="run `similar` with this code too")
     parser.add_argument("--calls", default="", help="only the API calls starting so (a,b)")
+    parser.add_argument("--shape", choices=SHAPES, default="uniform", help="the rows' shape")
+    parser.add_argument("--keep", metavar="DIR", help="keep the databases here, reuse them")
     return h.run(parser, body, argv, child=child)
 
 

@@ -362,6 +362,39 @@ assets = Table(
         "gps_longitude",
     ),
     Index("ix_assets_make_model", "make", "model"),
+    # A camera filter's access path (pipeline.library.filter_paths): the distinct makes
+    # and models found by a loose scan, then a page of each walked in the listing's
+    # orders (migration 0031).
+    Index("ix_assets_make_taken_order_id", "make", "taken_order", "id"),
+    Index("ix_assets_make_taken_local_id", "make", "taken_local", "id"),
+    Index("ix_assets_model_taken_order_id", "model", "taken_order", "id"),
+    Index("ix_assets_model_taken_local_id", "model", "taken_local", "id"),
+    # The place filter's, the same way (its columns' distinct values, then pages).
+    Index("ix_assets_country_code_taken_order_id", "country_code", "taken_order", "id"),
+    Index("ix_assets_country_code_taken_local_id", "country_code", "taken_local", "id"),
+    Index("ix_assets_country_taken_order_id", "country", "taken_order", "id"),
+    Index("ix_assets_country_taken_local_id", "country", "taken_local", "id"),
+    Index("ix_assets_region_taken_order_id", "region", "taken_order", "id"),
+    Index("ix_assets_region_taken_local_id", "region", "taken_local", "id"),
+    Index("ix_assets_city_taken_order_id", "city", "taken_order", "id"),
+    Index("ix_assets_city_taken_local_id", "city", "taken_local", "id"),
+    Index("ix_assets_district_taken_order_id", "district", "taken_order", "id"),
+    Index("ix_assets_district_taken_local_id", "district", "taken_local", "id"),
+    # Motion Photos in the listing's orders (the type=live filter's first branch).
+    Index(
+        "ix_assets_motion_photo_taken_order_id",
+        "taken_order",
+        "id",
+        sqlite_where=text("is_motion_photo IS 1"),
+        postgresql_where=text("is_motion_photo IS true"),
+    ),
+    Index(
+        "ix_assets_motion_photo_taken_local_id",
+        "taken_local",
+        "id",
+        sqlite_where=text("is_motion_photo IS 1"),
+        postgresql_where=text("is_motion_photo IS true"),
+    ),
     Index("ix_assets_content_identifier", "content_identifier"),
     Index("ix_assets_live_of", "live_of"),
     # The listing's keyset (taken_order, id): a page is a range of this index.

@@ -31,7 +31,7 @@ from photo_pipeline.media.places import NULL_ISLAND_DEGREES
 from photo_pipeline.pipeline.curation.filters import CurationFilter, curation_fields, with_curation
 from photo_pipeline.pipeline.faces.people import with_people, with_person
 from photo_pipeline.pipeline.files.paths import display
-from photo_pipeline.pipeline.library import live_photos
+from photo_pipeline.pipeline.library import filter_paths, live_photos
 from photo_pipeline.pipeline.library.catalog import PRESENT, listing_session, type_matches
 from photo_pipeline.pipeline.library.catalog.listings import with_first_files
 from photo_pipeline.pipeline.library.ordering import BadCursor, Order
@@ -170,12 +170,21 @@ class Browser:
             .limit(limit + 1)
         )
         query = _filtered(query, where, sort=sort)
-        if cursor is not None:
-            query = query.where(order.after(order.decode(cursor)))
+        key = order.decode(cursor) if cursor is not None else None
         with listing_session(self._session_factory) as session:
             if where.words:
                 query = query.where(_words_match(session, where.words))
-            rows = [dict(r._mapping) for r in session.execute(query)]
+            # A rare filter's own index (filter_paths), else the order's walked.
+            paths = filter_paths.branches(
+                session, order, camera=where.camera, place=where.place, asset_type=where.type
+            )
+            if paths is not None:
+                found = filter_paths.walk(session, query, order, key, limit + 1, paths)
+            else:
+                found = list(
+                    session.execute(query if key is None else query.where(order.after(key)))
+                )
+            rows = [dict(r._mapping) for r in found]
             more = len(rows) > limit
             rows = with_curation(session, with_first_files(session, rows[:limit]))
             versions = _rendition_versions([r["id"] for r in rows], session)
