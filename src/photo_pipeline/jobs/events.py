@@ -65,8 +65,8 @@ def write_events(
     events: list[tuple[str, str, str | None, dict[str, Any] | None]],
     now: datetime,
 ) -> None:
-    """Append ``(job_id, event_type, message, data)`` events in one statement (new
-    jobs: nobody else can hold their rows yet)."""
+    """Append ``(job_id, event_type, message, data)`` events in one statement, inside
+    the caller's transaction, which holds their jobs' rows (or made them: new jobs)."""
     if not events:
         return
     take_order_lock(session)
