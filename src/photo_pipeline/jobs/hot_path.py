@@ -218,8 +218,8 @@ def succeed_update(
     job_id: str, token: int, worker_id: str | None, now: ColumnElement[Any]
 ) -> Update:
     """SQLite: the fenced, item-checked move to ``succeeded`` (the rest follows in
-    the same transaction)."""
-    from photo_pipeline.db.schema import job_items
+    the same transaction), returning the row and whether it has dependents."""
+    from photo_pipeline.db.schema import job_items, job_prerequisites
 
     conditions = [
         jobs.c.id == job_id,
@@ -245,5 +245,11 @@ def succeed_update(
             lease_owner=None,
             lease_expires_at=None,
         )
-        .returning(*jobs.c)
+        .returning(
+            *jobs.c,
+            select(job_prerequisites.c.job_id)
+            .where(job_prerequisites.c.prerequisite_id == job_id)
+            .exists()
+            .label("has_dependents"),
+        )
     )

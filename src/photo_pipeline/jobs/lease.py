@@ -22,7 +22,7 @@ from photo_pipeline.jobs import _checks as check
 from photo_pipeline.jobs import hot_path
 from photo_pipeline.jobs.clock import micros_of
 from photo_pipeline.jobs.errors import InvalidArgument, InvalidTransition, JobConflict
-from photo_pipeline.jobs.events import write_event, write_events
+from photo_pipeline.jobs.events import Event, write_events
 from photo_pipeline.jobs.locks import lock_held
 from photo_pipeline.jobs.rows import JobSnapshot, lock_job, require_job, snapshot, snapshot_of
 from photo_pipeline.jobs.states import (
@@ -198,8 +198,11 @@ def succeed(store: JobStore, job_id: str, token: int, worker_id: str | None) -> 
         if row is None:
             return None
         now = row.updated_at
-        write_event(session, job_id, f"state:{JobState.SUCCEEDED}", now)
-        store.transitions.release_dependents(session, job_id, now)
+        done: list[Event] = [(job_id, f"state:{JobState.SUCCEEDED}", None, None)]
+        if row.has_dependents:  # read by the update: no statement when there are none
+            store.transitions.release_dependents(session, job_id, now, events=done)
+        else:
+            write_events(session, done, now)
         return snapshot(row)
 
 
