@@ -253,3 +253,52 @@ def succeed_update(
             .label("has_dependents"),
         )
     )
+
+
+@functools.cache
+def pg_succeed_many(now_sql: str) -> TextualSelect:
+    """PostgreSQL: ``pg_succeed`` of many leased jobs (``:ids`` with their
+    ``:tokens``) in one statement and so one commit (jobs.group_commit): each moves
+    only under its current fencing token and with no unfinished item; a dependent of
+    several of them waits for that many fewer. Returns the rows of those that
+    succeeded; the others are left as they were, for the caller to finish alone."""
+    sql = f"""
+WITH wanted AS (
+  SELECT w.id, w.token FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS bigint[])) AS w(id, token)
+), done AS (
+  UPDATE jobs SET state = '{JobState.SUCCEEDED}', version = jobs.version + 1,
+    updated_at = {now_sql}, finished_at = {now_sql},
+    lease_owner = NULL, lease_expires_at = NULL
+  FROM wanted
+  WHERE jobs.id = wanted.id AND jobs.fencing_token = wanted.token AND jobs.state IN ({_LEASED})
+    AND NOT EXISTS (SELECT 1 FROM job_items AS i
+                    WHERE i.job_id = wanted.id AND i.state IN ({_UNFINISHED}))
+  RETURNING jobs.*
+), ordered AS (
+  SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK})
+  FROM (SELECT 1 FROM done LIMIT 1) AS any_done
+), met AS (
+  SELECT p.job_id, count(*) AS n, max(done.updated_at) AS at
+  FROM job_prerequisites AS p JOIN done ON p.prerequisite_id = done.id
+  GROUP BY p.job_id
+), released AS (
+  UPDATE jobs AS d SET waiting_for = greatest(d.waiting_for - met.n, 0),
+    version = d.version + 1
+  FROM met
+  WHERE d.id = met.job_id AND d.waiting_for > 0
+  RETURNING d.id, d.job_type, d.waiting_for, met.at
+), logged AS (
+  INSERT INTO job_events (job_id, event_type, created_at)
+  SELECT e.job_id, e.event_type, e.at FROM ordered, (
+    SELECT 0 AS n, done.seq AS k, done.id AS job_id, 'state:{JobState.SUCCEEDED}' AS event_type,
+           done.updated_at AS at FROM done
+    UNION ALL
+    SELECT 1, 0, r.id, 'prerequisites_met', r.at FROM released AS r WHERE r.waiting_for = 0
+  ) AS e ORDER BY e.n, e.k, e.job_id
+), woken AS (
+  SELECT pg_notify('{RUNNABLE_CHANNEL}', r.job_type) FROM released AS r WHERE r.waiting_for = 0
+)
+SELECT {_job_columns("done")} FROM done WHERE (SELECT count(*) FROM woken) >= 0
+ORDER BY done.seq
+"""
+    return text(sql).columns(*_RESULT_COLUMNS)

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Row, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import unique_violation
@@ -192,18 +193,45 @@ def succeed(store: JobStore, job_id: str, token: int, worker_id: str | None) -> 
         row = store.run_one(statement, params)
         return None if row is None else snapshot_of(row)
     with write_session(store.session_factory) as session:
-        row = session.execute(
-            hot_path.succeed_update(job_id, token, worker_id, store.clock.sql())
-        ).one_or_none()
-        if row is None:
-            return None
-        now = row.updated_at
-        done: list[Event] = [(job_id, f"state:{JobState.SUCCEEDED}", None, None)]
-        if row.has_dependents:  # read by the update: no statement when there are none
-            store.transitions.release_dependents(session, job_id, now, events=done)
-        else:
-            write_events(session, done, now)
-        return snapshot(row)
+        return _succeed_in(store, session, job_id, token, worker_id)
+
+
+def succeed_many(store: JobStore, tokens: list[tuple[str, int]]) -> dict[str, JobSnapshot]:
+    """``succeed`` of many leased jobs ``(job_id, fencing_token)`` with one commit
+    (jobs.group_commit); returns those that succeeded, by id. A job whose check
+    failed is left as it was."""
+    if not tokens:
+        return {}
+    if store.is_postgresql:
+        params: dict[str, Any] = {"ids": [i for i, _ in tokens], "tokens": [t for _, t in tokens]}
+        now_sql = store.clock.sql_text(params)
+        rows = store.run_all(hot_path.pg_succeed_many(now_sql), params)
+        return {job["id"]: job for job in map(snapshot_of, rows)}
+    done: dict[str, JobSnapshot] = {}
+    with write_session(store.session_factory) as session:
+        for job_id, token in tokens:
+            job = _succeed_in(store, session, job_id, token, None)
+            if job is not None:
+                done[job_id] = job
+    return done
+
+
+def _succeed_in(
+    store: JobStore, session: Session, job_id: str, token: int, worker_id: str | None
+) -> JobSnapshot | None:
+    """SQLite: ``succeed`` in the caller's write transaction."""
+    row = session.execute(
+        hot_path.succeed_update(job_id, token, worker_id, store.clock.sql())
+    ).one_or_none()
+    if row is None:
+        return None
+    now = row.updated_at
+    done: list[Event] = [(job_id, f"state:{JobState.SUCCEEDED}", None, None)]
+    if row.has_dependents:  # read by the update: no statement when there are none
+        store.transitions.release_dependents(session, job_id, now, events=done)
+    else:
+        write_events(session, done, now)
+    return snapshot(row)
 
 
 def release(store: JobStore, job_id: str, *, fencing_token: int, reason: str) -> JobSnapshot:

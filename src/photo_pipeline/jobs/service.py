@@ -280,6 +280,14 @@ class JobService:
             retry=retry,
         )
 
+    @transactional
+    def succeed_many(self, tokens: Iterable[tuple[str, int]]) -> dict[str, JobSnapshot]:
+        """Move many leased jobs ``(job_id, fencing_token)`` to ``succeeded`` with one
+        commit, each under its own token and item check; returns those that
+        succeeded, by id (the others are as they were: finish them with
+        ``transition``, which says why it cannot)."""
+        return lease.succeed_many(self._store, [(str(i), int(t)) for i, t in tokens])
+
     def retry(self, job_id: str) -> JobSnapshot:
         """Run a failed job again (one more attempt), unless another took its lock."""
         return self.transition(job_id, JobState.RETRY_QUEUED)
