@@ -3,9 +3,10 @@ against each peer's own worker on the same PostgreSQL (and Redis, for Celery), n
 jobs, 1 and 4 worker processes, rounds in turns (issue #32.3).
 
 * photo-pipeline: ``JobService.enqueue_many`` by 1,000, then ``Worker`` processes in
-  burst mode (``WorkerConfig(burst=True)``: one job at a time, leases, heartbeats,
-  recovery sweeps, the idle loop; they exit once nothing is left), in a schema of
-  its own;
+  burst mode (``WorkerConfig(burst=True)``: leases, heartbeats, recovery sweeps, the
+  idle loop; they exit once nothing is left), in a schema of its own; with one job
+  slot (one job at a time, a claim per job) and with 10 (``jobs=10``: a claim of
+  one statement fills every free slot, as PgQueuer's batch of 10 fetches 10);
 * Procrastinate: ``batch_defer`` by 1,000, ``run_worker_async(wait=False)`` (exits
   when the queue is empty), concurrency 1, in a database of its own;
 * PgQueuer: ``Queries.enqueue`` of 1,000 at once, ``QueueManager.run(mode=drain)``
@@ -61,6 +62,7 @@ except ImportError:  # the `bench` extra is not installed
 REDIS_URL = os.environ.get("PHOTO_PIPELINE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 PGQUEUER_DB = "pp_bench_pgqueuer"  # + a suffix of its own each run
 CELERY_TIMEOUT_S = 900
+OURS = ("photo-pipeline Worker (jobs 1)", "photo-pipeline Worker (jobs 10)")
 
 
 # ── photo-pipeline: the real Worker ────────────────────────────────────────────
@@ -68,8 +70,8 @@ def noop_handler(_ctx: Any) -> None:
     return None
 
 
-def runtime_worker(url: str, barrier: Any, results: Any, index: int) -> None:
-    """One worker process: the real ``Worker`` in burst mode, one job at a time."""
+def runtime_worker(url: str, slots: int, barrier: Any, results: Any, index: int) -> None:
+    """One worker process: the real ``Worker`` in burst mode, ``slots`` jobs at once."""
     from photo_pipeline.jobs.handlers import HandlerRegistry
     from photo_pipeline.jobs.runtime import Worker, WorkerConfig
     from photo_pipeline.jobs.workers import WorkerRegistry
@@ -78,7 +80,7 @@ def runtime_worker(url: str, barrier: Any, results: Any, index: int) -> None:
         handlers = HandlerRegistry()
         handlers.register(JOB_TYPE, noop_handler)
         with opened(url) as (factory, service):
-            config = WorkerConfig(job_types=(JOB_TYPE,), burst=True)
+            config = WorkerConfig(job_types=(JOB_TYPE,), burst=True, jobs=slots)
             worker = Worker(service, WorkerRegistry(factory), handlers, config)
             barrier.wait()
             start = time.monotonic()
@@ -88,14 +90,14 @@ def runtime_worker(url: str, barrier: Any, results: Any, index: int) -> None:
     _report(results, body)
 
 
-def runtime_throughput(n_jobs: int, procs: int) -> dict[str, Any]:
+def runtime_throughput(n_jobs: int, procs: int, slots: int = 1) -> dict[str, Any]:
     with fresh_database("postgresql") as url:
         with opened(url) as (_, service):
             started = time.perf_counter()
             for start in range(0, n_jobs, 1000):
                 service.enqueue_many([{"job_type": JOB_TYPE}] * min(1000, n_jobs - start))
             enqueue_s = time.perf_counter() - started
-        run = run_processes(runtime_worker, (url,), procs)
+        run = run_processes(runtime_worker, (url, slots), procs)
         with opened(url) as (factory, _):
             check = verify_service_jobs(factory, n_jobs, n_jobs)
     return {**run, "enqueue_per_s": n_jobs / enqueue_s, "check": check}
@@ -252,7 +254,8 @@ def peers_section(backends: list[str], sizes: Sizes) -> None:
         h.note("PostgreSQL is not reachable: no peers measured")
         return
     systems: dict[str, Callable[[int], dict[str, Any]]] = {
-        "photo-pipeline Worker": lambda procs: runtime_throughput(n, procs)
+        OURS[0]: lambda procs: runtime_throughput(n, procs, 1),
+        OURS[1]: lambda procs: runtime_throughput(n, procs, 10),
     }
     missing = []
     if procrastinate is not None:
@@ -303,20 +306,18 @@ def peers_section(backends: list[str], sizes: Sizes) -> None:
          "each round", "load (1 min) after each", "check"],
         rows,
     )  # fmt: skip
-    ours = "photo-pipeline Worker"
+    pairs = [(OURS[1], OURS[0])] + [(o, s) for o in OURS for s in systems if s not in OURS]
     for procs in PROCESS_COUNTS:
-        mine = [r["rate"] for r in runs[ours, procs]]
-        for system in systems:
-            if system == ours:
-                continue
+        for ours, system in pairs:
+            mine = [r["rate"] for r in runs[ours, procs]]
             # Each round's pair ran within one turn of the cases: the ratio of the pair.
             theirs = [r["rate"] for r in runs[system, procs]]
             ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
             value = h.median_ratio(
-                zip(mine, theirs, strict=True), name=f"Worker / {system}, {procs} proc"
+                zip(mine, theirs, strict=True), name=f"{ours} / {system}, {procs} proc"
             )
             h.note(
-                f"Worker / {system}, {procs} proc: {value:.2f}x "
+                f"{ours} / {system}, {procs} proc: {value:.2f}x "
                 f"({min(ratios):.2f}–{max(ratios):.2f}, each round's pair)"
             )
     h.note(

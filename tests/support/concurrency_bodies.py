@@ -35,6 +35,20 @@ def claim_until_empty(url: str, barrier: Any, results: Any, worker_id: str) -> N
     _run(url, barrier, results, body)
 
 
+def claim_many_until_empty(url: str, barrier: Any, results: Any, worker_id: str) -> None:
+    """``claim_until_empty`` by batches of up to 7 jobs a claim."""
+
+    def body(service: JobService) -> list[str]:
+        claimed: list[str] = []
+        while batch := service.claim_many(["noop"], worker_id, limit=7):
+            for job in batch:
+                service.transition(job["id"], "succeeded", fencing_token=job["fencing_token"])
+                claimed.append(job["id"])
+        return claimed
+
+    _run(url, barrier, results, body)
+
+
 def enqueue_once(url: str, barrier: Any, results: Any, kwargs: dict[str, Any]) -> None:
     def body(service: JobService) -> str:
         try:

@@ -130,6 +130,20 @@ def lease_seconds(value: object) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+MAX_CLAIM_LIMIT = 1000
+
+
+def claim_limit(value: object) -> int:
+    """How many jobs one claim may lease: a whole number from 1."""
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if not ok or not 1 <= value <= MAX_CLAIM_LIMIT:  # type: ignore[operator]
+        raise InvalidArgument(
+            "invalid_claim_limit",
+            f"limit must be a whole number from 1 to {MAX_CLAIM_LIMIT}, got {_show(value)}",
+        )
+    return value  # type: ignore[return-value]
+
+
 def aware_time(field: str, value: object) -> datetime:
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise InvalidArgument(

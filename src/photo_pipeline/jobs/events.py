@@ -60,13 +60,13 @@ def write_event(
     )
 
 
-def write_events(
-    session: Session,
-    events: list[tuple[str, str, str | None, dict[str, Any] | None]],
-    now: datetime,
-) -> None:
-    """Append ``(job_id, event_type, message, data)`` events in one statement (new
-    jobs: nobody else can hold their rows yet)."""
+# (job_id, event_type, message, data)
+Event = tuple[str, str, str | None, dict[str, Any] | None]
+
+
+def write_events(session: Session, events: list[Event], now: datetime) -> None:
+    """Append ``(job_id, event_type, message, data)`` events in one statement, inside
+    the caller's transaction, which holds their jobs' rows (or made them: new jobs)."""
     if not events:
         return
     take_order_lock(session)

@@ -1,6 +1,7 @@
 """The statements a worker sends for every job, each one round trip: claim (with its
-event) and finishing a job as succeeded (fence check, unfinished-item check, event,
-release of dependents).
+event; up to as many jobs as the worker has free slots, each with its own lease and
+fencing token, their events in one insert) and finishing a job as succeeded (fence
+check, unfinished-item check, event, release of dependents).
 
 On PostgreSQL each is one statement (data-modifying CTEs) run outside an explicit
 transaction, so it costs no BEGIN or COMMIT of its own. Neither NOTIFYs the event
@@ -46,11 +47,11 @@ def _sql_list(values: Any) -> str:
 CLAIMABLE = text(f"jobs.state IN ({_sql_list(CLAIMABLE_STATES)}) AND jobs.waiting_for = 0")
 
 
-def claim_candidate(job_types: list[str], now: Any) -> Select[tuple[int]]:
-    """The next runnable job's ``seq``. Per type, a walk of the claim index
-    ``(job_type, priority DESC, run_after, seq)`` that stops at the first row not
-    locked by another claimer; of those heads, the most urgent. Its cost does not
-    grow with other types' backlogs."""
+def claim_candidate(job_types: list[str], now: Any, limit: int = 1) -> Select[tuple[int]]:
+    """The ``seq`` of the next ``limit`` runnable jobs, most urgent first. Per type, a
+    walk of the claim index ``(job_type, priority DESC, run_after, seq)`` that stops
+    after ``limit`` rows not locked by another claimer; of those heads, the most
+    urgent ``limit``. Its cost does not grow with other types' backlogs."""
     order = (jobs.c.priority.desc(), jobs.c.run_after, jobs.c.seq)
 
     def head(job_type: str) -> Select[Any]:
@@ -58,7 +59,7 @@ def claim_candidate(job_types: list[str], now: Any) -> Select[tuple[int]]:
             select(jobs.c.seq, jobs.c.priority, jobs.c.run_after)
             .where(CLAIMABLE, jobs.c.job_type == job_type, jobs.c.run_after <= now)
             .order_by(*order)
-            .limit(1)
+            .limit(limit)
             .with_for_update(skip_locked=True)  # rendered on PostgreSQL only
         )
 
@@ -70,18 +71,31 @@ def claim_candidate(job_types: list[str], now: Any) -> Select[tuple[int]]:
     return (
         select(merged.c.seq)
         .order_by(merged.c.priority.desc(), merged.c.run_after, merged.c.seq)
-        .limit(1)
+        .limit(limit)
     )
 
 
+def claim_order(row: Any) -> tuple[int, Any, int]:
+    """The claim's order of a claimed row (RETURNING keeps no order)."""
+    return (-row.priority, row.run_after, row.seq)
+
+
 def claim_update(
-    job_types: list[str], worker_id: str, now: ColumnElement[Any], expires: ColumnElement[Any]
+    job_types: list[str],
+    worker_id: str,
+    now: ColumnElement[Any],
+    expires: ColumnElement[Any],
+    limit: int = 1,
 ) -> Update:
-    """Lease the candidate: a new fencing token, one more attempt."""
-    candidate = claim_candidate(job_types, now).scalar_subquery()
+    """SQLite: lease the candidates (in the caller's write transaction, which
+    serialises claimers): each a new fencing token, one more attempt."""
+    if limit == 1:
+        condition = jobs.c.seq == claim_candidate(job_types, now).scalar_subquery()
+    else:
+        condition = jobs.c.seq.in_(claim_candidate(job_types, now, limit))
     return (
         update(jobs)
-        .where(jobs.c.seq == candidate)
+        .where(condition)
         .values(
             state=JobState.RUNNING,
             lease_owner=worker_id,
@@ -114,10 +128,12 @@ def _job_columns(table: str) -> str:
 
 @functools.cache
 def pg_claim_text(now_sql: str) -> TextualSelect:
-    """PostgreSQL: ``pg_claim`` as one prepared text, built once: per type in
-    ``:types``, the head of its index range (a LATERAL walk that skips rows other
-    claimers hold); the most urgent head is leased and its event written. Client
-    time per claim matters at hundreds of jobs a second (bench/coordinator.py)."""
+    """PostgreSQL: the claim as one prepared text, built once: per type in
+    ``:types``, the first ``:limit`` rows of its index range (a LATERAL walk that
+    skips rows other claimers hold); the most urgent ``:limit`` of those are leased
+    and their events written by one insert. Client time per claim matters at
+    hundreds of jobs a second (bench/coordinator.py). Rows a walk locked but did not
+    lease are free again when the statement commits, at once."""
     sql = f"""
 WITH picked AS (
   SELECT head.seq FROM unnest(CAST(:types AS text[])) AS wanted(job_type)
@@ -125,10 +141,10 @@ WITH picked AS (
     SELECT jobs.seq, jobs.priority, jobs.run_after FROM jobs
     WHERE {_CLAIMABLE_SQL} AND jobs.job_type = wanted.job_type AND jobs.run_after <= {now_sql}
     ORDER BY jobs.priority DESC, jobs.run_after, jobs.seq
-    LIMIT 1 FOR UPDATE SKIP LOCKED
+    LIMIT CAST(:limit AS integer) FOR UPDATE SKIP LOCKED
   ) AS head
   ORDER BY head.priority DESC, head.run_after, head.seq
-  LIMIT 1
+  LIMIT CAST(:limit AS integer)
 ), claimed AS (
   UPDATE jobs SET state = '{JobState.RUNNING}', lease_owner = :worker_id,
     lease_expires_at = {now_sql} + :lease_us, heartbeat_at = {now_sql},
@@ -139,15 +155,17 @@ WITH picked AS (
   RETURNING jobs.*
 ), ordered AS (
   SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK})
-  FROM claimed
+  FROM (SELECT 1 FROM claimed LIMIT 1) AS any_claimed
 ), logged AS (
   INSERT INTO job_events (job_id, event_type, message, data, created_at)
   SELECT claimed.id, 'claimed', :worker_id,
     json_build_object('fencing_token', claimed.fencing_token, 'attempt', claimed.attempts),
     claimed.updated_at
   FROM claimed, ordered
+  ORDER BY claimed.priority DESC, claimed.run_after, claimed.seq
 )
 SELECT {_job_columns("claimed")} FROM claimed
+ORDER BY claimed.priority DESC, claimed.run_after, claimed.seq
 """
     return text(sql).columns(*_RESULT_COLUMNS)
 
@@ -200,8 +218,8 @@ def succeed_update(
     job_id: str, token: int, worker_id: str | None, now: ColumnElement[Any]
 ) -> Update:
     """SQLite: the fenced, item-checked move to ``succeeded`` (the rest follows in
-    the same transaction)."""
-    from photo_pipeline.db.schema import job_items
+    the same transaction), returning the row and whether it has dependents."""
+    from photo_pipeline.db.schema import job_items, job_prerequisites
 
     conditions = [
         jobs.c.id == job_id,
@@ -227,5 +245,60 @@ def succeed_update(
             lease_owner=None,
             lease_expires_at=None,
         )
-        .returning(*jobs.c)
+        .returning(
+            *jobs.c,
+            select(job_prerequisites.c.job_id)
+            .where(job_prerequisites.c.prerequisite_id == job_id)
+            .exists()
+            .label("has_dependents"),
+        )
     )
+
+
+@functools.cache
+def pg_succeed_many(now_sql: str) -> TextualSelect:
+    """PostgreSQL: ``pg_succeed`` of many leased jobs (``:ids`` with their
+    ``:tokens``) in one statement and so one commit (jobs.group_commit): each moves
+    only under its current fencing token and with no unfinished item; a dependent of
+    several of them waits for that many fewer. Returns the rows of those that
+    succeeded; the others are left as they were, for the caller to finish alone."""
+    sql = f"""
+WITH wanted AS (
+  SELECT w.id, w.token FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS bigint[])) AS w(id, token)
+), done AS (
+  UPDATE jobs SET state = '{JobState.SUCCEEDED}', version = jobs.version + 1,
+    updated_at = {now_sql}, finished_at = {now_sql},
+    lease_owner = NULL, lease_expires_at = NULL
+  FROM wanted
+  WHERE jobs.id = wanted.id AND jobs.fencing_token = wanted.token AND jobs.state IN ({_LEASED})
+    AND NOT EXISTS (SELECT 1 FROM job_items AS i
+                    WHERE i.job_id = wanted.id AND i.state IN ({_UNFINISHED}))
+  RETURNING jobs.*
+), ordered AS (
+  SELECT pg_advisory_xact_lock_shared({_PG_EVENT_ORDER_LOCK})
+  FROM (SELECT 1 FROM done LIMIT 1) AS any_done
+), met AS (
+  SELECT p.job_id, count(*) AS n, max(done.updated_at) AS at
+  FROM job_prerequisites AS p JOIN done ON p.prerequisite_id = done.id
+  GROUP BY p.job_id
+), released AS (
+  UPDATE jobs AS d SET waiting_for = greatest(d.waiting_for - met.n, 0),
+    version = d.version + 1
+  FROM met
+  WHERE d.id = met.job_id AND d.waiting_for > 0
+  RETURNING d.id, d.job_type, d.waiting_for, met.at
+), logged AS (
+  INSERT INTO job_events (job_id, event_type, created_at)
+  SELECT e.job_id, e.event_type, e.at FROM ordered, (
+    SELECT 0 AS n, done.seq AS k, done.id AS job_id, 'state:{JobState.SUCCEEDED}' AS event_type,
+           done.updated_at AS at FROM done
+    UNION ALL
+    SELECT 1, 0, r.id, 'prerequisites_met', r.at FROM released AS r WHERE r.waiting_for = 0
+  ) AS e ORDER BY e.n, e.k, e.job_id
+), woken AS (
+  SELECT pg_notify('{RUNNABLE_CHANNEL}', r.job_type) FROM released AS r WHERE r.waiting_for = 0
+)
+SELECT {_job_columns("done")} FROM done WHERE (SELECT count(*) FROM woken) >= 0
+ORDER BY done.seq
+"""
+    return text(sql).columns(*_RESULT_COLUMNS)

@@ -11,6 +11,7 @@ from photo_pipeline.db.errors import DatabaseUnavailable
 from photo_pipeline.jobs.budget import MemoryBudget
 from photo_pipeline.jobs.context import JobContext, LeaseLost
 from photo_pipeline.jobs.errors import ItemError, JobError
+from photo_pipeline.jobs.group_commit import GroupCommit
 from photo_pipeline.jobs.handlers import HandlerRegistry
 from photo_pipeline.jobs.outages import DatabaseWait, database_outage, disk_full
 from photo_pipeline.jobs.service import JobService, JobSnapshot
@@ -46,6 +47,8 @@ class JobRunner:
         self._lease_seconds = lease_seconds
         self._pool_size = pool_size
         self._batch_size = batch_size
+        # Slots finishing at once share one commit (reported once it is durable).
+        self._successes = GroupCommit(service.succeed_many)
         self._current: dict[str, JobContext] = {}
         self._current_lock = threading.Lock()
 
@@ -116,7 +119,7 @@ class JobRunner:
             elif self._shutdown.is_set() and self._unfinished(ctx.job_id):
                 final = self._service.release(ctx.job_id, fencing_token=token)
             else:
-                final = self._service.transition(
+                final = self._successes.succeed(ctx.job_id, token) or self._service.transition(
                     ctx.job_id, JobState.SUCCEEDED, fencing_token=token
                 )
         except JobError as exc:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Row, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from photo_pipeline.db import read_session, write_session
 from photo_pipeline.db.errors import unique_violation
@@ -22,7 +23,7 @@ from photo_pipeline.jobs import _checks as check
 from photo_pipeline.jobs import hot_path
 from photo_pipeline.jobs.clock import micros_of
 from photo_pipeline.jobs.errors import InvalidArgument, InvalidTransition, JobConflict
-from photo_pipeline.jobs.events import write_event
+from photo_pipeline.jobs.events import Event, write_events
 from photo_pipeline.jobs.locks import lock_held
 from photo_pipeline.jobs.rows import JobSnapshot, lock_job, require_job, snapshot, snapshot_of
 from photo_pipeline.jobs.states import (
@@ -35,43 +36,58 @@ from photo_pipeline.jobs.store import JobStore
 
 
 class Claim(NamedTuple):
-    """A checked claim request."""
+    """A checked claim request: up to ``limit`` jobs."""
 
     job_types: list[str]
     worker_id: str
     lease: timedelta
+    limit: int = 1
 
     @classmethod
-    def checked(cls, job_types: Sequence[str], worker_id: str, lease_seconds: float) -> Claim:
+    def checked(
+        cls, job_types: Sequence[str], worker_id: str, lease_seconds: float, limit: int = 1
+    ) -> Claim:
         types = check.job_types(job_types)
         worker_id = check.key("worker_id", worker_id)
-        return cls(types, worker_id, timedelta(seconds=check.lease_seconds(lease_seconds)))
+        lease = timedelta(seconds=check.lease_seconds(lease_seconds))
+        return cls(types, worker_id, lease, check.claim_limit(limit))
 
 
-def claim(store: JobStore, request: Claim) -> JobSnapshot | None:
-    """Lease the most urgent runnable job of the claim's types to its worker: highest
-    priority, then earliest ``run_after``, then enqueue order, in one index-backed
-    statement. None when nothing is runnable."""
-    types, worker_id, lease = request
+def claim(store: JobStore, request: Claim) -> list[JobSnapshot]:
+    """Lease up to ``limit`` of the most urgent runnable jobs of the claim's types to
+    its worker, each with its own lease and fencing token: highest priority, then
+    earliest ``run_after``, then enqueue order, in one index-backed statement whose
+    events are one insert. They come in that order; none when nothing is runnable."""
+    types, worker_id, lease, limit = request
     if store.is_postgresql:
-        params = {"types": types, "worker_id": worker_id, "lease_us": micros_of(lease)}
+        params = {
+            "types": types,
+            "worker_id": worker_id,
+            "lease_us": micros_of(lease),
+            "limit": limit,
+        }
         now_sql = store.clock.sql_text(params)
-        row = store.run_one(hot_path.pg_claim_text(now_sql), params)
-        return None if row is None else snapshot_of(row)
+        return [snapshot_of(row) for row in store.run_all(hot_path.pg_claim_text(now_sql), params)]
     now, expires = store.clock.sql(), store.clock.sql(plus=lease)
     with write_session(store.session_factory) as session:
-        row = session.execute(hot_path.claim_update(types, worker_id, now, expires)).one_or_none()
-        if row is None:
-            return None
-        write_event(
+        statement = hot_path.claim_update(types, worker_id, now, expires, limit)
+        rows = sorted(session.execute(statement).all(), key=hot_path.claim_order)
+        if not rows:
+            return []
+        write_events(
             session,
-            row.id,
-            "claimed",
-            row.updated_at,
-            message=worker_id,
-            data={"fencing_token": row.fencing_token, "attempt": row.attempts},
+            [
+                (
+                    row.id,
+                    "claimed",
+                    worker_id,
+                    {"fencing_token": row.fencing_token, "attempt": row.attempts},
+                )
+                for row in rows
+            ],
+            rows[0].updated_at,
         )
-        return snapshot(row)
+        return [snapshot(row) for row in rows]
 
 
 def renew_lease(
@@ -177,15 +193,45 @@ def succeed(store: JobStore, job_id: str, token: int, worker_id: str | None) -> 
         row = store.run_one(statement, params)
         return None if row is None else snapshot_of(row)
     with write_session(store.session_factory) as session:
-        row = session.execute(
-            hot_path.succeed_update(job_id, token, worker_id, store.clock.sql())
-        ).one_or_none()
-        if row is None:
-            return None
-        now = row.updated_at
-        write_event(session, job_id, f"state:{JobState.SUCCEEDED}", now)
-        store.transitions.release_dependents(session, job_id, now)
-        return snapshot(row)
+        return _succeed_in(store, session, job_id, token, worker_id)
+
+
+def succeed_many(store: JobStore, tokens: list[tuple[str, int]]) -> dict[str, JobSnapshot]:
+    """``succeed`` of many leased jobs ``(job_id, fencing_token)`` with one commit
+    (jobs.group_commit); returns those that succeeded, by id. A job whose check
+    failed is left as it was."""
+    if not tokens:
+        return {}
+    if store.is_postgresql:
+        params: dict[str, Any] = {"ids": [i for i, _ in tokens], "tokens": [t for _, t in tokens]}
+        now_sql = store.clock.sql_text(params)
+        rows = store.run_all(hot_path.pg_succeed_many(now_sql), params)
+        return {job["id"]: job for job in map(snapshot_of, rows)}
+    done: dict[str, JobSnapshot] = {}
+    with write_session(store.session_factory) as session:
+        for job_id, token in tokens:
+            job = _succeed_in(store, session, job_id, token, None)
+            if job is not None:
+                done[job_id] = job
+    return done
+
+
+def _succeed_in(
+    store: JobStore, session: Session, job_id: str, token: int, worker_id: str | None
+) -> JobSnapshot | None:
+    """SQLite: ``succeed`` in the caller's write transaction."""
+    row = session.execute(
+        hot_path.succeed_update(job_id, token, worker_id, store.clock.sql())
+    ).one_or_none()
+    if row is None:
+        return None
+    now = row.updated_at
+    done: list[Event] = [(job_id, f"state:{JobState.SUCCEEDED}", None, None)]
+    if row.has_dependents:  # read by the update: no statement when there are none
+        store.transitions.release_dependents(session, job_id, now, events=done)
+    else:
+        write_events(session, done, now)
+    return snapshot(row)
 
 
 def release(store: JobStore, job_id: str, *, fencing_token: int, reason: str) -> JobSnapshot:

@@ -187,11 +187,15 @@ class Worker:
                 try:
                     self._recover_dead_workers()
                     self._tick_schedules()
-                    job = self._service.claim(
-                        self._types, self.id, lease_seconds=self.config.lease_seconds
+                    # One statement for as many jobs as there are free slots.
+                    claimed = self._service.claim_many(
+                        self._types,
+                        self.id,
+                        limit=self.config.jobs - len(running),
+                        lease_seconds=self.config.lease_seconds,
                     )
-                    if job is not None:
-                        running.add(slots.submit(self._run_guarded, job, pool))
+                    if claimed:
+                        running.update(slots.submit(self._run_guarded, j, pool) for j in claimed)
                         continue
                     if self.config.burst and not running and not self._work_left():
                         break

@@ -201,12 +201,26 @@ class JobService:
         return enqueuing.add_items(self._store, job_id, item_keys, fencing_token=fencing_token)
 
     # ── claim / lease ──────────────────────────────────────────────────────────
-    @transactional
     def claim(
         self, job_types: Sequence[str], worker_id: str, *, lease_seconds: float = 60
     ) -> JobSnapshot | None:
         """Lease the most urgent runnable job of ``job_types`` to ``worker_id``, or None."""
-        request = lease.Claim.checked(job_types, worker_id, lease_seconds)
+        claimed = self.claim_many(job_types, worker_id, limit=1, lease_seconds=lease_seconds)
+        return claimed[0] if claimed else None
+
+    @transactional
+    def claim_many(
+        self,
+        job_types: Sequence[str],
+        worker_id: str,
+        *,
+        limit: int,
+        lease_seconds: float = 60,
+    ) -> list[JobSnapshot]:
+        """Lease up to ``limit`` runnable jobs of ``job_types`` to ``worker_id`` in one
+        statement, most urgent first (``claim``'s order), each with its own lease and
+        fencing token; empty when none is runnable."""
+        request = lease.Claim.checked(job_types, worker_id, lease_seconds, limit)
         if self._recovery.due():
             self.recover_stale()
         return lease.claim(self._store, request)
@@ -265,6 +279,14 @@ class JobService:
             error=error,
             retry=retry,
         )
+
+    @transactional
+    def succeed_many(self, tokens: Iterable[tuple[str, int]]) -> dict[str, JobSnapshot]:
+        """Move many leased jobs ``(job_id, fencing_token)`` to ``succeeded`` with one
+        commit, each under its own token and item check; returns those that
+        succeeded, by id (the others are as they were: finish them with
+        ``transition``, which says why it cannot)."""
+        return lease.succeed_many(self._store, [(str(i), int(t)) for i, t in tokens])
 
     def retry(self, job_id: str) -> JobSnapshot:
         """Run a failed job again (one more attempt), unless another took its lock."""

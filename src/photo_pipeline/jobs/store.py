@@ -46,9 +46,14 @@ class JobStore:
             yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     def run_one(self, statement: ClauseElement, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        """PostgreSQL: run a one-statement change that returns at most one row,
-        committing by itself, straight on the pooled connection's driver (prepared).
-        SQLAlchemy's result handling cost a fifth of a worker's time per job
+        """PostgreSQL: ``run_all`` of a change that returns at most one row."""
+        rows = self.run_all(statement, params)
+        return rows[0] if rows else None
+
+    def run_all(self, statement: ClauseElement, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """PostgreSQL: run a one-statement change, committing by itself, straight on
+        the pooled connection's driver (prepared), and return its rows. SQLAlchemy's
+        result handling cost a fifth of a worker's time per job
         (bench/coordinator.py). Driver errors are raised as SQLAlchemy's, as
         ``db.errors.transactional`` expects; a broken connection leaves the pool."""
         import psycopg  # here: SQLite commands start without it (the engine loaded it)
@@ -62,7 +67,7 @@ class JobStore:
             driver: psycopg.Connection[Any] = pooled.driver_connection  # type: ignore[assignment]
             driver.autocommit = True
             try:
-                return driver.execute(sql, params, prepare=True).fetchone()
+                return driver.execute(sql, params, prepare=True).fetchall()
             except psycopg.Error as exc:
                 broken = driver.broken
                 if broken:

@@ -15,7 +15,7 @@ from photo_pipeline.db.schema import job_items, job_prerequisites, jobs
 from photo_pipeline.db.text import storable
 from photo_pipeline.jobs import wakeup
 from photo_pipeline.jobs.errors import InvalidTransition, JobConflict
-from photo_pipeline.jobs.events import write_event
+from photo_pipeline.jobs.events import Event, write_event, write_events
 from photo_pipeline.jobs.retry import RetryPolicy
 from photo_pipeline.jobs.rows import JobSnapshot, lock_job, snapshot
 from photo_pipeline.jobs.states import (
@@ -109,22 +109,27 @@ class Transitions:
         ).one_or_none()
         if result is None:
             raise JobConflict("concurrent_update", f"job {row.id} changed while being updated")
-        for event_type, message in events:
-            write_event(session, row.id, event_type, now, message=message)
+        written: list[Event] = [(row.id, kind, message, None) for kind, message in events]
         if target in CLAIMABLE_STATES and result.waiting_for == 0:
             # Runnable now, or after a backoff that idle workers then wait for.
             wakeup.runnable(session, [result.job_type])
         if row.has_dependents and target is JobState.SUCCEEDED:
-            self.release_dependents(session, row.id, now)
-        elif row.has_dependents and target in (JobState.FAILED, JobState.CANCELLED):
+            # The job's events and its released dependents' in one insert.
+            self.release_dependents(session, row.id, now, events=written)
+            return snapshot(result)
+        write_events(session, written, now)
+        if row.has_dependents and target in (JobState.FAILED, JobState.CANCELLED):
             self._cancel_dependents(session, row.id, now)
         elif row.has_dependents and target is JobState.RETRY_QUEUED:
             self._revive_dependents(session, row.id, now)
         return snapshot(result)
 
-    def release_dependents(self, session: Session, job_id: str, now: datetime) -> None:
+    def release_dependents(
+        self, session: Session, job_id: str, now: datetime, *, events: list[Event] | None = None
+    ) -> None:
         """A prerequisite succeeded: the jobs waiting on it wait for one fewer; those
-        left waiting for none become runnable (and wake workers)."""
+        left waiting for none become runnable (and wake workers). Their events are
+        written after ``events`` (the prerequisite's own), by one insert."""
         dependents = select(job_prerequisites.c.job_id).where(
             job_prerequisites.c.prerequisite_id == job_id
         )
@@ -135,8 +140,10 @@ class Transitions:
             .returning(jobs.c.id, jobs.c.waiting_for, jobs.c.job_type)
         ).all()
         ready = sorted((d.id, d.job_type) for d in released if d.waiting_for == 0)
-        for dependent_id, _ in ready:
-            write_event(session, dependent_id, "prerequisites_met", now)
+        met: list[Event] = [
+            (dependent_id, "prerequisites_met", None, None) for dependent_id, _ in ready
+        ]
+        write_events(session, [*(events or []), *met], now)
         wakeup.runnable(session, [job_type for _, job_type in ready])
 
     def _cancel_dependents(self, session: Session, job_id: str, now: datetime) -> None:

@@ -92,7 +92,7 @@ def test_the_postgresql_claim_statement_reads_no_other_type(session_factory):
     fill(session_factory, "thumbnail", 3000)
     JobService(session_factory).enqueue("noop")
     statement = hot_path.pg_claim_text(db_now_sql(session_factory))
-    params = {"types": ["noop", "other"], "worker_id": "w", "lease_us": 30_000_000}
+    params = {"types": ["noop", "other"], "worker_id": "w", "lease_us": 30_000_000, "limit": 1}
     with session_factory() as session:
         session.execute(text("ANALYZE jobs"))
         explain = text(f"EXPLAIN (ANALYZE, COSTS OFF) {statement.element.text}")
