@@ -11,8 +11,9 @@ same files, with nothing of the pipeline around it (no database, no jobs, no jou
   prints JSON: its pool's start and its loop's seconds.
 * organize --move: ``move`` below, in this process: per file (four at a time, as
   organize places them) read + BLAKE3 (organize checks the bytes against the
-  catalogued hash), a hard link at the destination, the source unlinked; then every
-  folder written or emptied fsynced once (organize fsyncs as it goes: a lower floor).
+  catalogued hash), a hard link at the destination, its folder fsynced, the source
+  unlinked, its folder fsynced: as durable as organize's move (the new name on disk
+  before the old one goes), with nothing else (no parking rename, no journal).
 * verify: ``bench.organize.blake3_pass`` over the organized files (64 KiB reads into
   one buffer, one thread).
 """
@@ -130,12 +131,12 @@ def move(source: Path, dest: Path) -> int:
     def one(path: Path) -> None:
         blake3_pass([path])
         os.link(path, targets[path])
+        _fsync_folder(targets[path].parent)
         os.unlink(path)
+        _fsync_folder(path.parent)
 
     with ThreadPoolExecutor(MOVE_THREADS) as pool:
         list(pool.map(one, files))
-    for folder in sorted({t.parent for t in targets.values()} | {p.parent for p in files}):
-        _fsync_folder(folder)
     return len(files)
 
 

@@ -15,8 +15,8 @@ Run with ``.venv/bin/python -m bench.library [--files 10000] [--cache DIR] [--se
    - import: ``import SRC --wait --json`` against the bare two-process loop of the
      same essential work on the same files, as a process of its own;
    - organize: ``organize --dest DEST --move --wait --json`` against a bare move
-     (read + BLAKE3, hard link, unlink, fsync of each folder) of a copy of the same
-     tree;
+     (read + BLAKE3, hard link, fsync, unlink, fsync: per file) of a copy of the
+     same tree;
    - verify: ``verify --wait --json`` against one BLAKE3 pass over the organized bytes;
    - dedupe: ``dedupe --dry-run --json`` then ``dedupe --wait --json`` (no floor).
 2. The checks (the run fails if one does not hold): the broken files are catalogued
