@@ -8,7 +8,7 @@ same files, with nothing of the pipeline around it (no database, no jobs, no jou
   a PNG decoded by Pillow, a video's first frame decoded by PyAV, a DNG's half-size
   LibRaw demosaic (rawpy), each then encoded as a 1440-px JPEG and a 256-px WebP. A
   file that does not decode counts as done (its read and hash were the work). It
-  prints JSON: its pool's start and its loop's seconds.
+  prints JSON: its pool's start and its loop's seconds, its CPU seconds by suffix.
 * organize --move: ``move`` below, in this process: per file (four at a time, as
   organize places them) read + BLAKE3 (organize checks the bytes against the
   catalogued hash), a hard link at the destination, its folder fsynced, the source
@@ -71,8 +71,8 @@ def _bare_png(path: str) -> int:
         return _encode_both(image.convert("RGB"))
 
 
-def bare(path: str) -> float:
-    """The essential work of one file; the CPU seconds it took."""
+def bare(path: str) -> tuple[str, float]:
+    """The essential work of one file; its suffix and the CPU seconds it took."""
     from bench._import_loops import _read_and_hash, bare_heic, bare_jpeg
 
     started = time.process_time()
@@ -82,7 +82,7 @@ def bare(path: str) -> float:
     # A broken file: its read and hash were the work.
     with contextlib.suppress(Exception):
         work.get(suffix, _read_and_hash)(path)
-    return time.process_time() - started
+    return suffix, time.process_time() - started
 
 
 def ready(delay: float) -> int:
@@ -103,9 +103,12 @@ def main(argv: list[str]) -> int:
     with h.spawn_pool(2) as pool:
         h.start_pool(pool, 2, 0.0, ready)
         looped = time.perf_counter()
-        cpu = sum(pool.map(bare, paths, chunksize=4))
+        by_kind: dict[str, float] = {}
+        for suffix, seconds in pool.map(bare, paths, chunksize=4):
+            by_kind[suffix] = by_kind.get(suffix, 0.0) + seconds
         ended = time.perf_counter()
-    print(json.dumps({"start": looped - started, "loop": ended - looped, "cpu": cpu}))
+    times = {"start": looped - started, "loop": ended - looped, "cpu": sum(by_kind.values())}
+    print(json.dumps({**times, "cpu_by_suffix": by_kind}))
     return 0
 
 

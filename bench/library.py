@@ -153,6 +153,13 @@ def timed(call: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
+def cpu_timed(call: Any) -> tuple[float, float, Any]:
+    """Wall and CPU seconds (this process's threads) of ``call``, and its result."""
+    cpu = h.cpu_seconds()
+    wall, result = timed(call)
+    return wall, h.cpu_seconds() - cpu, result
+
+
 # ── what is on disk ────────────────────────────────────────────────────────────
 def hashes_below(folder: Path) -> Counter[str]:
     """The BLAKE3 of every file below ``folder`` (hidden names included: nothing may
@@ -193,6 +200,7 @@ class Phase:
     floor_seconds: float | None = None
     load: str = ""
     left_out: float = 0.0  # seconds of the command not counted (a job the floor lacks)
+    floor_cpu: float | None = None  # CPU seconds of the floor (user + system)
 
     @property
     def seconds(self) -> float:
@@ -251,8 +259,13 @@ def body(args: Namespace) -> int:
     os.sync()
     # Exit 5: some items failed (the broken files), which the checks below expect.
     ran = run([str(CLI), "import", str(source), "--wait", "--json"], env, ok=(0, 5))
-    phases.append(Phase("import", n, ran, bare.wall, load()))
+    phases.append(Phase("import", n, ran, bare.wall, load(), floor_cpu=bare.cpu))
     jobs = json.loads(ran.stdout)
+    inner = json.loads(bare.stdout.strip().splitlines()[-1])
+    h.note(
+        f"import floor: pool start {inner['start']:.1f} s, loop {inner['loop']:.1f} s, CPU s by "
+        "suffix: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(inner["cpu_by_suffix"].items()))
+    )
     h.note(f"import's jobs: {spans(jobs)}; states {[j['state'] for j in jobs]}")
     # The floor has no face detection (issue #32.1's essential work): the command
     # without its faces job's run is the like-for-like figure.
@@ -273,7 +286,7 @@ def body(args: Namespace) -> int:
     floor_source, floor_dest = work / "floor-source", work / "floor-dest"
     subprocess.run(["cp", "-r", str(source), str(floor_source)], check=True)
     os.sync()
-    moved_seconds, moved = timed(lambda: floors.move(floor_source, floor_dest))
+    moved_seconds, moved_cpu, moved = cpu_timed(lambda: floors.move(floor_source, floor_dest))
     shutil.rmtree(floor_source)
     shutil.rmtree(floor_dest)
     os.sync()
@@ -284,10 +297,11 @@ def body(args: Namespace) -> int:
     report = result["report"]
     placed = report["states"].get("done", 0)
     # The floor moved every file of the source (the broken ones too): per file, scaled.
-    per_file = moved_seconds / moved
+    share = (n - len(broken)) / moved
     phases.append(
-        Phase("organize --move", n - len(broken), ran, per_file * (n - len(broken)), load())
-    )
+        Phase("organize --move", n - len(broken), ran, moved_seconds * share, load(),
+              floor_cpu=moved_cpu * share)
+    )  # fmt: skip
     reasons = Counter(p["reason"] for p in report["problems"])
     h.note(f"organize: {report['states']}, problems by reason {dict(reasons)}")
     organized = hashes_below(dest)
@@ -302,12 +316,15 @@ def body(args: Namespace) -> int:
     from bench.organize import blake3_pass
 
     os.sync()
-    hashed_seconds, _ = timed(lambda: blake3_pass(organized_files))
+    hashed_seconds, hashed_cpu, _ = cpu_timed(lambda: blake3_pass(organized_files))
     os.sync()
     ran = run([str(CLI), "verify", "--wait", "--json"], env)
     verified = json.loads(ran.stdout)
-    per_file = hashed_seconds / len(organized_files)
-    phases.append(Phase("verify", verified["checked"], ran, per_file * verified["checked"], load()))
+    share = verified["checked"] / len(organized_files)
+    phases.append(
+        Phase("verify", verified["checked"], ran, hashed_seconds * share, load(),
+              floor_cpu=hashed_cpu * share)
+    )  # fmt: skip
     h.note(f"verify: {verified['checked']} checked, {verified['ok']} ok, {verified['problems']}")
     check(verified["ok"] == verified["checked"], "verify found problems")
 
@@ -346,18 +363,27 @@ def body(args: Namespace) -> int:
             phase.name, phase.files, phase.seconds, rate,
             "" if floor_rate is None else floor_rate,
             "" if floor_rate is None else h.ratio(rate, floor_rate, name=f"{phase.name} / floor"),
-            phase.ran.tree_mb, phase.ran.largest_mb, phase.ran.cpu, phase.load,
+            phase.ran.tree_mb, phase.ran.largest_mb,
+            f"{phase.ran.cpu:.1f}" + (f" / {phase.floor_cpu:.1f}" if phase.floor_cpu else ""),
+            "" if phase.floor_cpu is None else h.ratio(phase.floor_cpu, phase.ran.cpu),
+            phase.load,
         ])  # fmt: skip
         h.figure(f"{phase.name} files/s", rate)
         h.figure(f"{phase.name} peak RSS MB", phase.ran.tree_mb)
     h.table(
         ["phase", "files", "seconds", "files/s", "floor files/s", "ratio", "peak RSS MB (tree)",
-         "largest process MB", "CPU s", "load after (1/5/15)"],
+         "largest process MB", "CPU s (cmd / floor)", "CPU: floor / cmd",
+         "load after (1/5/15)"],
         rows,
     )  # fmt: skip
     for phase in phases:
         if not phase.left_out:
             h.note(f"{phase.name}: its tree at its peak (MB): {phase.ran.at_peak}")
+    h.note(
+        "ratio: the command's files/s over its floor's (wall time, which on a loaded machine "
+        "favours the side with more busy threads); CPU: the floor's CPU seconds over the "
+        "command's, the figure the load sways least"
+    )
     peak = max(phase.ran.tree_mb for phase in phases)
     h.note(
         f"peak RSS of any phase's process tree {peak:.0f} MB (target < {RSS_TARGET_MB}): "
