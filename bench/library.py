@@ -27,7 +27,11 @@ Run with ``.venv/bin/python -m bench.library [--files 10000] [--cache DIR] [--se
 3. One table: per phase its files, seconds, files/s, the floor's files/s, the ratio
    (command / floor, 1.00: as fast as the floor), the peak RSS of its process tree
    (the largest sum of the tree's RSS, sampled every 0.1 s from /proc) and of its
-   largest single process (wait4's ru_maxrss), with the load average after it.
+   largest single process (wait4's ru_maxrss), the CPU seconds of the command and of
+   its floor (their ratio is what the load sways least: on a loaded machine the side
+   with more busy threads wins more wall time), with the load average after it. The
+   import is shown a second time without its ``faces`` job's run, which the floor
+   (issue #32.1's essential work) does not do.
 
 Run it at two sizes and compare the rates and the RSS: what grows with the library
 is what slows down per file or weighs more. Only ratios within one run count on this
