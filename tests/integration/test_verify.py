@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from photo_pipeline.jobs import JobService, JobState
 from photo_pipeline.pipeline import organize
@@ -89,3 +90,42 @@ def test_verify_command(cli, session_factory, tmp_path):
     assert "1 changed" in out and f"changed {root / 'day/IMG_0.jpg'}" in out
     assert "6 ok" in out and "1 symlink_outside_roots" in out
     assert f"symlink_outside_roots {root / 'day/IMG_1.jpg'}" in out
+
+
+def test_verify_refuses_what_is_not_a_regular_file_inside_the_roots(session_factory, tmp_path):
+    root = tmp_path / "photos"
+    build(root)
+    scan_folders(session_factory, root)
+    # A FIFO and a folder where photos were: unreadable, and the FIFO does not block.
+    (root / "day/IMG_3.jpg").unlink()
+    os.mkfifo(root / "day/IMG_3.jpg")
+    (root / "day/IMG_4.jpg").unlink()
+    (root / "day/IMG_4.jpg").mkdir()
+    # A link to the same bytes elsewhere inside the roots is the file: fine.
+    (root / "day/IMG_6.jpg").rename(root / "kept.jpg")
+    (root / "day/IMG_6.jpg").symlink_to(root / "kept.jpg")
+    # Moved out of the roots: missing.
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / "day/IMG_7.jpg").rename(outside / "IMG_7.jpg")
+    service = JobService(session_factory)
+    job = start_verify(service).job
+    run_worker(session_factory, "verify")
+    report = verify_report(service, job["id"])
+    assert (report["checked"], report["ok"]) == (8, 5)
+    unreadable = {f["path"]: f["message"] for f in report["unreadable_file"]}
+    assert unreadable == {
+        str(root / "day/IMG_3.jpg"): f"{root / 'day/IMG_3.jpg'}: not a regular file",
+        str(root / "day/IMG_4.jpg"): f"{root / 'day/IMG_4.jpg'}: not a regular file",
+    }
+    assert [f["path"] for f in report["missing"]] == [str(root / "day/IMG_7.jpg")]
+
+    # Their folder turned into a link out of the roots: every file refused, unread.
+    (root / "day").rename(root / "day-was")
+    (root / "day").symlink_to(outside)
+    job = start_verify(service).job
+    run_worker(session_factory, "verify")
+    report = verify_report(service, job["id"])
+    assert [f["path"] for f in report["symlink_outside_roots"]] == [
+        str(root / "day" / name) for name in sorted(f"IMG_{n}.jpg" for n in range(8))
+    ]
