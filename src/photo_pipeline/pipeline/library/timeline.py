@@ -34,7 +34,7 @@ from photo_pipeline.pipeline.library.text_filters import (
 @dataclass(frozen=True)
 class Timeline:
     days: list[tuple[str, int]]  # (YYYY-MM-DD, assets), in the order asked for
-    from_summary: bool  # read from timeline_days (no filter), else counted
+    from_summary: bool  # read from a summary (no filter, days, a camera or a place)
 
     @property
     def total(self) -> int:
