@@ -32,6 +32,7 @@ from PIL import (
 )
 from pillow_heif.as_plugin import HeifImageFile
 
+from photo_pipeline.media import isobmff
 from photo_pipeline.media.errors import (
     CORRUPT_FILE,
     OUT_OF_MEMORY,
@@ -200,9 +201,13 @@ def _verify(
                 tiff_tags.get(offsets_tag), tiff_tags.get(counts_tag), file_size
             ):
                 raise MediaError(CORRUPT_FILE, f"{path}: TIFF image data lies beyond end of file")
-    # WebP, HEIF and AVIF: opening already validated the container (libwebp's demuxer,
-    # libheif's and libavif's item extents), which is what catches truncation, so there is
-    # nothing more to do cheaply.
+    elif kind == "heif" and isobmff.cut_short(fp, file_size):
+        # libheif (1.23 in pillow-heif 1.9) opens a file without checking that its items
+        # lie within it: the boxes' sizes say whether it was cut short.
+        raise MediaError(CORRUPT_FILE, f"{path}: HEIF data lies beyond end of file")
+    # WebP and AVIF: opening already validated the container (libwebp's demuxer,
+    # libavif's item extents), which is what catches truncation, so there is nothing
+    # more to do cheaply.
 
 
 def _libjpeg_out_of_memory(fp: BinaryIO) -> bool:

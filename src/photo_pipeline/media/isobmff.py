@@ -5,6 +5,8 @@
   metadata must not decode.
 * ``find_box``: the payload of a nested box (CR3 keeps its EXIF in
   ``moov/uuid/CMT1…CMT4``).
+* ``cut_short``: whether the file ends inside a box (a HEIF cut short: libheif opens
+  one lazily, so opening no longer says).
 
 Reads only box headers and the few payloads asked for, by seeking: a 4 GB file costs a
 handful of reads. Every walk is bounded (box count, depth), so a damaged file ends it.
@@ -60,6 +62,31 @@ def iter_boxes(fp: BinaryIO, start: int, end: int) -> Iterator[Box]:
             payload += 16
         yield Box(kind, position, payload, position + size, uuid)
         position += size
+
+
+def cut_short(fp: BinaryIO, file_size: int) -> bool:
+    """Whether a top-level box runs past the end of the file: a file cut short (a copy
+    or an upload that stopped). Fewer than 8 bytes after the last box are padding; a
+    damaged header is left to the decoder."""
+    position = 0
+    for _ in range(_MAX_BOXES):
+        if file_size - position < 8:
+            return False
+        fp.seek(position)
+        header = fp.read(16)
+        size = struct.unpack(">I", header[:4])[0]
+        if size == 1:  # 64-bit size follows the type
+            if len(header) < 16:
+                return True
+            size = struct.unpack(">Q", header[8:16])[0]
+        elif size == 0:  # to the end of the file
+            return False
+        if size < 8:
+            return False
+        if position + size > file_size:
+            return True
+        position += size
+    return False
 
 
 def find_box(fp: BinaryIO, file_size: int, path: tuple[bytes, ...]) -> Box | None:
