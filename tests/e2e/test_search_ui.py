@@ -51,8 +51,15 @@ def test_searching_paris_2019_shows_exactly_the_planted_photos(planted_server, p
     expect(tiles).to_have_count(len(PARIS_2019))
     expect(page.locator(".gallery-status")).to_have_text("2 photos")
     ids = {f["path"]: f["asset_id"] for f in planted_server.library.catalog.files()}
-    shown = {tiles.nth(n).get_attribute("data-asset-id") for n in range(len(PARIS_2019))}
-    assert shown == {str(ids[name]) for name in PARIS_2019}
+    planted = sorted(str(ids[name]) for name in PARIS_2019)
+    # Every tile's id in one read of the page, until they are the planted ones: the
+    # timeline may redraw its rows between two reads of one tile each (which once read
+    # the same id twice). A page that never shows them fails on the wait's timeout.
+    page.wait_for_function(
+        "want => JSON.stringify([...document.querySelectorAll('.gallery .tile')]"
+        ".map(tile => tile.dataset.assetId).sort()) === JSON.stringify(want)",
+        arg=planted,
+    )
     assert "q=paris+2019" in page.url
     page.screenshot(path=shots / "search.png")
     SHOT.parent.mkdir(parents=True, exist_ok=True)
